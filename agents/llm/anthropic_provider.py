@@ -1,0 +1,137 @@
+"""The Anthropic Messages API behind the provider protocol; the only module that imports `anthropic`.
+
+The SDK does the retrying (timeouts, connection errors, 408/409/429/5xx, with backoff and
+retry-after); this adapter only translates what is left into the LLMError family, with
+every message redacted so the API key never reaches logs, LLMCall rows or error reports.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anthropic
+from anthropic.types import Message
+
+from agents.llm.base import (
+    LLMConfigError,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    LLMTransientError,
+    ToolSpec,
+    Usage,
+)
+from agents.llm.redact import MASK, redact
+
+log = logging.getLogger(__name__)
+
+MISSING_KEY = (
+    "ANTHROPIC_API_KEY is not set: set it to call the Anthropic API, "
+    "or leave it unset (AITEAM_LLM_PROVIDER=replay) to replay recorded responses."
+)
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str, timeout: float, max_retries: int, base_url: str | None = None) -> None:
+        if not api_key.strip():
+            raise LLMConfigError(MISSING_KEY)
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        # base_url=None lets the SDK read ANTHROPIC_BASE_URL (proxies, the tests' fake server).
+        self._client = anthropic.Anthropic(api_key=api_key, timeout=timeout, max_retries=max_retries, base_url=base_url)
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        started = time.monotonic()
+        try:
+            message = self._client.messages.create(**_create_params(request))
+        except anthropic.AnthropicError as exc:
+            error = self._translate(exc)
+        else:
+            response = _to_response(message, request.tool, latency_ms=int((time.monotonic() - started) * 1000))
+            _log_call(request, response)
+            return response
+        # Raised outside the except block so no __context__ keeps the SDK error, whose
+        # request object carries the Authorization header.
+        raise error
+
+    def _translate(self, exc: anthropic.AnthropicError) -> LLMError:
+        """Map what is left after the SDK's own retries onto transient vs permanent."""
+        after = f"after {self._max_retries} retries"
+        if isinstance(exc, anthropic.APITimeoutError):
+            return LLMTransientError(self._clean(f"Anthropic API timed out ({self._timeout}s per attempt, {after})"))
+        if isinstance(exc, anthropic.APIConnectionError):
+            return LLMTransientError(self._clean(f"Anthropic API unreachable ({after}): {exc.__cause__ or exc}"))
+        if isinstance(exc, anthropic.APIStatusError):
+            return self._status_error(exc, after)
+        return LLMError(self._clean(f"Anthropic SDK error: {type(exc).__name__}: {exc}"))
+
+    def _status_error(self, exc: anthropic.APIStatusError, after: str) -> LLMError:
+        status = exc.status_code
+        # A proxy may answer with a whole HTML page: keep the first lines of it.
+        detail = f"{exc.type or 'error'}: {str(exc.api_message or exc.body or 'no message')[:500]}"
+        text = self._clean(f"Anthropic API {status} {detail} (request_id {exc.request_id})")
+        if _is_transient(status):
+            return LLMTransientError(f"{text} {after}")
+        if status in (401, 403):
+            return LLMConfigError(f"{text}; check ANTHROPIC_API_KEY and the key's access to this model")
+        return LLMError(text)
+
+    def _clean(self, text: str) -> str:
+        # redact() knows keys from the environment and sk-ant-shaped ones; the key this
+        # provider was given may be neither, so mask it by value first.
+        return redact(text.replace(self._api_key, MASK))
+
+
+def _is_transient(status: int) -> bool:
+    # Same set the SDK retries: request timeout, lock conflict, rate limit, 5xx incl. 529 overloaded.
+    return status in (408, 409, 429) or status >= 500
+
+
+def _create_params(request: LLMRequest) -> dict[str, Any]:
+    # No temperature: SDK 2.x dropped sampling parameters and API version 2026-10-21
+    # (which it sends) answers 400 to temperature/top_p/top_k, even at their defaults.
+    tool = request.tool
+    return {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        # The system prompt is the stable prefix of every call of a role: cache it.
+        "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
+        "messages": request.messages,
+        "tools": [{"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}],
+        "tool_choice": {"type": "tool", "name": tool.name},
+    }
+
+
+def _to_response(message: Message, tool: ToolSpec, *, latency_ms: int) -> LLMResponse:
+    # exclude_none: the SDK models fill absent optional fields with None (tool_use `caller`,
+    # `toolset_name`), and a repair turn echoes these blocks back; the request types do not
+    # allow a null `caller`, so send back only what the API sent.
+    content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+    tool_use = next((b for b in content if b.get("type") == "tool_use" and b.get("name") == tool.name), None)
+    usage = message.usage
+    return LLMResponse(
+        tool_input=tool_use.get("input") if tool_use else None,
+        content=content,
+        model=message.model,
+        usage=Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_tokens=usage.cache_creation_input_tokens or 0,
+        ),
+        stop_reason=message.stop_reason or "",
+        latency_ms=latency_ms,
+    )
+
+
+def _log_call(request: LLMRequest, response: LLMResponse) -> None:
+    u = response.usage
+    log.info(
+        "anthropic call role=%s model=%s in=%d out=%d cache_read=%d cache_write=%d stop=%s latency_ms=%d",
+        request.role, response.model, u.input_tokens, u.output_tokens,
+        u.cache_read_tokens, u.cache_creation_tokens, response.stop_reason, response.latency_ms,
+    )

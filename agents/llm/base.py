@@ -1,0 +1,73 @@
+"""The provider protocol: one method, typed requests and responses, one error family.
+
+Messages use the Anthropic Messages shape (role + content blocks) as the canonical form;
+every provider speaks it, so a recorded call replays through any of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """The one tool the model is forced to call; its input is the structured output."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    role: str
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    tool: ToolSpec
+    max_tokens: int = 4096
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    tool_input: dict[str, Any] | None
+    content: list[dict[str, Any]]
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = ""
+    latency_ms: int = 0
+
+
+class LLMError(Exception):
+    """Any failure of a model call. `transient` says whether a later retry may succeed."""
+
+    transient = False
+
+
+class LLMTransientError(LLMError):
+    """Timeouts, 429, 529, connection errors: retry with backoff."""
+
+    transient = True
+
+
+class LLMInvalidOutputError(LLMError):
+    """The model's answer did not validate, even after the bounded repair loop."""
+
+
+class LLMConfigError(LLMError):
+    """The provider is misconfigured; the message says how to fix it."""
+
+
+class Provider(Protocol):
+    name: str
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...

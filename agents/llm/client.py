@@ -1,0 +1,26 @@
+"""What an agent holds: a provider plus the model chosen for each role."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from agents.llm.base import Provider
+from agents.llm.structured import generate
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LLM:
+    provider: Provider
+    models: dict[str, str]  # role → model name
+    default_model: str
+
+    def model_for(self, role: str) -> str:
+        return self.models.get(role, self.default_model)
+
+    def generate(self, *, role: str, system: str, messages: list[dict], schema: type[T]) -> T:
+        return generate(self.provider, role=role, model=self.model_for(role), system=system,
+                        messages=messages, schema=schema)

@@ -1,0 +1,64 @@
+"""Structured output: force one tool call, validate it with pydantic, repair a bounded number of times."""
+from __future__ import annotations
+
+import json
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agents.llm.base import LLMInvalidOutputError, LLMRequest, LLMResponse, Provider, ToolSpec
+
+T = TypeVar("T", bound=BaseModel)
+DEFAULT_MAX_REPAIRS = 2
+
+
+def tool_for(schema: type[BaseModel]) -> ToolSpec:
+    """The forced tool whose input schema is the output model's JSON schema."""
+    doc = (schema.__doc__ or schema.__name__).strip()
+    return ToolSpec(name=f"submit_{_snake(schema.__name__)}", description=doc, input_schema=schema.model_json_schema())
+
+
+def generate(
+    provider: Provider,
+    *,
+    role: str,
+    model: str,
+    system: str,
+    messages: list[dict],
+    schema: type[T],
+    max_tokens: int = 4096,
+    max_repairs: int = DEFAULT_MAX_REPAIRS,
+) -> T:
+    """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls."""
+    tool = tool_for(schema)
+    conversation = list(messages)
+    problem = ""
+    for _ in range(max_repairs + 1):
+        request = LLMRequest(role=role, model=model, system=system, messages=conversation, tool=tool, max_tokens=max_tokens)
+        response = provider.complete(request)
+        try:
+            return schema.model_validate(response.tool_input if response.tool_input is not None else {})
+        except ValidationError as exc:
+            problem = _describe(exc)
+            conversation = conversation + _repair_turn(response, tool, problem)
+    raise LLMInvalidOutputError(f"{role}: output still invalid after {max_repairs} repairs: {problem}")
+
+
+def _repair_turn(response: LLMResponse, tool: ToolSpec, problem: str) -> list[dict]:
+    """Echo the model's answer and tell it, as a tool error, what to fix."""
+    tool_use = next((b for b in response.content if b.get("type") == "tool_use"), None)
+    text = f"Your {tool.name} input was invalid: {problem}. Call {tool.name} again with corrected input."
+    if tool_use is None:
+        return [{"role": "assistant", "content": response.content or [{"type": "text", "text": "(no answer)"}]},
+                {"role": "user", "content": text}]
+    result = {"type": "tool_result", "tool_use_id": tool_use["id"], "is_error": True, "content": text}
+    return [{"role": "assistant", "content": response.content}, {"role": "user", "content": [result]}]
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = [{"loc": ".".join(map(str, e["loc"])), "msg": e["msg"]} for e in exc.errors()[:10]]
+    return json.dumps(errors)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))

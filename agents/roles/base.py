@@ -1,0 +1,32 @@
+"""An agent role is a pure function of its context and an LLM: no ORM, no side effects."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from agents.llm.client import LLM
+from agents.prompts import load_prompt
+
+C = TypeVar("C", bound=BaseModel)
+O = TypeVar("O", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Agent(Generic[C, O]):
+    role: str
+    output: type[O]
+    task: str  # one line that opens the user message
+
+    @property
+    def system(self) -> str:
+        return load_prompt(self.role)
+
+    def messages(self, context: C) -> list[dict]:
+        body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        return [{"role": "user", "content": f"{self.task}\n\n<context>\n{body}\n</context>"}]
+
+    def run(self, context: C, llm: LLM) -> O:
+        return llm.generate(role=self.role, system=self.system, messages=self.messages(context), schema=self.output)

@@ -1,0 +1,93 @@
+"""Agent inputs (contexts) and outputs (what the model must return), as pydantic models.
+
+Outputs forbid extra fields and carry the limits a reviewer would expect, so an answer
+that would need hand-fixing fails validation and goes through the repair loop instead.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Text = Field(min_length=1, max_length=2000)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- Product Owner ---------------------------------------------------------------------
+class Clarification(Strict):
+    questions: list[str]
+    answer: str
+
+
+class ProductOwnerContext(Strict):
+    title: str = ""
+    brief: str
+    project: str = ""
+    clarifications: list[Clarification] = []
+
+
+class ProductOwnerOutput(Strict):
+    """The clarified requirement, or the questions that must be answered before one can be written."""
+
+    verdict: Literal["clear", "too_vague"]
+    reasoning: str = Field(min_length=1, max_length=4000)
+    summary: str = Field(default="", max_length=4000)
+    objectives: list[str] = []
+    out_of_scope: list[str] = []
+    assumptions: list[str] = []
+    constraints: list[str] = []
+    success_metrics: list[str] = []
+    clarifying_questions: list[str] = Field(default=[], max_length=10)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProductOwnerOutput:
+        if self.verdict == "clear" and not (self.summary and self.objectives):
+            raise ValueError("a clear brief needs a summary and at least one objective")
+        if self.verdict == "too_vague" and not self.clarifying_questions:
+            raise ValueError("a too_vague verdict needs at least one clarifying question")
+        return self
+
+
+# --- Business Analyst ------------------------------------------------------------------
+class RequirementDocView(Strict):
+    summary: str
+    objectives: list[str]
+    out_of_scope: list[str] = []
+    assumptions: list[str] = []
+    constraints: list[str] = []
+    success_metrics: list[str] = []
+
+
+class StoryFeedback(Strict):
+    round: int
+    decision: str
+    text: str
+    story_titles: list[str] = []
+
+
+class BusinessAnalystContext(Strict):
+    title: str = ""
+    brief: str
+    doc: RequirementDocView
+    round: int = 1
+    feedback: list[StoryFeedback] = []
+
+
+class StoryOut(Strict):
+    title: str = Field(min_length=3, max_length=200)
+    as_a: str = Field(min_length=1, max_length=300)
+    i_want: str = Field(min_length=1, max_length=2000)
+    so_that: str = Field(min_length=1, max_length=2000)
+    acceptance_criteria: list[str] = Field(min_length=1, max_length=12)
+    priority: Literal["must", "should", "could", "wont"]
+    story_points: Literal[1, 2, 3, 5, 8, 13]
+
+
+class BusinessAnalystOutput(Strict):
+    """User stories with testable acceptance criteria, covering every objective."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    stories: list[StoryOut] = Field(min_length=1, max_length=20)

@@ -1,0 +1,158 @@
+"""Settings from the environment, with an embedded default that needs no service.
+
+Embedded default (no DATABASE_URL, no CELERY_BROKER_URL, no ANTHROPIC_API_KEY): SQLite,
+Celery eager, replay LLM with the bundled cassette, autonomous approvals (logged).
+"""
+from pathlib import Path
+
+import dj_database_url
+
+from aiteam.env import env_bool, env_float, env_int, env_str
+from aiteam.timeouts import StepTimeouts
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("AITEAM_VAR_DIR", str(BASE_DIR / "var")))
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "insecure-embedded-default-change-me")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_celery_beat",
+    "lifecycle",
+    "agents",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "aiteam.urls"
+WSGI_APPLICATION = "aiteam.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASE_URL = env_str("DATABASE_URL")
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)
+    if DATABASE_URL
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "admin:login"
+
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "lifecycle.api.errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "aiteam API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+
+# --- Celery -----------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+EMBEDDED = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = EMBEDDED
+CELERY_TASK_EAGER_PROPAGATES = True
+if EMBEDDED:
+    CELERY_BROKER_URL = "memory://"
+STEP_TIMEOUTS = StepTimeouts.from_env()
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True  # the database is the record of state
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SOFT_TIME_LIMIT = STEP_TIMEOUTS.soft_time_limit
+CELERY_TASK_TIME_LIMIT = STEP_TIMEOUTS.hard_time_limit
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": STEP_TIMEOUTS.visibility_timeout}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "agents.tasks.run_step": {"queue": "llm"},
+    "lifecycle.tasks.*": {"queue": "default"},
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    "every-10-seconds-reap-expired-steps": {
+        "task": "lifecycle.tasks.reap_steps",
+        "schedule": env_float("AITEAM_REAPER_INTERVAL_S", 10.0),
+    },
+    "every-30-seconds-relay-undelivered-outbox-events": {
+        "task": "lifecycle.tasks.relay_outbox",
+        "schedule": env_float("AITEAM_RELAY_INTERVAL_S", 30.0),
+    },
+}
+# Read by Celery's Django fixup from Celery's own conf (see aiteam/celery.py), not from here.
+WORKER_DB_REUSE_MAX = env_int("AITEAM_WORKER_DB_REUSE_MAX", 1000)
+
+# --- aiteam -----------------------------------------------------------------------------
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+AITEAM_LLM_PROVIDER = env_str("AITEAM_LLM_PROVIDER", "anthropic" if ANTHROPIC_API_KEY else "replay")
+AITEAM_REPLAY_CASSETTE = Path(env_str("AITEAM_REPLAY_CASSETTE", str(BASE_DIR / "agents/cassettes/sample.json")))
+AITEAM_REPLAY_LATENCY_MS = env_int("AITEAM_REPLAY_LATENCY_MS", 0)
+AITEAM_MODELS = {
+    "fast": env_str("AITEAM_MODEL_FAST", "claude-haiku-4-5"),
+    "strong": env_str("AITEAM_MODEL_STRONG", "claude-sonnet-4-5"),
+}
+# Which model class each role uses: classification and review fast, design and code strong.
+AITEAM_ROLE_MODELS = {
+    "product_owner": "strong",
+    "business_analyst": "strong",
+}
+AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
+AITEAM_BRIEF_MAX_CHARS = 20_000
+AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
+AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)
+AITEAM_STEP_STALE_QUEUED_S = env_float("AITEAM_STEP_STALE_QUEUED_S", 60.0)
+AITEAM_REVIEW_SLA_HOURS = {"stories_approval": 24, "clarification": 24, "step_failed": 4, "escalation": 8}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "agents.llm.redact.RedactingFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"], "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("AITEAM_LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "anthropic": {"level": "INFO"}},
+}

@@ -1,0 +1,55 @@
+"""Step time budgets and the invariant that keeps them in order.
+
+A step makes up to (1 + repairs) model calls; each may take timeout × (retries + 1) plus
+the SDK's backoff. That must finish before Celery's soft limit, the soft limit before the
+hard limit, the hard limit before the step's lease expires (so the reaper never takes a
+live step) and the lease before the broker's visibility timeout (so the reaper, not a
+redelivery an hour later, recovers a lost step).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiteam.env import env_float, env_int
+
+SDK_MAX_BACKOFF_S = 8.0  # anthropic SDK's MAX_RETRY_DELAY
+STRUCTURED_REPAIRS = 2
+
+
+@dataclass(frozen=True)
+class StepTimeouts:
+    llm_timeout: float
+    llm_max_retries: int
+    soft_time_limit: float
+    hard_time_limit: float
+    lease: float
+    visibility_timeout: float
+
+    @classmethod
+    def from_env(cls) -> StepTimeouts:
+        timeout = env_float("AITEAM_LLM_TIMEOUT_S", 60.0)
+        retries = env_int("AITEAM_LLM_MAX_RETRIES", 2)
+        soft = env_float("AITEAM_STEP_SOFT_LIMIT_S", 600.0)
+        hard = env_float("AITEAM_STEP_HARD_LIMIT_S", soft + 60)
+        lease = env_float("AITEAM_STEP_LEASE_S", hard + 60)
+        visibility = env_float("AITEAM_VISIBILITY_TIMEOUT_S", max(3600.0, lease * 2))
+        return cls(timeout, retries, soft, hard, lease, visibility)
+
+    @property
+    def llm_worst_case(self) -> float:
+        per_call = self.llm_timeout * (self.llm_max_retries + 1) + self.llm_max_retries * SDK_MAX_BACKOFF_S
+        return per_call * (STRUCTURED_REPAIRS + 1)
+
+    def problems(self) -> list[str]:
+        chain = [
+            ("LLM worst case", self.llm_worst_case),
+            ("soft time limit", self.soft_time_limit),
+            ("hard time limit", self.hard_time_limit),
+            ("step lease", self.lease),
+            ("visibility timeout", self.visibility_timeout),
+        ]
+        return [
+            f"{a} ({va:.0f}s) must be below {b} ({vb:.0f}s)"
+            for (a, va), (b, vb) in zip(chain, chain[1:])
+            if not va < vb
+        ]

@@ -1,0 +1,20 @@
+"""One place that turns domain errors into HTTP: 400 with field errors, 403, 404, 409."""
+from django.core.exceptions import ObjectDoesNotExist
+from rest_framework import status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_handler
+
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return Response({exc.field: [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, IllegalTransition):
+        return Response({"detail": str(exc), "code": "illegal_transition"}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, NotPermitted):
+        exc = PermissionDenied(str(exc))
+    elif isinstance(exc, ObjectDoesNotExist):
+        exc = NotFound()
+    return drf_handler(exc, context)

@@ -1,0 +1,8 @@
+from rest_framework.routers import DefaultRouter
+
+from lifecycle.api.views import RequirementViewSet, ReviewTaskViewSet
+
+router = DefaultRouter()
+router.register("requirements", RequirementViewSet, basename="requirement")
+router.register("review-tasks", ReviewTaskViewSet, basename="review-task")
+urlpatterns = router.urls

@@ -1,0 +1,65 @@
+"""Thin API views: validate input, call one service, serialize the result."""
+from rest_framework.generics import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from lifecycle import selectors
+from lifecycle.actors import Actor
+from lifecycle.api import serializers as s
+from lifecycle.errors import DomainError
+from lifecycle.models import Project
+from lifecycle.services.intake import requirement_submit
+from lifecycle.services.reviews import review_decide
+from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
+
+
+class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.RequirementOut
+
+    def get_queryset(self):
+        return selectors.requirements_visible_to(self.request.user).prefetch_related("stories", "artifacts", "transitions")
+
+    def get_serializer_class(self):
+        return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
+
+    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementOut})
+    def create(self, request):
+        data = s.RequirementIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        project = None
+        if "project" in data.validated_data:
+            project = Project.objects.filter(
+                pk=data.validated_data["project"], organization__memberships__user=request.user
+            ).first()
+            if project is None:
+                raise DomainError("no such project", "project")
+        requirement = requirement_submit(
+            user=request.user, brief=data.validated_data["brief"], title=data.validated_data["title"], project=project
+        )
+        return Response(s.RequirementOut(requirement).data, status=status.HTTP_201_CREATED)
+
+
+class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.ReviewTaskOut
+
+    def get_queryset(self):
+        tasks = selectors.review_tasks_visible_to(self.request.user).select_related("decided_by", "assignee")
+        wanted = self.request.query_params.get("state")
+        if wanted == "open":
+            return tasks.filter(state__in=PENDING_REVIEW_STATES)
+        if wanted:
+            if wanted not in ReviewState.values:
+                raise DomainError(f"unknown state; use open or one of {', '.join(ReviewState.values)}", "state")
+            return tasks.filter(state=wanted)
+        return tasks
+
+    @extend_schema(request=s.DecisionIn, responses={200: s.ReviewTaskOut})
+    @action(detail=True, methods=["post"])
+    def decision(self, request, pk=None):
+        task = get_object_or_404(self.get_queryset(), pk=pk)
+        data = s.DecisionIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        decided = review_decide(task_id=task.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        return Response(s.ReviewTaskOut(decided).data)

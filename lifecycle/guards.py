@@ -1,0 +1,79 @@
+"""Transition guards: each reads the database around a requirement and answers yes or no.
+
+Referenced by name from the FSM graph, so the audit row can say which guards held.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lifecycle.states import ArtifactKind, Decision, PENDING_REVIEW_STATES, ReviewKind, ReviewState, StoryState
+
+if TYPE_CHECKING:
+    from lifecycle.models import Requirement
+
+MAX_DEV_ATTEMPTS = 3
+
+
+def has_requirement_doc(req: Requirement) -> bool:
+    return req.docs.filter(version=req.clarification_round).exists()
+
+
+def has_open_clarification(req: Requirement) -> bool:
+    return req.review_tasks.filter(kind=ReviewKind.CLARIFICATION, state__in=PENDING_REVIEW_STATES).exists()
+
+
+def clarification_answered(req: Requirement) -> bool:
+    tasks = req.review_tasks.filter(kind=ReviewKind.CLARIFICATION)
+    return tasks.exists() and not tasks.filter(state__in=PENDING_REVIEW_STATES).exists()
+
+
+def has_draft_stories(req: Requirement) -> bool:
+    return req.stories.filter(round=req.story_round, state=StoryState.DRAFT).exists()
+
+
+def stories_rejected(req: Requirement) -> bool:
+    current = req.stories.filter(round=req.story_round)
+    return current.exists() and not current.exclude(state=StoryState.REJECTED).exists()
+
+
+def stories_approved_by_human(req: Requirement) -> bool:
+    """Every story of the current round approved, by a reviewer or by logged autonomous policy."""
+    current = req.stories.filter(round=req.story_round)
+    approved = current.filter(state=StoryState.APPROVED).exclude(decided_by=None, decided_by_policy="")
+    return current.exists() and approved.count() == current.count()
+
+
+def has_approved_spec(req: Requirement) -> bool:
+    return req.artifacts.filter(kind=ArtifactKind.TECHNICAL_SPEC, approved=True).exists()
+
+
+def has_implementation_plan(req: Requirement) -> bool:
+    return req.artifacts.filter(kind=ArtifactKind.IMPLEMENTATION_PLAN).exists()
+
+
+def self_tests_passing(req: Requirement) -> bool:
+    report = req.artifacts.filter(kind=ArtifactKind.TEST_REPORT).order_by("-created_at").first()
+    return bool(report and report.metadata.get("passed") and not report.metadata.get("failed"))
+
+
+def attempts_left(req: Requirement) -> bool:
+    return req.dev_attempts < MAX_DEV_ATTEMPTS and not req.budget_exhausted
+
+
+def attempts_or_budget_exhausted(req: Requirement) -> bool:
+    return req.dev_attempts >= MAX_DEV_ATTEMPTS or req.budget_exhausted
+
+
+def escalation_resolved(req: Requirement) -> bool:
+    tasks = req.review_tasks.filter(kind=ReviewKind.ESCALATION)
+    return tasks.filter(state=ReviewState.RESOLVED).exists() and not tasks.filter(state__in=PENDING_REVIEW_STATES).exists()
+
+
+def deployment_approved_by_human(req: Requirement) -> bool:
+    task = req.review_tasks.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).order_by("-created_at").first()
+    return bool(task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE and task.decided_by_id)
+
+
+def delivery_succeeded(req: Requirement) -> bool:
+    return req.artifacts.filter(kind=ArtifactKind.DELIVERY, metadata__succeeded=True).exists()
+

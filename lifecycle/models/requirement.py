@@ -1,0 +1,125 @@
+"""The Requirement and its lifecycle graph (DESIGN.md's table, one @transition per row).
+
+Transition methods hold guards only; services call them, save, and write the audit row.
+"""
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django_fsm import FSMField, FSMModelMixin, transition
+
+from lifecycle import guards
+from lifecycle.states import NON_TERMINAL_STATES, RequirementState as S
+
+
+class Requirement(FSMModelMixin, models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="requirements")
+    project = models.ForeignKey("lifecycle.Project", on_delete=models.CASCADE, related_name="requirements")
+    title = models.CharField(max_length=200, blank=True)
+    brief = models.TextField()
+    state = FSMField(default=S.RECEIVED, choices=S.choices, protected=True, db_index=True)
+    playbook = models.CharField(max_length=40, default="new_feature")
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    clarifications = models.JSONField(default=list, blank=True, help_text="questions asked and answers given")
+    clarification_round = models.PositiveIntegerField(default=1)
+    story_round = models.PositiveIntegerField(default=0)
+    dev_attempts = models.PositiveIntegerField(default=0)
+    budget_exhausted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    state_changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.title or self.brief[:60]
+
+    # --- clarification -------------------------------------------------------------
+    @transition(state, source=S.RECEIVED, target=S.CLARIFIED, conditions=[guards.has_requirement_doc])
+    def clarify(self) -> None: ...
+
+    @transition(state, source=S.RECEIVED, target=S.BLOCKED, conditions=[guards.has_open_clarification])
+    def block(self) -> None: ...
+
+    @transition(state, source=S.BLOCKED, target=S.RECEIVED, conditions=[guards.clarification_answered])
+    def answer(self) -> None: ...
+
+    @transition(state, source=S.CLARIFIED, target=S.RECEIVED)
+    def request_clarification(self) -> None: ...
+
+    # --- stories -------------------------------------------------------------------
+    @transition(state, source=S.CLARIFIED, target=S.USER_STORIES_CREATED, conditions=[guards.has_draft_stories])
+    def create_stories(self) -> None: ...
+
+    @transition(state, source=S.USER_STORIES_CREATED, target=S.CLARIFIED, conditions=[guards.stories_rejected])
+    def reject_stories(self) -> None: ...
+
+    @transition(
+        state, source=S.USER_STORIES_CREATED, target=S.DESIGN_READY,
+        conditions=[guards.stories_approved_by_human, guards.has_approved_spec],
+    )
+    def approve_design(self) -> None: ...
+
+    # --- design and development ----------------------------------------------------
+    @transition(state, source=S.DESIGN_READY, target=S.USER_STORIES_CREATED)
+    def reopen_stories(self) -> None: ...
+
+    @transition(state, source=S.DESIGN_READY, target=S.IN_DEVELOPMENT, conditions=[guards.has_implementation_plan])
+    def start_development(self) -> None: ...
+
+    @transition(state, source=S.IN_DEVELOPMENT, target=S.IN_REVIEW, conditions=[guards.self_tests_passing])
+    def submit_for_review(self) -> None: ...
+
+    @transition(state, source=S.IN_DEVELOPMENT, target=S.IN_DEVELOPMENT, conditions=[guards.attempts_left])
+    def retry_development(self) -> None: ...
+
+    @transition(state, source=S.IN_DEVELOPMENT, target=S.ESCALATED, conditions=[guards.attempts_or_budget_exhausted])
+    def escalate(self) -> None: ...
+
+    @transition(state, source=S.ESCALATED, target=S.IN_DEVELOPMENT, conditions=[guards.escalation_resolved])
+    def resume_development(self) -> None: ...
+
+    # --- review, QC, deployment ----------------------------------------------------
+    @transition(state, source=S.IN_REVIEW, target=S.TEST_PENDING)
+    def pass_code_review(self) -> None: ...
+
+    @transition(state, source=S.IN_REVIEW, target=S.IN_DEVELOPMENT)
+    def fail_code_review(self) -> None: ...
+
+    @transition(state, source=S.TEST_PENDING, target=S.READY_TO_DEPLOY)
+    def pass_quality_gate(self) -> None: ...
+
+    @transition(state, source=S.TEST_PENDING, target=S.IN_DEVELOPMENT)
+    def fail_quality_gate(self) -> None: ...
+
+    @transition(
+        state, source=S.READY_TO_DEPLOY, target=S.DEPLOYED,
+        conditions=[guards.deployment_approved_by_human, guards.delivery_succeeded],
+    )
+    def deploy(self) -> None: ...
+
+    @transition(state, source=S.READY_TO_DEPLOY, target=S.TEST_PENDING)
+    def reject_deployment(self) -> None: ...
+
+    @transition(state, source=NON_TERMINAL_STATES, target=S.CANCELLED)
+    def cancel(self) -> None: ...
+
+
+class RequirementDoc(models.Model):
+    """The PO's clarified requirement; a new version per clarification round, none overwritten."""
+
+    requirement = models.ForeignKey(Requirement, on_delete=models.CASCADE, related_name="docs")
+    version = models.PositiveIntegerField()
+    summary = models.TextField()
+    objectives = models.JSONField(default=list)
+    out_of_scope = models.JSONField(default=list)
+    assumptions = models.JSONField(default=list)
+    constraints = models.JSONField(default=list)
+    success_metrics = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [models.UniqueConstraint(fields=["requirement", "version"], name="one_doc_per_version")]

@@ -1,0 +1,83 @@
+"""ReviewTask: the one human-in-the-loop primitive. Any step may raise one."""
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, transition
+
+from lifecycle.querysets import ReviewTaskQuerySet
+from lifecycle.states import Decision, PENDING_REVIEW_STATES, ReviewKind, ReviewState as S
+
+
+class ReviewTask(FSMModelMixin, models.Model):
+    class Via(models.TextChoices):
+        API = "api"
+        ADMIN = "admin"
+        POLICY = "policy"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="review_tasks")
+    requirement = models.ForeignKey("lifecycle.Requirement", on_delete=models.CASCADE, related_name="review_tasks")
+    kind = models.CharField(max_length=40, choices=ReviewKind.choices)
+    round = models.PositiveIntegerField(default=1, help_text="which round of this kind for the requirement")
+    question = models.TextField()
+    reasoning = models.TextField(blank=True)
+    context = models.JSONField(default=dict, blank=True, help_text="pinned context shown to the reviewer")
+    options = models.JSONField(default=list)
+    resume_target = models.CharField(max_length=80, blank=True)
+    state = FSMField(default=S.OPEN, choices=S.choices, protected=True)
+    decision = models.CharField(max_length=20, choices=Decision.choices, blank=True)
+    reason = models.TextField(blank=True)
+    feedback = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_policy = models.CharField(max_length=40, blank=True)
+    decided_via = models.CharField(max_length=10, choices=Via.choices, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    sla_deadline = models.DateTimeField()
+    escalation_policy = models.CharField(max_length=40, default="remind")
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_tasks"
+    )
+    assignee_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ReviewTaskQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["sla_deadline"]
+        constraints = [
+            models.UniqueConstraint(fields=["requirement", "kind", "round"], name="one_review_per_kind_round"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["sla_deadline"], name="review_pending_sla",
+                condition=Q(state__in=[s.value for s in PENDING_REVIEW_STATES]),
+            ),
+            models.Index(fields=["organization", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.round}: {self.requirement}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state in PENDING_REVIEW_STATES
+
+    @transition(state, source=S.OPEN, target=S.CLAIMED)
+    def claim(self) -> None: ...
+
+    @transition(state, source=S.CLAIMED, target=S.OPEN)
+    def unclaim(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED], target=S.ESCALATED)
+    def escalate(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED, S.ESCALATED], target=S.RESOLVED)
+    def resolve(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED, S.ESCALATED], target=S.EXPIRED)
+    def expire(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Services: every state change goes through one of these modules."""

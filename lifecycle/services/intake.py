@@ -1,0 +1,47 @@
+"""Brief intake: one transaction writes the requirement, its first audit row and its first event."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.models import Membership, Project, Requirement, StateTransition
+from lifecycle.services.outbox import emit
+from lifecycle.states import SUBMITTING_ROLES, RequirementState
+
+
+def requirement_submit(*, user: Any, brief: str, title: str = "", project: Project | None = None,
+                       via: str = "api") -> Requirement:
+    """Accept a brief: Requirement(RECEIVED) + RequirementReceived, relayed after commit."""
+    brief = brief.strip()
+    if not brief:
+        raise DomainError("the brief is empty", "brief")
+    if len(brief) > settings.AITEAM_BRIEF_MAX_CHARS:
+        raise DomainError(f"the brief is longer than {settings.AITEAM_BRIEF_MAX_CHARS} characters", "brief")
+    project = project or _default_project(user)
+    if not Membership.objects.filter(user=user, organization_id=project.organization_id, role__in=SUBMITTING_ROLES).exists():
+        raise NotPermitted(f"{user} may not submit briefs to {project} (needs the submitter or admin role)")
+    with transaction.atomic():
+        requirement = Requirement.objects.create(
+            organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
+            submitted_by=user,
+        )
+        StateTransition.objects.create(
+            requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
+            from_state="", to_state=RequirementState.RECEIVED, actor_user=user, via=via,
+        )
+        emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
+    return requirement
+
+
+def _default_project(user: Any) -> Project:
+    projects = Project.objects.filter(organization__memberships__user=user, organization__memberships__role__in=SUBMITTING_ROLES)
+    count = projects.count()
+    if count == 1:
+        return projects.get()
+    if count == 0:
+        raise DomainError("you have no project to submit to; ask an admin for the submitter role", "project")
+    raise DomainError("you can submit to several projects; name one", "project")
+

@@ -1,0 +1,26 @@
+"""Persist a model call as an LLMCall row (autocommit: never inside a step's transaction)."""
+from __future__ import annotations
+
+import hashlib
+
+from agents.llm.pricing import cost_usd
+from agents.llm.recording import CallRecord
+from agents.llm.redact import redact
+from lifecycle.models import LLMCall
+
+
+def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None) -> LLMCall:
+    request, response = record.request, record.response
+    usage = response.usage if response else None
+    model = response.model if response else request.model
+    return LLMCall.objects.create(
+        requirement_id=requirement_id, step_id=step_id, role=request.role, provider=record.provider, model=model,
+        system_sha256=hashlib.sha256(request.system.encode()).hexdigest(), system=redact(request.system),
+        messages=redact(request.messages), tool_name=request.tool.name,
+        params={"max_tokens": request.max_tokens, "temperature": request.temperature, "requested_model": request.model},
+        response=redact({"content": response.content, "stop_reason": response.stop_reason}) if response else None,
+        input_tokens=usage.input_tokens if usage else 0, output_tokens=usage.output_tokens if usage else 0,
+        cache_read_tokens=usage.cache_read_tokens if usage else 0,
+        cache_creation_tokens=usage.cache_creation_tokens if usage else 0,
+        latency_ms=record.latency_ms, cost_usd=cost_usd(model, usage) if usage else 0, error=redact(record.error),
+    )

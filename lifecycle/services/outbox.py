@@ -1,0 +1,55 @@
+"""The transactional outbox: emit inside the state change's transaction, relay after commit.
+
+Relaying claims one row at a time with SELECT … FOR UPDATE SKIP LOCKED and marks it sent in
+the same transaction as its handlers' writes, so a relay killed half-way leaves the row
+unsent and its writes rolled back: the next relay (on commit or the beat) applies it once.
+Two relays never take the same row. Handlers must be idempotent all the same, because
+what they queue after commit (Celery messages) is at-least-once.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lifecycle.models import OutboxEvent, Requirement
+
+log = logging.getLogger(__name__)
+RELAY_BATCH = 100
+
+
+def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | None = None) -> OutboxEvent:
+    """Record an event in the caller's transaction and relay it once that commits."""
+    event = OutboxEvent.objects.create(requirement=requirement, name=name, payload=payload or {})
+    transaction.on_commit(lambda: relay(ids=[event.pk]))
+    return event
+
+
+def relay(ids: list[int] | None = None, limit: int = RELAY_BATCH) -> int:
+    """Deliver unsent events (the given ones, or the oldest `limit`); returns how many were delivered."""
+    pending = OutboxEvent.objects.filter(sent_at=None).order_by("id")
+    if ids is not None:
+        pending = pending.filter(id__in=ids)
+    return sum(_relay_one(pk) for pk in pending.values_list("id", flat=True)[:limit])
+
+
+def _relay_one(pk: int) -> bool:
+    from lifecycle.handlers import handlers_for
+
+    try:
+        with transaction.atomic():
+            event = OutboxEvent.objects.select_for_update(skip_locked=True).filter(pk=pk, sent_at=None).first()
+            if event is None:
+                return False  # another relay has it, or it is already sent
+            for handler in handlers_for(event.name):
+                handler(event)
+            event.sent_at = timezone.now()
+            event.save(update_fields=["sent_at"])
+    except Exception as exc:  # a failing handler must not block other events; the beat retries it
+        log.exception("relaying outbox event %s failed", pk)
+        OutboxEvent.objects.filter(pk=pk).update(relay_attempts=F("relay_attempts") + 1, last_error=str(exc)[:2000])
+        return False
+    return True

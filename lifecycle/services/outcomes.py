@@ -1,0 +1,81 @@
+"""What each decided review task does to its requirement. Called inside review_decide's transaction."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from lifecycle.actors import Actor
+from lifecycle.models import Requirement, ReviewTask, Step
+from lifecycle.services import steps
+from lifecycle.services.outbox import emit
+from lifecycle.services.transitions import transition
+from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind, StoryState
+
+
+def apply(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    if task.decision == Decision.REJECT and task.kind != ReviewKind.STORIES_APPROVAL:
+        requirement_cancel(requirement, actor=actor, reason=task.reason)
+        return
+    OUTCOMES[task.kind](task, requirement, actor)
+
+
+def requirement_cancel(requirement: Requirement, *, actor: Actor, reason: str) -> None:
+    """A human terminated the requirement: cancel it and expire whatever still waits on it."""
+    transition(requirement, "cancel", actor=actor, metadata={"reason": reason})
+    for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement, state__in=PENDING_REVIEW_STATES):
+        transition(pending, "expire", actor=actor, metadata={"reason": "requirement cancelled"})
+    emit(requirement, "RequirementCancelled", {"reason": reason})
+
+
+def _stories(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    current = requirement.stories.select_for_update().filter(round=task.round, state=StoryState.DRAFT)
+    event = "approve" if task.decision == Decision.APPROVE else "reject"
+    for story in current:
+        story.decided_by, story.decided_by_policy = actor.user, ("" if actor.is_human else actor.role)
+        story.decided_at = timezone.now()
+        story.rejection_reason = (task.reason or task.feedback) if event == "reject" else ""
+        transition(story, event, actor=actor, metadata={"review_task": str(task.pk)})
+    if event == "approve":
+        emit(requirement, "StoriesApproved", {"round": task.round})
+        return
+    transition(requirement, "reject_stories", actor=actor, metadata={"reason": task.reason, "feedback": task.feedback})
+    _rework_or_escalate(requirement, task)
+
+
+def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
+    from lifecycle.services.reviews import review_open
+
+    if requirement.story_round < settings.AITEAM_MAX_STORY_ROUNDS:
+        emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
+        return
+    review_open(
+        requirement, kind=ReviewKind.ESCALATION, round=requirement.story_round,
+        question=f"The stories were sent back {requirement.story_round} times. Give guidance for one more "
+        "round (request changes with feedback), or reject to cancel the requirement.",
+        context={"last_decision": task.decision, "last_text": task.reason or task.feedback},
+        resume_target=steps.BA_STORIES,
+    )
+
+
+def _escalation(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
+
+
+def _clarification(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    questions = task.context.get("questions", [])
+    requirement.clarifications = [*requirement.clarifications, {"questions": questions, "answer": task.feedback}]
+    requirement.clarification_round += 1
+    transition(requirement, "answer", actor=actor, metadata={"answer": task.feedback})
+    emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
+
+
+def _step_failed(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    steps.step_retry_by_human(Step.objects.select_for_update().get(pk=task.context["step_id"]))
+
+
+OUTCOMES = {
+    ReviewKind.STORIES_APPROVAL: _stories,
+    ReviewKind.ESCALATION: _escalation,
+    ReviewKind.CLARIFICATION: _clarification,
+    ReviewKind.STEP_FAILED: _step_failed,
+}

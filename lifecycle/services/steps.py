@@ -1,0 +1,153 @@
+"""Step bookkeeping: schedule, claim with a lease, finish under a fence, release, fail, reap.
+
+Celery with Redis delivers at least once, and a hard-killed worker's message comes back
+only after the visibility timeout. The Step row is therefore the record: a claim takes a
+lease and bumps the fence; a write is accepted only with the current fence while the step
+is still running; the reaper re-queues steps whose lease expired or whose message was lost.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from lifecycle.errors import StaleStep
+from lifecycle.models import Requirement, Step
+from lifecycle.states import TERMINAL_STATES, StepState
+
+log = logging.getLogger("aiteam.progress")
+PO_CLARIFY = "po_clarify"
+BA_STORIES = "ba_stories"
+ROLE_OF_STEP = {PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst"}
+
+
+@dataclass(frozen=True)
+class Lease:
+    step_id: int
+    fence: int
+    requirement_id: object
+    key: str
+    attempt: int
+
+    @property
+    def role(self) -> str:
+        return ROLE_OF_STEP[self.key]
+
+
+def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
+    """Create the step row once and queue it after commit; a second call returns the same row."""
+    step, created = Step.objects.get_or_create(requirement_id=requirement_id, key=key, attempt=attempt)
+    if created:
+        transaction.on_commit(lambda: enqueue(step.pk))
+    return step
+
+
+def enqueue(step_id: int) -> None:
+    from agents.tasks import run_step  # the task module is the one glue point between the apps
+
+    run_step.delay(step_id)
+
+
+def step_claim(*, step_id: int, worker: str) -> Lease | None:
+    """Take the lease on a step, or return None when there is nothing to do for this delivery."""
+    from lifecycle.services import failures
+
+    with transaction.atomic():
+        step = Step.objects.select_for_update().select_related("requirement").get(pk=step_id)
+        now = timezone.now()
+        if step.state in (StepState.DONE, StepState.FAILED, StepState.SKIPPED):
+            return None
+        if step.state == StepState.RUNNING and step.lease_expires_at and step.lease_expires_at > now:
+            return None  # a live worker holds it (a duplicate delivery)
+        if step.requirement.state in TERMINAL_STATES:
+            _close(step, StepState.SKIPPED, f"requirement is {step.requirement.state}")
+            return None
+        if step.runs >= settings.AITEAM_STEP_MAX_RUNS:
+            _close(step, StepState.FAILED, f"gave up after {step.runs} runs: {step.error}")
+            failures.open_step_failed_task(step)
+            return None
+        step.state, step.worker = StepState.RUNNING, worker
+        step.fence += 1
+        step.runs += 1
+        step.started_at = now
+        step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
+        step.save()
+    log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
+    return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
+
+
+def lock_fenced(lease: Lease) -> Step:
+    """Inside a transaction: lock the step and refuse the write unless this lease is current."""
+    step = Step.objects.select_for_update().get(pk=lease.step_id)
+    if step.state != StepState.RUNNING or step.fence != lease.fence:
+        raise StaleStep(f"step {step} has fence {step.fence}/{step.state}; write with fence {lease.fence} refused")
+    return step
+
+
+def step_finish(step: Step) -> None:
+    """Mark a locked, fenced step done (called inside the service that applies its output)."""
+    _close(step, StepState.DONE, "")
+    log.info("step %s of %s done", step, step.requirement_id)
+
+
+def step_release(lease: Lease, *, error: str) -> None:
+    """Give the lease back after a transient failure so a retry can claim it at once."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        step.state, step.lease_expires_at, step.error = StepState.QUEUED, None, error[:4000]
+        step.enqueued_at = timezone.now()
+        step.save()
+
+
+def step_fail(lease: Lease, *, error: str) -> None:
+    """A permanent failure: the step stops, a human is asked; the requirement keeps its state."""
+    from lifecycle.services import failures
+
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        _close(step, StepState.FAILED, error)
+        failures.open_step_failed_task(step)
+
+
+def step_skip(lease: Lease, *, reason: str) -> None:
+    """The requirement moved on (cancelled, or another path) while the step ran: nothing to apply."""
+    with transaction.atomic():
+        _close(lock_fenced(lease), StepState.SKIPPED, reason)
+
+
+def step_retry_by_human(step: Step) -> None:
+    """A reviewer chose to run a failed step again: fresh run budget, queued after commit."""
+    step.state, step.runs, step.error, step.lease_expires_at = StepState.QUEUED, 0, "", None
+    step.enqueued_at = timezone.now()
+    step.save()
+    transaction.on_commit(lambda: enqueue(step.pk))
+
+
+def steps_reap(now=None) -> list[int]:
+    """Re-queue steps whose lease expired or whose queue message seems lost; returns their ids."""
+    now = now or timezone.now()
+    stale_queued = now - timedelta(seconds=settings.AITEAM_STEP_STALE_QUEUED_S)
+    expired = Step.objects.filter(state=StepState.RUNNING, lease_expires_at__lt=now)
+    lost = Step.objects.filter(state=StepState.QUEUED, enqueued_at__lt=stale_queued)
+    requeued = []
+    for step in list(expired[:500]) + list(lost[:500]):
+        # Conditional update: of two reapers, only the one that changes the row re-queues it.
+        claimed = Step.objects.filter(pk=step.pk, state=step.state, fence=step.fence, enqueued_at=step.enqueued_at)
+        if claimed.update(state=StepState.QUEUED, lease_expires_at=None, enqueued_at=now) == 1:
+            log.warning("reaper: re-queuing %s of %s (was %s)", step, step.requirement_id, step.state)
+            requeued.append(step.pk)
+            enqueue(step.pk)
+    return requeued
+
+
+def _close(step: Step, state: str, error: str) -> None:
+    step.state, step.error, step.finished_at, step.lease_expires_at = state, error[:4000], timezone.now(), None
+    step.save()
+
+
+def requirement_for_update(lease: Lease) -> Requirement:
+    return Requirement.objects.select_for_update().get(pk=lease.requirement_id)

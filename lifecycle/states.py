@@ -1,0 +1,87 @@
+"""State and kind vocabularies, shared by models, services, API and admin."""
+from django.db import models
+
+
+class RequirementState(models.TextChoices):
+    RECEIVED = "received"
+    CLARIFIED = "clarified"
+    USER_STORIES_CREATED = "user_stories_created"
+    DESIGN_READY = "design_ready"
+    IN_DEVELOPMENT = "in_development"
+    IN_REVIEW = "in_review"
+    TEST_PENDING = "test_pending"
+    READY_TO_DEPLOY = "ready_to_deploy"
+    DEPLOYED = "deployed"
+    BLOCKED = "blocked"
+    ESCALATED = "escalated"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATES = (RequirementState.DEPLOYED, RequirementState.CANCELLED)
+NON_TERMINAL_STATES = [s for s in RequirementState.values if s not in TERMINAL_STATES]
+
+
+class StoryState(models.TextChoices):
+    DRAFT = "draft"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    IN_PROGRESS = "in_progress"
+    DONE = "done"
+
+
+class ReviewState(models.TextChoices):
+    OPEN = "open"
+    CLAIMED = "claimed"
+    ESCALATED = "escalated"
+    RESOLVED = "resolved"
+    EXPIRED = "expired"
+
+
+PENDING_REVIEW_STATES = (ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED)
+
+
+class ReviewKind(models.TextChoices):
+    CLARIFICATION = "clarification"
+    STORIES_APPROVAL = "stories_approval"
+    ESCALATION = "escalation"
+    STEP_FAILED = "step_failed"
+    DEPLOYMENT_APPROVAL = "deployment_approval"
+
+
+class Decision(models.TextChoices):
+    APPROVE = "approve"
+    REJECT = "reject"
+    REQUEST_CHANGES = "request_changes"
+    ANSWER = "answer"
+
+
+class Role(models.TextChoices):
+    SUBMITTER = "submitter"
+    REVIEWER = "reviewer"
+    ADMIN = "admin"
+
+
+DECIDING_ROLES = (Role.REVIEWER, Role.ADMIN)
+SUBMITTING_ROLES = (Role.SUBMITTER, Role.ADMIN)
+
+
+class StepState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class ArtifactKind(models.TextChoices):
+    TECHNICAL_SPEC = "technical_spec"
+    ADR = "adr"
+    IMPLEMENTATION_PLAN = "implementation_plan"
+    SOURCE_FILE = "source_file"
+    TEST_FILE = "test_file"
+    TEST_REPORT = "test_report"
+    REVIEW = "review"
+    CI_CONFIG = "ci_config"
+    RUNBOOK = "runbook"
+    DIFF_SUMMARY = "diff_summary"
+    DELIVERY = "delivery"

@@ -1,0 +1,165 @@
+"""A scripted fake of the Anthropic Messages API on a real local socket.
+
+The SDK talks through httpx2, which respx cannot intercept, so the adapter tests point
+the real client (via ANTHROPIC_BASE_URL) at this server. Each POST /v1/messages is
+recorded, then answered with the next queued reply; an empty queue answers a
+non-retryable 400 so a test that forgot to script a reply fails loudly, not slowly.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+DEFAULT_USAGE = {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+FAKE_MODEL = "claude-fake-1"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int = 200
+    body: dict[str, Any] | None = None  # None: build a tool_use message from tool_input
+    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_name: str | None = None
+    usage: dict[str, int | None] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class FakeAnthropicServer:
+    """Start with `start()` (or `with`), script replies with `enqueue_*`, inspect `requests`."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._replies: deque[_Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
+        # A short poll keeps stop() (which waits for the next poll) from adding 0.5 s per test.
+        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
+        self._thread = threading.Thread(target=serve, name="fake-anthropic", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping in a delay
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def enqueue_tool_use(
+        self, tool_input: dict[str, Any], name: str | None = None, usage: dict[str, int | None] | None = None
+    ) -> None:
+        """Answer with one tool_use block; `name` defaults to the tool the request forced."""
+        self._push(_Reply(tool_input=tool_input, tool_name=name, usage=usage or {}))
+
+    def enqueue_status(self, status: int, body_json: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        """Answer with an error status, e.g. 529 overloaded_error or 429 with retry-after."""
+        self._push(_Reply(status=status, body=body_json, headers=headers or {}))
+
+    def enqueue_delay(self, seconds: float, then: dict[str, Any] | None = None) -> None:
+        """Hold the request `seconds` before answering a tool_use with input `then`; longer than
+        the client's timeout, it makes that attempt time out."""
+        self._push(_Reply(tool_input=then or {}, delay=seconds))
+
+    def _push(self, reply: _Reply) -> None:
+        with self._lock:
+            self._replies.append(reply)
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_reply(self) -> _Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        error = {"type": "invalid_request_error", "message": "fake server: no scripted reply left"}
+        return _Reply(status=400, body={"type": "error", "error": error})
+
+    def _message(self, reply: _Reply, request: RecordedRequest) -> dict[str, Any]:
+        forced = request.body.get("tool_choice") or {}
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_fake{next(self._ids):04d}",
+            "name": reply.tool_name or forced.get("name", "tool"),
+            "input": reply.tool_input,
+        }
+        return {
+            "id": f"msg_fake{next(self._ids):04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.body.get("model", FAKE_MODEL),
+            "content": [block],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {**DEFAULT_USAGE, **reply.usage},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # a handler still holding a timed-out request must not stall stop()
+
+
+def _handler_for(fake: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b"{}"
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            request = RecordedRequest(path=self.path, headers=headers, body=json.loads(raw or b"{}"))
+            fake._record(request)
+            if self.path.split("?")[0] != "/v1/messages":
+                self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}, {})
+                return
+            reply = fake._next_reply()
+            if reply.delay and fake._stopping.wait(reply.delay):
+                return
+            body = reply.body if reply.body is not None else fake._message(reply, request)
+            self._send(reply.status, body, reply.headers)
+
+        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+            payload = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.send_header("request-id", f"req_fake{next(fake._ids):04d}")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout); nothing to answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
