@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import shared_task
-from celery.exceptions import MaxRetriesExceededError, SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from agents.llm.base import LLMError, LLMTransientError
@@ -59,15 +59,22 @@ def run_step(self, step_id: int) -> None:
         output = spec.agent.run(spec.context(lease), _llm(lease))
     except (LLMTransientError, SoftTimeLimitExceeded) as exc:
         steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"))
-        try:
-            raise self.retry(countdown=backoff_seconds(self.request.retries))
-        except MaxRetriesExceededError:
-            log.warning("step %s: retries used up; the reaper re-queues it until its run limit", lease.step_id)
-            return
+        _retry_later(self, step_id, lease)
+        return
     except LLMError as exc:
         steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
         return
     _apply(spec, lease, output)
+
+
+def _retry_later(task, step_id: int, lease: steps.Lease) -> None:
+    if task.request.retries >= task.max_retries:
+        log.warning("step %s: retries used up; the reaper re-queues it until its run limit", lease.step_id)
+        return
+    if task.request.is_eager:  # no broker to come back through: run the retry now
+        task.apply((step_id,), retries=task.request.retries + 1)
+        return
+    raise task.retry(countdown=backoff_seconds(task.request.retries))
 
 
 def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:

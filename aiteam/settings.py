@@ -96,7 +96,7 @@ EMBEDDED = not CELERY_BROKER_URL
 CELERY_TASK_ALWAYS_EAGER = EMBEDDED
 CELERY_TASK_EAGER_PROPAGATES = True
 if EMBEDDED:
-    CELERY_BROKER_URL = "memory://"
+    CELERY_BROKER_URL = "memory://localhost/"
 STEP_TIMEOUTS = StepTimeouts.from_env()
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -132,8 +132,8 @@ AITEAM_LLM_PROVIDER = env_str("AITEAM_LLM_PROVIDER", "anthropic" if ANTHROPIC_AP
 AITEAM_REPLAY_CASSETTE = Path(env_str("AITEAM_REPLAY_CASSETTE", str(BASE_DIR / "agents/cassettes/sample.json")))
 AITEAM_REPLAY_LATENCY_MS = env_int("AITEAM_REPLAY_LATENCY_MS", 0)
 AITEAM_MODELS = {
-    "fast": env_str("AITEAM_MODEL_FAST", "claude-haiku-4-5"),
-    "strong": env_str("AITEAM_MODEL_STRONG", "claude-sonnet-4-5"),
+    "fast": env_str("AITEAM_MODEL_FAST", "claude-haiku-5-5"),
+    "strong": env_str("AITEAM_MODEL_STRONG", "claude-sonnet-5-5"),
 }
 # Which model class each role uses: classification and review fast, design and code strong.
 AITEAM_ROLE_MODELS = {

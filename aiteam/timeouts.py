@@ -50,6 +50,6 @@ class StepTimeouts:
         ]
         return [
             f"{a} ({va:.0f}s) must be below {b} ({vb:.0f}s)"
-            for (a, va), (b, vb) in zip(chain, chain[1:])
+            for (a, va), (b, vb) in zip(chain, chain[1:], strict=False)
             if not va < vb
         ]

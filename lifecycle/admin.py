@@ -10,8 +10,17 @@ from django.utils.html import format_html, format_html_join
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import (
-    Artifact, LLMCall, Membership, Organization, OutboxEvent, Project, Requirement, ReviewTask, StateTransition,
-    Step, UserStory,
+    Artifact,
+    LLMCall,
+    Membership,
+    Organization,
+    OutboxEvent,
+    Project,
+    Requirement,
+    ReviewTask,
+    StateTransition,
+    Step,
+    UserStory,
 )
 from lifecycle.services.reviews import review_decide
 from lifecycle.states import Decision

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lifecycle.states import ArtifactKind, Decision, PENDING_REVIEW_STATES, ReviewKind, ReviewState, StoryState
+from lifecycle.states import PENDING_REVIEW_STATES, ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 if TYPE_CHECKING:
     from lifecycle.models import Requirement

@@ -26,7 +26,6 @@ class LLMRequest:
     messages: list[dict[str, Any]]
     tool: ToolSpec
     max_tokens: int = 4096
-    temperature: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -28,4 +28,4 @@ def cost_usd(model: str, usage: Usage) -> Decimal:
         return Decimal(0)
     rates = [Decimal(p) for p in price]
     counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_creation_tokens)
-    return sum((rate * n for rate, n in zip(rates, counts)), Decimal(0)) / MILLION
+    return sum((rate * n for rate, n in zip(rates, counts, strict=True)), Decimal(0)) / MILLION

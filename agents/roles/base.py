@@ -11,13 +11,13 @@ from agents.llm.client import LLM
 from agents.prompts import load_prompt
 
 C = TypeVar("C", bound=BaseModel)
-O = TypeVar("O", bound=BaseModel)
+Out = TypeVar("O", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class Agent(Generic[C, O]):
+class Agent(Generic[C, Out]):
     role: str
-    output: type[O]
+    output: type[Out]
     task: str  # one line that opens the user message
 
     @property
@@ -28,5 +28,5 @@ class Agent(Generic[C, O]):
         body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)
         return [{"role": "user", "content": f"{self.task}\n\n<context>\n{body}\n</context>"}]
 
-    def run(self, context: C, llm: LLM) -> O:
+    def run(self, context: C, llm: LLM) -> Out:
         return llm.generate(role=self.role, system=self.system, messages=self.messages(context), schema=self.output)

@@ -1,8 +1,8 @@
 """Thin API views: validate input, call one service, serialize the result."""
-from rest_framework.generics import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
 from lifecycle import selectors

@@ -9,7 +9,8 @@ from django.db import models
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from lifecycle import guards
-from lifecycle.states import NON_TERMINAL_STATES, RequirementState as S
+from lifecycle.states import NON_TERMINAL_STATES
+from lifecycle.states import RequirementState as S
 
 
 class Requirement(FSMModelMixin, models.Model):

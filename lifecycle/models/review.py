@@ -8,7 +8,8 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from lifecycle.querysets import ReviewTaskQuerySet
-from lifecycle.states import Decision, PENDING_REVIEW_STATES, ReviewKind, ReviewState as S
+from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind
+from lifecycle.states import ReviewState as S
 
 
 class ReviewTask(FSMModelMixin, models.Model):

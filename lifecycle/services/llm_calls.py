@@ -17,7 +17,7 @@ def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None) 
         requirement_id=requirement_id, step_id=step_id, role=request.role, provider=record.provider, model=model,
         system_sha256=hashlib.sha256(request.system.encode()).hexdigest(), system=redact(request.system),
         messages=redact(request.messages), tool_name=request.tool.name,
-        params={"max_tokens": request.max_tokens, "temperature": request.temperature, "requested_model": request.model},
+        params={"max_tokens": request.max_tokens, "requested_model": request.model},
         response=redact({"content": response.content, "stop_reason": response.stop_reason}) if response else None,
         input_tokens=usage.input_tokens if usage else 0, output_tokens=usage.output_tokens if usage else 0,
         cache_read_tokens=usage.cache_read_tokens if usage else 0,

@@ -53,7 +53,8 @@ class Command(BaseCommand):
         out("\n--- Transitions")
         for t in req.transitions.order_by("id"):
             who = t.actor_user.username if t.actor_user else t.actor_role
-            out(f"{t.created_at:%H:%M:%S} {t.subject:<12} {t.event:<16} {t.from_state or '-':>22} → {t.to_state:<22} by {who} ({t.via})")
+            arrow = f"{t.from_state or '-':>22} → {t.to_state:<22}"
+            out(f"{t.created_at:%H:%M:%S} {t.subject:<12} {t.event:<16} {arrow} by {who} ({t.via})")
         calls = req.llm_calls.count()
         out(f"\nLLM calls recorded: {calls} (provider: {settings.AITEAM_LLM_PROVIDER})")
         if req.state != "user_stories_created" or req.stories.filter(state="approved").count() == 0:

@@ -1,0 +1,93 @@
+"""Shared fixtures: the network blocked, named personas, and an LLM provider per test.
+
+Personas: alice submits briefs to acme; rita reviews acme; sam is in acme with the
+submitter role only (may not decide); oscar reviews for another organization (globex).
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self, address):
+    host = address[0] if isinstance(address, tuple) else None
+    if host is not None:
+        try:
+            if not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+                raise ConnectionRefusedError(f"network blocked in tests: {address}")
+        except (socket.gaierror, ValueError):
+            raise ConnectionRefusedError(f"network blocked in tests: {address}") from None
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _reviewers_decide(settings):
+    """Autonomous approval is the embedded default; tests decide reviews themselves unless they opt in."""
+    settings.AITEAM_AUTONOMOUS = False
+
+
+@pytest.fixture
+def acme(db):
+    return OrganizationFactory(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def acme_project(acme):
+    return ProjectFactory(organization=acme, slug="default")
+
+
+@pytest.fixture
+def globex(db):
+    return OrganizationFactory(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def alice(acme, acme_project):
+    return MembershipFactory(organization=acme, role="submitter", user__username="alice").user
+
+
+@pytest.fixture
+def rita(acme, acme_project):
+    return MembershipFactory(organization=acme, role="reviewer", user__username="rita").user
+
+
+@pytest.fixture
+def sam(acme):
+    return MembershipFactory(organization=acme, role="submitter", user__username="sam").user
+
+
+@pytest.fixture
+def oscar(globex):
+    ProjectFactory(organization=globex, slug="default")
+    return MembershipFactory(organization=globex, role="reviewer", user__username="oscar").user
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """A provider with queued answers, used by every step of the test instead of the cassette."""
+    from agents.llm.scripted import ScriptedProvider
+
+    provider = ScriptedProvider()
+    monkeypatch.setattr("agents.tasks.provider_from_settings", lambda: provider)
+    return provider

@@ -1,0 +1,43 @@
+"""Settings: the timeout invariant, and loud failures on bad values."""
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+
+from aiteam.env import env_bool, env_int
+from aiteam.timeouts import StepTimeouts
+
+
+def test_default_timeouts_are_in_order(settings):
+    t = settings.STEP_TIMEOUTS
+    assert t.problems() == []
+    assert t.llm_worst_case < settings.CELERY_TASK_SOFT_TIME_LIMIT < settings.CELERY_TASK_TIME_LIMIT
+    assert settings.CELERY_TASK_TIME_LIMIT < t.lease < settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+
+
+def test_sdk_timeout_times_retries_plus_backoff_fits_the_soft_limit(monkeypatch):
+    monkeypatch.setenv("AITEAM_LLM_TIMEOUT_S", "300")
+    problems = StepTimeouts.from_env().problems()
+    assert problems and "LLM worst case" in problems[0] and "soft time limit" in problems[0]
+
+
+def test_a_lease_shorter_than_the_hard_limit_is_refused_by_the_system_check(settings):
+    settings.STEP_TIMEOUTS = StepTimeouts(10, 0, 100, 200, 150, 3600)
+    with pytest.raises(Exception, match="hard time limit .* must be below step lease"):
+        call_command("check")
+
+
+def test_env_helpers_fail_loudly(monkeypatch):
+    monkeypatch.setenv("X_BOOL", "maybe")
+    monkeypatch.setenv("X_INT", "1.5")
+    with pytest.raises(ImproperlyConfigured, match="X_BOOL"):
+        env_bool("X_BOOL", False)
+    with pytest.raises(ImproperlyConfigured, match="X_INT"):
+        env_int("X_INT", 1)
+
+
+def test_steps_write_no_celery_results(settings):
+    from agents.tasks import run_step
+
+    assert run_step.ignore_result and settings.CELERY_TASK_IGNORE_RESULT and settings.CELERY_RESULT_BACKEND is None
+    assert run_step.acks_late and run_step.reject_on_worker_lost
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1

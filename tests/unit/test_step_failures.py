@@ -1,0 +1,116 @@
+"""Steps that fail, repeat or arrive late: nothing is lost, nothing is applied twice."""
+import pytest
+
+from agents.llm.base import LLMTransientError
+from agents.schemas import ProductOwnerOutput
+from agents.tasks import run_step
+from lifecycle.errors import StaleStep
+from lifecycle.models import Step
+from lifecycle.services import steps
+from lifecycle.services.product import product_owner_apply
+from tests.answers import BA_STORIES, PO_CLEAR
+from tests.flows import decide, fresh, pending, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_transient_error_is_retried_and_the_step_completes(alice, scripted):
+    scripted.enqueue(LLMTransientError("529 overloaded")).enqueue(PO_CLEAR).enqueue(BA_STORIES)
+    req = submit(alice)
+    assert req.state == "user_stories_created"
+    po = Step.objects.get(requirement=req, key="po_clarify")
+    assert (po.state, po.runs) == ("done", 2)
+    assert list(req.llm_calls.values_list("error", flat=True)) == ["LLMTransientError: 529 overloaded", "", ""]
+
+
+def test_output_that_stays_invalid_fails_the_step_and_asks_a_human(alice, rita, scripted):
+    for _ in range(3):
+        scripted.enqueue({"verdict": "clear", "reasoning": "ok"})  # no summary, no objectives
+    req = submit(alice)
+    assert req.state == "received"  # not lost, not advanced
+    step = Step.objects.get(requirement=req, key="po_clarify")
+    assert step.state == "failed" and "still invalid after 2 repairs" in step.error
+    task = pending(req, "step_failed")
+    assert "po_clarify" in task.question
+    assert req.llm_calls.count() == 3
+    scripted.enqueue(PO_CLEAR).enqueue(BA_STORIES)
+    decide(task, rita, "approve")
+    assert fresh(req).state == "user_stories_created"
+
+
+def test_a_repaired_answer_is_used(alice, scripted):
+    scripted.enqueue({"verdict": "clear", "reasoning": "ok"}).enqueue(PO_CLEAR).enqueue(BA_STORIES)
+    req = submit(alice)
+    assert req.state == "user_stories_created"
+    repair = scripted.requests[1].messages[-1]["content"][0]
+    assert repair["type"] == "tool_result" and repair["is_error"] and "summary" in repair["content"]
+
+
+def test_rejecting_a_failed_step_cancels_the_requirement(alice, rita, scripted):
+    for _ in range(3):
+        scripted.enqueue({"nonsense": True})
+    req = submit(alice)
+    decide(pending(req, "step_failed"), rita, "reject", reason="brief withdrawn")
+    assert fresh(req).state == "cancelled"
+
+
+def test_a_second_delivery_of_a_finished_step_does_nothing(alice):
+    req = submit(alice)
+    step = Step.objects.get(requirement=req, key="po_clarify")
+    before = (req.transitions.count(), req.docs.count(), req.llm_calls.count())
+    run_step.delay(step.pk)
+    assert (req.transitions.count(), req.docs.count(), req.llm_calls.count()) == before
+
+
+@pytest.fixture
+def held_step(alice, monkeypatch):
+    """A submitted requirement whose first step is queued but not yet delivered to any worker."""
+    held = []
+    monkeypatch.setattr(steps, "enqueue", held.append)
+    submit(alice)
+    monkeypatch.undo()
+    return Step.objects.get(pk=held[0])
+
+
+def test_a_write_from_a_superseded_lease_is_refused(held_step):
+    stale = steps.step_claim(step_id=held_step.pk, worker="old")
+    Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
+    current = steps.step_claim(step_id=held_step.pk, worker="new")
+    assert current.fence == stale.fence + 1
+    with pytest.raises(StaleStep):
+        product_owner_apply(lease=stale, output=ProductOwnerOutput.model_validate(PO_CLEAR))
+    product_owner_apply(lease=current, output=ProductOwnerOutput.model_validate(PO_CLEAR))
+    req = fresh(held_step.requirement)
+    assert req.state != "received" and req.docs.count() == 1
+
+
+def test_a_live_lease_turns_a_duplicate_delivery_away(held_step):
+    assert steps.step_claim(step_id=held_step.pk, worker="first") is not None
+    assert steps.step_claim(step_id=held_step.pk, worker="second") is None
+
+
+def test_the_reaper_requeues_an_expired_lease_and_the_step_completes(held_step):
+    lease = steps.step_claim(step_id=held_step.pk, worker="crashed")  # a worker that died holding the lease
+    assert steps.steps_reap() == []
+    Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
+    assert steps.steps_reap() == [held_step.pk]
+    assert fresh(held_step.requirement).state == "user_stories_created"
+    with pytest.raises(StaleStep):
+        product_owner_apply(lease=lease, output=ProductOwnerOutput.model_validate(PO_CLEAR))
+
+
+def test_the_reaper_requeues_a_step_whose_message_was_lost(held_step, settings):
+    settings.AITEAM_STEP_STALE_QUEUED_S = 0
+    assert steps.steps_reap() == [held_step.pk]
+    assert fresh(held_step.requirement).state == "user_stories_created"
+
+
+def test_a_step_that_keeps_dying_goes_to_a_human(held_step, settings):
+    settings.AITEAM_STEP_MAX_RUNS = 2
+    for _ in range(2):
+        steps.step_claim(step_id=held_step.pk, worker="dies")
+        Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
+    assert steps.step_claim(step_id=held_step.pk, worker="third") is None
+    held_step.refresh_from_db()
+    assert held_step.state == "failed" and "gave up after 2 runs" in held_step.error
+    assert pending(held_step.requirement, "step_failed").context["step_id"] == held_step.pk
