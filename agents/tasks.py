@@ -6,6 +6,7 @@ selectors and services only. The model call happens outside any transaction.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ def backoff_seconds(retries: int) -> int:
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              max_retries=settings.AITEAM_STEP_MAX_RUNS)
 def run_step(self, step_id: int) -> None:
-    lease = steps.step_claim(step_id=step_id, worker=self.request.hostname or "eager")
+    lease = steps.step_claim(step_id=step_id, worker=f"{self.request.hostname or 'eager'} pid {os.getpid()}")
     if lease is None:
         return
     spec = STEPS[lease.key]

@@ -37,11 +37,11 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
 
 
 def _default_project(user: Any) -> Project:
-    projects = Project.objects.filter(organization__memberships__user=user, organization__memberships__role__in=SUBMITTING_ROLES)
+    projects = Project.objects.filter(organization__memberships__user=user)
     count = projects.count()
     if count == 1:
         return projects.get()
     if count == 0:
-        raise DomainError("you have no project to submit to; ask an admin for the submitter role", "project")
+        raise DomainError("you belong to no organization with a project; ask an admin to add you", "project")
     raise DomainError("you can submit to several projects; name one", "project")
 

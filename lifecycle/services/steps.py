@@ -57,7 +57,10 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
     from lifecycle.services import failures
 
     with transaction.atomic():
-        step = Step.objects.select_for_update().select_related("requirement").get(pk=step_id)
+        step = Step.objects.select_for_update().select_related("requirement").filter(pk=step_id).first()
+        if step is None:
+            log.warning("step %s no longer exists (its requirement was deleted); dropping the message", step_id)
+            return None
         now = timezone.now()
         if step.state in (StepState.DONE, StepState.FAILED, StepState.SKIPPED):
             return None

@@ -1,0 +1,39 @@
+# aiteam: two commands matter — `make demo` and `make test`.
+PY          := .venv/bin/python
+STAMP       := .venv/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Integration tests talk to these; override to point elsewhere.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam
+TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
+
+.PHONY: venv demo test test-unit test-integration serve lint migrate
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	rm -f .venv/.installed-* && touch $@
+
+venv: $(STAMP)
+
+## demo: the sample brief through PO and BA on the embedded default (SQLite, eager, replay)
+demo: venv
+	$(EMBEDDED) $(PY) manage.py migrate -v0
+	$(EMBEDDED) $(PY) manage.py aiteam_demo
+
+## test: unit tests (SQLite, eager) then integration tests (PostgreSQL, Redis, real workers)
+test: test-unit test-integration
+
+test-unit: venv
+	$(EMBEDDED) $(PY) -m pytest tests/unit -q
+
+test-integration: venv
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest tests/integration -q
+
+## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …)
+serve: venv
+	$(PY) manage.py migrate
+	$(PY) -m honcho start -f Procfile
+
+lint: venv
+	$(PY) -m ruff check .

@@ -1,0 +1,71 @@
+"""Integration tests: real PostgreSQL, real Redis, real Celery workers.
+
+They run when DATABASE_URL and CELERY_BROKER_URL point at PostgreSQL and Redis (`make test`
+sets both). Where a service does not answer they are skipped with a message saying which
+and how to start it; under CI=true that is a failure instead.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+
+from tests import services
+from tests.workers import Worker
+
+
+def pytest_collection_modifyitems(config, items):
+    mine = [item for item in items if "integration" in item.nodeid.split("::")[0]]
+    for item in mine:
+        item.add_marker(pytest.mark.integration)
+    if not mine:
+        return
+    gone = services.missing()
+    if not gone:
+        return
+    message = f"integration tests need {', '.join(gone)}; {services.HOW_TO_START}"
+    if os.environ.get("CI", "").lower() == "true":
+        raise pytest.UsageError(f"CI=true and {message}")
+    for item in mine:
+        item.add_marker(pytest.mark.skip(reason=message))
+
+
+@pytest.fixture(scope="session")
+def test_database_url(django_db_setup, django_db_blocker) -> str:
+    db = settings.DATABASES["default"]
+    with django_db_blocker.unblock():
+        name = connection.settings_dict["NAME"]
+    return f"postgres://{db.get('USER') or 'postgres'}@{db['HOST']}:{db['PORT'] or 5432}/{name}"
+
+
+@pytest.fixture(scope="session")
+def broker_url() -> str:
+    url = settings.CELERY_BROKER_URL
+    redis.Redis.from_url(url).flushdb()  # a clean broker database for this run
+    return url
+
+
+@pytest.fixture(scope="module")
+def worker(test_database_url, broker_url, tmp_path_factory):
+    """A worker on all queues for one test module; stopped after it so that modules starting
+    their own workers (crash tests) are the only consumers of the queues."""
+    with Worker("main", test_database_url, broker_url, tmp_path_factory.mktemp("worker-main")) as w:
+        yield w
+
+
+@pytest.fixture
+def start_worker(test_database_url, broker_url, tmp_path):
+    """Start extra workers (with their own settings) that stop at the end of the test."""
+    started: list[Worker] = []
+
+    def start(name: str, **env) -> Worker:
+        w = Worker(name, test_database_url, broker_url, tmp_path / name, **env).start()
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
