@@ -1,0 +1,14 @@
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY aiteam aiteam
+COPY agents agents
+COPY lifecycle lifecycle
+COPY templates templates
+COPY manage.py ./
+RUN pip install --no-cache-dir . && useradd --create-home aiteam
+USER aiteam
+EXPOSE 8000
+CMD ["gunicorn", "aiteam.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
