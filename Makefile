@@ -25,7 +25,7 @@ demo: venv
 test: test-unit test-integration
 
 test-unit: venv
-	$(EMBEDDED) $(PY) -m pytest tests/unit -q
+	$(EMBEDDED) $(PY) -m pytest tests/unit tests/browser -q
 
 test-integration: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest tests/integration -q

@@ -28,9 +28,9 @@ from lifecycle.states import Decision
 
 class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=Decision.choices)
-    reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    feedback = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    reason = forms.CharField(required=False)
+    feedback = forms.CharField(required=False)
+    answer = forms.CharField(required=False)
 
 
 def render_stories(stories) -> str:
@@ -46,26 +46,48 @@ def render_stories(stories) -> str:
     )
 
 
+class MemberAccess:
+    """Admin access follows organization membership, not Django model permissions:
+    a staff member sees their organizations' rows; what they may decide, the service checks."""
+
+    def _member(self, request) -> bool:
+        user = request.user
+        return user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
+
+    def has_module_permission(self, request):
+        return self._member(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._member(request)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # rows change through services only (decision buttons, API)
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_queryset(self, request):
+        rows = super().get_queryset(request)
+        return rows if request.user.is_superuser else rows.filter(organization__memberships__user=request.user)
+
+
 @admin.register(ReviewTask)
-class ReviewTaskAdmin(admin.ModelAdmin):
+class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
     list_display = ["kind", "requirement", "round", "state", "decision", "sla_deadline", "assignee", "created_at"]
     list_filter = ["state", "kind", "organization"]
     list_select_related = ["requirement", "assignee"]
     search_fields = ["question", "requirement__title"]
     change_form_template = "admin/lifecycle/reviewtask/change_form.html"
-    readonly_fields = [
-        "organization", "requirement", "kind", "round", "state", "question", "reasoning", "pinned_context",
-        "options", "decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via",
-        "decided_at", "sla_deadline", "resume_target", "created_at",
+    fieldsets = [
+        ("What is asked", {"fields": ["requirement", "question", "reasoning", "pinned_context"]}),
+        ("Task", {"fields": ["kind", "round", "state", "sla_deadline", "assignee", "organization", "created_at"]}),
+        ("Decision", {"fields": ["decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via",
+                                 "decided_at"]}),
     ]
-    exclude = ["context"]
-
-    def get_queryset(self, request):
-        tasks = super().get_queryset(request)
-        return tasks if request.user.is_superuser else tasks.filter(organization__memberships__user=request.user)
-
-    def has_add_permission(self, request):
-        return False
+    readonly_fields = [f for _, section in fieldsets for f in section["fields"]]
 
     @admin.display(description="context")
     def pinned_context(self, task):
@@ -78,7 +100,7 @@ class ReviewTaskAdmin(admin.ModelAdmin):
         return [path("<uuid:pk>/decide/", decide, name="lifecycle_reviewtask_decide"), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra = {"decision_form": DecisionForm(), "decide_url": reverse("admin:lifecycle_reviewtask_decide", args=[object_id])}
+        extra = {"decide_url": reverse("admin:lifecycle_reviewtask_decide", args=[object_id])}
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     def decide_view(self, request, pk):
@@ -97,32 +119,39 @@ class ReviewTaskAdmin(admin.ModelAdmin):
         return redirect("admin:lifecycle_reviewtask_change", task.pk)
 
 
-class StoryInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_view_permission(self, request, obj=None):
+        return True  # shown only inside a change view the parent admin already allowed
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class StoryInline(ReadOnlyInline):
     model = UserStory
     fields = ["round", "position", "title", "priority", "story_points", "state", "acceptance_criteria"]
     readonly_fields = fields
-    extra = 0
-    can_delete = False
 
 
-class TransitionInline(admin.TabularInline):
+class TransitionInline(ReadOnlyInline):
     model = StateTransition
     fields = ["created_at", "subject", "event", "from_state", "to_state", "actor_role", "actor_user", "via", "guard"]
     readonly_fields = fields
-    extra = 0
-    can_delete = False
 
 
 @admin.register(Requirement)
-class RequirementAdmin(admin.ModelAdmin):
+class RequirementAdmin(MemberAccess, admin.ModelAdmin):
     list_display = ["__str__", "project", "state", "created_at"]
     list_filter = ["state", "organization"]
     search_fields = ["title", "brief"]
     readonly_fields = ["state", "story_round", "clarification_round", "dev_attempts", "clarifications", "created_at"]
     inlines = [StoryInline, TransitionInline]
-
-    def has_add_permission(self, request):
-        return False  # briefs enter through the API or the demo command, which audit them
 
 
 for model in (Organization, Membership, Project, Artifact, OutboxEvent, Step, LLMCall):

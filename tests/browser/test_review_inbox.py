@@ -1,0 +1,44 @@
+"""A reviewer uses the admin review inbox in a real headless Chromium."""
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import ARTIFACTS
+from tests.flows import pending, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PASSWORD = "correct horse battery staple"
+
+
+def log_in(page, live_server, user) -> None:
+    user.is_staff = True
+    user.set_password(PASSWORD)
+    user.save()
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+
+
+def test_a_reviewer_finds_the_task_reads_the_stories_and_approves(page, live_server, alice, rita):
+    req = submit(alice)
+    log_in(page, live_server, rita)
+    page.goto(f"{live_server.url}/admin/lifecycle/reviewtask/?state__exact=open")
+    page.get_by_role("link", name="Stories Approval").first.click()
+    expect(page.get_by_text("Refuse duplicate ISBNs")).to_be_visible()
+    expect(page.get_by_text("Books without an ISBN are never treated as duplicates")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "review-task-stories.png"), full_page=True)
+    page.get_by_role("button", name="approve").click()
+    expect(page.get_by_text("approve recorded")).to_be_visible()
+    assert set(req.stories.values_list("state", flat=True)) == {"approved"}
+
+
+def test_another_reviewer_rejects_with_a_reason(page, live_server, alice, rita):
+    req = submit(alice)
+    task = pending(req, "stories_approval")
+    log_in(page, live_server, rita)
+    page.goto(f"{live_server.url}/admin/lifecycle/reviewtask/{task.pk}/change/")
+    page.fill("textarea[name=reason]", "Listing must say what it prints")
+    page.get_by_role("button", name="reject").click()
+    expect(page.get_by_text("reject recorded")).to_be_visible()
+    task.refresh_from_db()
+    assert (task.decision, task.reason, task.decided_via) == ("reject", "Listing must say what it prints", "admin")
