@@ -114,3 +114,19 @@ def test_a_step_that_keeps_dying_goes_to_a_human(held_step, settings):
     held_step.refresh_from_db()
     assert held_step.state == "failed" and "gave up after 2 runs" in held_step.error
     assert pending(held_step.requirement, "step_failed").context["step_id"] == held_step.pk
+
+
+def test_the_model_is_never_called_inside_a_database_transaction(alice, scripted, monkeypatch):
+    from django.db import connection
+
+    seen = []
+    original = scripted.complete
+
+    def watching(request):
+        seen.append(connection.in_atomic_block)
+        return original(request)
+
+    monkeypatch.setattr(scripted, "complete", watching)
+    scripted.enqueue(PO_CLEAR).enqueue(BA_STORIES)
+    submit(alice)
+    assert seen == [False, False]
