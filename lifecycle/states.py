@@ -45,6 +45,8 @@ class ReviewKind(models.TextChoices):
     STORIES_APPROVAL = "stories_approval"
     ESCALATION = "escalation"
     STEP_FAILED = "step_failed"
+    DESIGN_REVIEW = "design_review"
+    CODE_REVIEW = "code_review"
     DEPLOYMENT_APPROVAL = "deployment_approval"
 
 

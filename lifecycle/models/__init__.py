@@ -1,6 +1,7 @@
 from lifecycle.models.artifacts import Artifact, ArtifactBlob
 from lifecycle.models.audit import OutboxEvent, StateTransition
 from lifecycle.models.llm import LLMCall
+from lifecycle.models.plan import ImplementationTask
 from lifecycle.models.requirement import Requirement, RequirementDoc
 from lifecycle.models.review import ReviewTask
 from lifecycle.models.steps import Step
@@ -8,6 +9,6 @@ from lifecycle.models.stories import UserStory
 from lifecycle.models.tenancy import Membership, Organization, Project
 
 __all__ = [
-    "Artifact", "ArtifactBlob", "LLMCall", "Membership", "Organization", "OutboxEvent", "Project",
+    "Artifact", "ArtifactBlob", "ImplementationTask", "LLMCall", "Membership", "Organization", "OutboxEvent", "Project",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
 ]

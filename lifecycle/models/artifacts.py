@@ -25,6 +25,7 @@ class Artifact(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     approved = models.BooleanField(default=False)
     created_by_role = models.CharField(max_length=40, blank=True)
+    step = models.ForeignKey("lifecycle.Step", null=True, blank=True, on_delete=models.SET_NULL, related_name="artifacts")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
