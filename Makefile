@@ -6,7 +6,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
 EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
 
-.PHONY: venv demo test test-unit test-integration serve lint migrate
+.PHONY: venv demo test test-unit test-integration serve lint bench bench-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -35,5 +35,23 @@ serve: venv
 	$(PY) manage.py migrate
 	$(PY) -m honcho start -f Procfile
 
+## bench: figures, not tests (scratch aiteam_bench_* databases, Redis db 12)
+BENCH_BROKER_URL ?= redis://127.0.0.1:6379/12
+bench: bench-deps
+	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/step_overhead.py
+	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/pipeline_ratio.py
+	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/api_load.py
+	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/worker_memory.py
+
+bench-deps: venv
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+
 lint: venv
 	$(PY) -m ruff check .
+
+## bench-review-inbox: one SLA sweep and one inbox page over 100,000 review tasks (1 % overdue) in PostgreSQL;
+## creates and drops its own database (BENCH_REVIEW_DATABASE_URL)
+BENCH_REVIEW_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam_bench
+.PHONY: bench-review-inbox
+bench-review-inbox: venv
+	DATABASE_URL=$(BENCH_REVIEW_DATABASE_URL) $(PY) bench/review_inbox.py

@@ -1,7 +1,8 @@
 """Celery tasks that run one agent step each: load by id, run the agent, hand the output to a service.
 
 This module is the one place in agents/ that reaches the database, through lifecycle's
-selectors and services only. The model call happens outside any transaction.
+selectors, contexts and services. The model call and the sandbox run happen outside any
+transaction; sandbox steps are queued on the `sandbox` queue, agent steps on `llm`.
 """
 from __future__ import annotations
 
@@ -19,11 +20,24 @@ from agents.llm.base import LLMError, LLMTransientError
 from agents.llm.factory import llm_from_settings, provider_from_settings
 from agents.llm.recording import RecordingProvider
 from agents.llm.redact import redact
-from agents.roles import BUSINESS_ANALYST, PRODUCT_OWNER
+from agents.roles import (
+    BUSINESS_ANALYST,
+    CODE_REVIEWER,
+    DESIGN_REVIEWER,
+    DEVOPS_ENGINEER,
+    ENGINEER,
+    FIXER,
+    PLANNER,
+    PRODUCT_OWNER,
+    QC_ENGINEER,
+    TECH_ARCHITECT,
+)
 from agents.roles.base import Agent
-from lifecycle import selectors
+from lifecycle import contexts, selectors
 from lifecycle.errors import IllegalTransition, StaleStep
-from lifecycle.services import product, steps
+from lifecycle.models import Requirement
+from lifecycle.services import delivery, design, development, product, quality, steps
+from lifecycle.services.development import workspace_for
 from lifecycle.services.llm_calls import llm_call_record
 
 log = logging.getLogger("aiteam.progress")
@@ -31,17 +45,68 @@ log = logging.getLogger("aiteam.progress")
 
 @dataclass(frozen=True)
 class StepSpec:
-    agent: Agent
-    context: Callable[[steps.Lease], Any]
+    """How a step runs: an agent on a context (LLM steps) or a plain function (sandbox steps)."""
+
     apply: Callable[..., None]
+    context: Callable[[steps.Lease], Any] | None = None
+    agent: Agent | None = None
+    run: Callable[[steps.Lease], Any] | None = None
+
+    def execute(self, lease: steps.Lease) -> Any:
+        if self.run is not None:
+            return self.run(lease)
+        return self.agent.run(self.context(lease), _llm(lease))
+
+
+def _sandbox(path):
+    from agents.sandbox import SandboxLimits, run_tests
+
+    limits = SandboxLimits(timeout_s=settings.AITEAM_SANDBOX_TIMEOUT_S,
+                           memory_bytes=settings.AITEAM_SANDBOX_MEMORY_MB * 1024 * 1024)
+    return run_tests(path, limits=limits)
+
+
+def _self_test(lease: steps.Lease) -> dict:
+    return _sandbox(workspace_for(Requirement.objects.get(pk=lease.requirement_id)).path).to_dict()
+
+
+def _qc_run(lease: steps.Lease) -> dict:
+    """Every test (the engineer's and QC's) in the sandbox, and ruff over the code: the gate's inputs."""
+    from agents.lint import ruff_findings
+
+    path = workspace_for(Requirement.objects.get(pk=lease.requirement_id)).path
+    return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path)}
+
+
+def _deliver(lease: steps.Lease) -> dict:
+    from agents.delivery import deliver
+
+    return deliver(delivery.delivery_plan(lease.requirement_id)).to_dict()
 
 
 STEPS: dict[str, StepSpec] = {
-    steps.PO_CLARIFY: StepSpec(PRODUCT_OWNER, lambda lease: selectors.product_owner_context(lease.requirement_id),
-                               product.product_owner_apply),
-    steps.BA_STORIES: StepSpec(BUSINESS_ANALYST,
-                               lambda lease: selectors.business_analyst_context(lease.requirement_id, lease.attempt),
-                               product.business_analyst_apply),
+    steps.PO_CLARIFY: StepSpec(product.product_owner_apply, lambda lease: selectors.product_owner_context(
+        lease.requirement_id), PRODUCT_OWNER),
+    steps.BA_STORIES: StepSpec(product.business_analyst_apply, lambda lease: selectors.business_analyst_context(
+        lease.requirement_id, lease.attempt), BUSINESS_ANALYST),
+    steps.ARCHITECT: StepSpec(design.architect_apply, lambda lease: contexts.architect_context(
+        lease.requirement_id, lease.attempt), TECH_ARCHITECT),
+    steps.DESIGN_REVIEW: StepSpec(design.design_review_apply, lambda lease: contexts.design_review_context(
+        lease.requirement_id, lease.attempt), DESIGN_REVIEWER),
+    steps.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLANNER),
+    steps.ENGINEER: StepSpec(development.engineer_apply, lambda lease: contexts.engineer_context(
+        lease.requirement_id, lease.task_key, lease.attempt), ENGINEER),
+    steps.FIX: StepSpec(development.fix_apply, lambda lease: contexts.fix_context(
+        lease.requirement_id, lease.attempt), FIXER),
+    steps.SELF_TEST: StepSpec(development.self_test_apply, run=_self_test),
+    steps.CODE_REVIEW: StepSpec(development.code_review_apply, lambda lease: contexts.code_review_context(
+        lease.requirement_id, lease.attempt), CODE_REVIEWER),
+    steps.QC_TESTS: StepSpec(quality.qc_tests_apply, lambda lease: contexts.qc_context(lease.requirement_id),
+                             QC_ENGINEER),
+    steps.QC_RUN: StepSpec(quality.qc_run_apply, run=_qc_run),
+    steps.DEVOPS: StepSpec(quality.devops_apply, lambda lease: contexts.devops_context(lease.requirement_id),
+                           DEVOPS_ENGINEER),
+    steps.DELIVER: StepSpec(delivery.deliver_apply, run=_deliver),
 }
 
 
@@ -55,14 +120,18 @@ def run_step(self, step_id: int) -> None:
     lease = steps.step_claim(step_id=step_id, worker=f"{self.request.hostname or 'eager'} pid {os.getpid()}")
     if lease is None:
         return
-    spec = STEPS[lease.key]
+    spec = STEPS[lease.kind]
     try:
-        output = spec.agent.run(spec.context(lease), _llm(lease))
+        output = spec.execute(lease)
     except (LLMTransientError, SoftTimeLimitExceeded) as exc:
         steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"))
         _retry_later(self, step_id, lease)
         return
     except LLMError as exc:
+        steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
+        return
+    except Exception as exc:  # a bug or a broken workspace: stop the step and ask a human, lose nothing
+        log.exception("step %s crashed", lease.step_id)
         steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
         return
     _apply(spec, lease, output)

@@ -61,7 +61,10 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL")
 DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)
+    # Persistent connections (checked before reuse): a new PostgreSQL connection per request cost ~13 ms of
+    # server CPU in bench/api_load.py.
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+                                     conn_health_checks=True)
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
 }
@@ -139,8 +142,17 @@ AITEAM_MODELS = {
 AITEAM_ROLE_MODELS = {
     "product_owner": "strong",
     "business_analyst": "strong",
+    "tech_architect": "strong",
+    "senior_engineer": "strong",
+    "tech_lead": "fast",
 }
 AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
+AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
+AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
+AITEAM_MAX_DESIGN_ROUNDS = env_int("AITEAM_MAX_DESIGN_ROUNDS", 3)
+AITEAM_MAX_CODE_REVIEW_ROUNDS = env_int("AITEAM_MAX_CODE_REVIEW_ROUNDS", 3)
+AITEAM_SANDBOX_TIMEOUT_S = env_float("AITEAM_SANDBOX_TIMEOUT_S", 120.0)
+AITEAM_SANDBOX_MEMORY_MB = env_int("AITEAM_SANDBOX_MEMORY_MB", 1024)
 AITEAM_BRIEF_MAX_CHARS = 20_000
 AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
 AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)
@@ -156,3 +168,30 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("AITEAM_LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "anthropic": {"level": "INFO"}},
 }
+
+# --- review inbox, SLA, notifications ---
+# SLA hours per review kind; a project overrides them (and the policies below) in
+# Project.settings["review_policies"] = {"<kind>" or "*": {"sla_hours": 8, "action": "escalate", …}}.
+AITEAM_REVIEW_SLA_HOURS = {"design_review": 24, "code_review": 24, "deployment_approval": 4, **AITEAM_REVIEW_SLA_HOURS}
+# What happens when a task is overdue (lifecycle/services/sla_policies.py documents every field). Whatever the
+# action, after decide_after_hours the stated default_decision is applied and marked as a policy decision.
+AITEAM_REVIEW_POLICIES = {
+    "*": {"action": "remind", "remind_every_hours": 4, "decide_after_hours": 72, "default_decision": "reject"},
+    "step_failed": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 24},
+    "escalation": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 48},
+    "deployment_approval": {"action": "escalate", "remind_every_hours": 1, "decide_after_hours": 24},
+}
+# The sweep runs every minute as the django-celery-beat PeriodicTask "every-minute-sweep-review-slas", created by
+# migration lifecycle 0004 and edited in the admin (Periodic tasks). It is deliberately not in CELERY_BEAT_SCHEDULE:
+# the DatabaseScheduler update_or_creates those entries on every start, which would undo an edit made in the admin.
+AITEAM_SLA_SWEEP_BATCH = env_int("AITEAM_SLA_SWEEP_BATCH", 1000)
+# Where links in notifications point.
+AITEAM_PUBLIC_URL = env_str("AITEAM_PUBLIC_URL", "http://localhost:8000").rstrip("/")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "aiteam <aiteam@localhost>")
+# Channels: e-mail to the people concerned (users without an address are skipped) and a Slack-compatible
+# incoming webhook (this URL, or a project's settings["notifications"]["webhook_url"]). The URL is a secret.
+AITEAM_NOTIFY_CHANNELS = [c for c in env_str("AITEAM_NOTIFY_CHANNELS", "email,webhook").split(",") if c]
+AITEAM_NOTIFY_WEBHOOK_URL = env_str("AITEAM_NOTIFY_WEBHOOK_URL")
+AITEAM_NOTIFY_TIMEOUT_S = env_float("AITEAM_NOTIFY_TIMEOUT_S", 5.0)
+AITEAM_NOTIFY_MAX_ATTEMPTS = env_int("AITEAM_NOTIFY_MAX_ATTEMPTS", 6)
+AITEAM_NOTIFY_BACKOFF_S = env_float("AITEAM_NOTIFY_BACKOFF_S", 30.0)  # doubles per attempt, at most an hour

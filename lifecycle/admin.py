@@ -1,18 +1,23 @@
-"""The Django admin as the review inbox. Decision buttons call the same service as the API,
-which checks the reviewer role itself (django-fsm-2's admin mixin would not)."""
+"""The Django admin: the review inbox, requirements, projects (with their review settings).
+
+Decision, claim and assignment buttons call the same services as the API and the SLA
+sweeper; those check the reviewer permission themselves (django-fsm-2's admin mixin would not).
+"""
 from django import forms
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
-from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.contrib import admin
+from django.contrib.auth.models import Group
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from django.utils import timezone
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.inbox import columns, filters, views
 from lifecycle.models import (
     Artifact,
     LLMCall,
     Membership,
+    Notification,
     Organization,
     OutboxEvent,
     Project,
@@ -20,30 +25,13 @@ from lifecycle.models import (
     ReviewTask,
     StateTransition,
     Step,
+    StoryEdit,
     UserStory,
 )
-from lifecycle.services.reviews import review_decide
-from lifecycle.states import Decision
-
-
-class DecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=Decision.choices)
-    reason = forms.CharField(required=False)
-    feedback = forms.CharField(required=False)
-    answer = forms.CharField(required=False)
-
-
-def render_stories(stories) -> str:
-    """Stories with their acceptance criteria, escaped: model output is never trusted as HTML."""
-    return format_html_join(
-        "", "<div class='story'><h4>{}</h4><p>As a {}, I want {}, so that {}.</p>"
-        "<p><b>Priority</b> {} · <b>Points</b> {}</p><ul>{}</ul></div>",
-        (
-            (st["title"], st["as_a"], st["i_want"], st["so_that"], st["priority"], st["story_points"],
-             format_html_join("", "<li>{}</li>", ((c,) for c in st["acceptance_criteria"])))
-            for st in stories
-        ),
-    )
+from lifecycle.origin import request_origin
+from lifecycle.services.assignment import review_claim, review_unassign
+from lifecycle.services.sla_policies import policy_problems
+from lifecycle.states import Decision, ReviewState, Role
 
 
 class MemberAccess:
@@ -51,8 +39,10 @@ class MemberAccess:
     a staff member sees their organizations' rows; what they may decide, the service checks."""
 
     def _member(self, request) -> bool:
-        user = request.user
-        return user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
+        if not hasattr(request, "_aiteam_member"):  # asked once per model per page: answer from one query
+            user = request.user
+            request._aiteam_member = user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
+        return request._aiteam_member
 
     def has_module_permission(self, request):
         return self._member(request)
@@ -76,47 +66,75 @@ class MemberAccess:
 
 @admin.register(ReviewTask)
 class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
-    list_display = ["kind", "requirement", "round", "state", "decision", "sla_deadline", "assignee", "created_at"]
-    list_filter = ["state", "kind", "organization"]
-    list_select_related = ["requirement", "assignee"]
+    """The review inbox: pending tasks first by SLA, filters, claim/unassign, bulk decisions, the review page."""
+
+    list_filter = [filters.StatusFilter, filters.AssignmentFilter, filters.AttentionFilter, "kind", filters.ProjectFilter]
+    list_select_related = ["requirement__project__organization", "assignee", "assignee_group"]
     search_fields = ["question", "requirement__title"]
-    change_form_template = "admin/lifecycle/reviewtask/change_form.html"
-    fieldsets = [
-        ("What is asked", {"fields": ["requirement", "question", "reasoning", "pinned_context"]}),
-        ("Task", {"fields": ["kind", "round", "state", "sla_deadline", "assignee", "organization", "created_at"]}),
-        ("Decision", {"fields": ["decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via",
-                                 "decided_at"]}),
-    ]
-    readonly_fields = [f for _, section in fieldsets for f in section["fields"]]
+    list_per_page = 50
+    show_full_result_count = False  # one count query, not two
+    change_list_template = "admin/lifecycle/reviewtask/change_list.html"
+    actions = ["claim_selected", "unassign_selected", "approve_selected", "reject_selected"]
 
-    @admin.display(description="context")
-    def pinned_context(self, task):
-        if task.context.get("stories"):
-            return render_stories(task.context["stories"])
-        return format_html("<pre>{}</pre>", task.context)
+    def get_list_display(self, request):
+        return [columns.task_label, columns.requirement_label, columns.state_label,
+                columns.assigned_label, columns.sla_label, columns.age_label, columns.row_actions_for(request.user)]
 
-    def get_urls(self):
-        decide = self.admin_site.admin_view(self.decide_view)
-        return [path("<uuid:pk>/decide/", decide, name="lifecycle_reviewtask_decide"), *super().get_urls()]
+    def get_list_display_links(self, request, list_display):
+        return [columns.task_label]
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}), "inbox_counts": self._counts(request)})
+
+    def _counts(self, request) -> dict[str, int]:
+        """The quick-filter badges, in one query whatever the number of tasks."""
+        user, now = request.user, timezone.now()
+        return self.get_queryset(request).pending().aggregate(
+            mine=Count("pk", filter=Q(assignee=user)), unassigned=Count("pk", filter=Q(assignee=None, assignee_group=None)),
+            overdue=Count("pk", filter=Q(sla_deadline__lt=now)), escalated=Count("pk", filter=Q(state=ReviewState.ESCALATED)),
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra = {"decide_url": reverse("admin:lifecycle_reviewtask_decide", args=[object_id])}
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
+        task = get_object_or_404(self.get_queryset(request).select_related(
+            "organization", "requirement__project__organization", "assignee", "assignee_group", "decided_by"), pk=object_id)
+        return views.review_page(self, request, task)
 
-    def decide_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        task = get_object_or_404(self.get_queryset(request), pk=pk)
-        form = DecisionForm(request.POST)
-        if not form.is_valid():
-            messages.error(request, f"invalid decision: {form.errors.as_text()}")
-        else:
-            try:
-                review_decide(task_id=task.pk, actor=Actor.human(request.user, "admin"), **form.cleaned_data)
-                messages.success(request, f"{task}: {form.cleaned_data['decision']} recorded")
-            except (DomainError, IllegalTransition, NotPermitted) as exc:
-                messages.error(request, str(exc))
-        return redirect("admin:lifecycle_reviewtask_change", task.pk)
+    def get_urls(self):
+        def mount(route: str, view, name: str):
+            wrapped = views.post_only(view)
+            return path(route, self.admin_site.admin_view(lambda request, **kw: wrapped(self, request, **kw)),
+                        name=f"lifecycle_reviewtask_{name}")
+
+        return [
+            mount("<uuid:pk>/decide/", views.decide, "decide"),
+            mount("<uuid:pk>/claim/", views.claim, "claim"),
+            mount("<uuid:pk>/unassign/", views.unassign, "unassign"),
+            mount("<uuid:pk>/assign/", views.assign, "assign"),
+            mount("<uuid:pk>/stories/<uuid:story_pk>/", views.edit_story, "edit_story"),
+            *super().get_urls(),
+        ]
+
+    @admin.action(description="Claim selected tasks")
+    def claim_selected(self, request, queryset):
+        self._each(request, queryset, review_claim, "claimed")
+
+    @admin.action(description="Unassign selected tasks")
+    def unassign_selected(self, request, queryset):
+        self._each(request, queryset, review_unassign, "unassigned")
+
+    @admin.action(description="Approve selected tasks…")
+    def approve_selected(self, request, queryset):
+        return views.bulk_decide(self, request, queryset, Decision.APPROVE)
+
+    @admin.action(description="Reject selected tasks with one reason…")
+    def reject_selected(self, request, queryset):
+        return views.bulk_decide(self, request, queryset, Decision.REJECT)
+
+    def _each(self, request, queryset, service, done: str) -> None:
+        actor, origin = Actor.human(request.user, "admin"), request_origin(request)
+        count = sum(views.run_service(request, lambda t=t: service(task_id=t.pk, actor=actor, origin=origin), "", about=t)
+                    for t in queryset)
+        self.message_user(request, f"{count} task(s) {done}")
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -154,5 +172,59 @@ class RequirementAdmin(MemberAccess, admin.ModelAdmin):
     inlines = [StoryInline, TransitionInline]
 
 
-for model in (Organization, Membership, Project, Artifact, OutboxEvent, Step, LLMCall):
+class ProjectForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = ["name", "slug", "repo_url", "settings"]
+        help_texts = {"settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
+                                  '"deployment_approval": {"sla_hours": 4, "action": "escalate", "manager": "maria"}}, '
+                                  '"reviewers_group": "web-reviewers", "notifications": {"webhook_url": "https://…"}}'}
+
+    def clean_settings(self):
+        value = self.cleaned_data["settings"] or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError("settings must be a JSON object")
+        problems = policy_problems(value.get("review_policies") or {})
+        group = value.get("reviewers_group")
+        if group and not Group.objects.filter(name=group).exists():
+            problems.append(f"reviewers_group: there is no group '{group}'")
+        url = (value.get("notifications") or {}).get("webhook_url", "")
+        if url and not str(url).startswith(("https://", "http://")):
+            problems.append("notifications.webhook_url must be an http(s) URL")
+        if problems:
+            raise forms.ValidationError(problems)
+        return value
+
+
+@admin.register(Project)
+class ProjectAdmin(MemberAccess, admin.ModelAdmin):
+    """Organization admins edit their projects' settings: SLA policies, reviewers group, webhook."""
+
+    form = ProjectForm
+    list_display = ["__str__", "name", "repo_url"]
+
+    def has_change_permission(self, request, obj=None):
+        user = request.user
+        if user.is_superuser:
+            return True
+        admin_of = Membership.objects.filter(user=user, role=Role.ADMIN)
+        return admin_of.filter(organization_id=obj.organization_id).exists() if obj else admin_of.exists()
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "event", "channel", "recipient", "state", "attempts", "last_error"]
+    list_filter = ["state", "channel", "event"]
+    list_select_related = True
+    readonly_fields = [f.name for f in Notification._meta.fields]
+
+
+@admin.register(StoryEdit)
+class StoryEditAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "story", "edited_by", "via"]
+    list_select_related = ["story", "edited_by"]
+    readonly_fields = [f.name for f in StoryEdit._meta.fields]
+
+
+for model in (Organization, Membership, Artifact, OutboxEvent, Step, LLMCall):
     admin.site.register(model)

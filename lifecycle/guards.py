@@ -52,8 +52,8 @@ def has_implementation_plan(req: Requirement) -> bool:
 
 
 def self_tests_passing(req: Requirement) -> bool:
-    report = req.artifacts.filter(kind=ArtifactKind.TEST_REPORT).order_by("-created_at").first()
-    return bool(report and report.metadata.get("passed") and not report.metadata.get("failed"))
+    report = req.artifacts.filter(kind=ArtifactKind.TEST_REPORT, name="self_test").order_by("-created_at").first()
+    return bool(report and report.metadata.get("ok"))
 
 
 def attempts_left(req: Requirement) -> bool:
@@ -70,8 +70,10 @@ def escalation_resolved(req: Requirement) -> bool:
 
 
 def deployment_approved_by_human(req: Requirement) -> bool:
+    """The latest deployment task approved by a reviewer, or by the operator's logged autonomous policy."""
     task = req.review_tasks.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).order_by("-created_at").first()
-    return bool(task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE and task.decided_by_id)
+    approved = task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE
+    return bool(approved and (task.decided_by_id or task.decided_by_policy == "autonomous"))
 
 
 def delivery_succeeded(req: Requirement) -> bool:

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from django.conf import settings
 
 from lifecycle.actors import Actor
-from lifecycle.models import OutboxEvent, ReviewTask
+from lifecycle.models import OutboxEvent, Requirement, ReviewTask
+from lifecycle.notifications import handlers as notifying
 from lifecycle.services import reviews, steps
 from lifecycle.states import Decision, ReviewKind
 
@@ -24,10 +25,30 @@ def schedule_business_analyst(event: OutboxEvent) -> None:
     steps.step_schedule(requirement_id=event.requirement_id, key=steps.BA_STORIES, attempt=event.payload["round"])
 
 
+def schedule_architect(event: OutboxEvent) -> None:
+    steps.step_schedule(requirement_id=event.requirement_id, key=steps.ARCHITECT, attempt=1)
+
+
+def start_quality_gate(event: OutboxEvent) -> None:
+    from lifecycle.services.quality import start_quality_gate as start
+
+    start(Requirement.objects.get(pk=event.requirement_id))
+
+
+def refresh_digest(event: OutboxEvent) -> None:
+    from lifecycle.services.digest import digest_refresh
+
+    digest_refresh(Requirement.objects.get(pk=event.requirement_id))
+
+
+# Gates the operator pre-authorizes in autonomous mode; every decision is logged as the policy's.
+AUTONOMOUS_KINDS = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
+
+
 def announce_review_task(event: OutboxEvent) -> None:
     task = ReviewTask.objects.get(pk=event.payload["review_task"])
     log.info("review task opened: %s — %s", task, task.question)
-    if settings.AITEAM_AUTONOMOUS and task.kind == ReviewKind.STORIES_APPROVAL and task.is_pending:
+    if settings.AITEAM_AUTONOMOUS and task.kind in AUTONOMOUS_KINDS and task.is_pending:
         log.info("autonomous mode: approving %s on the reviewer's behalf", task)
         reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE,
                               reason="autonomous mode (AITEAM_AUTONOMOUS=true)")
@@ -37,7 +58,18 @@ HANDLERS: dict[str, list[Handler]] = {
     "RequirementReceived": [schedule_product_owner],
     "RequirementClarified": [schedule_business_analyst],
     "StoriesReworkRequested": [schedule_business_analyst],
-    "ReviewTaskOpened": [announce_review_task],
+    "ReviewTaskOpened": [announce_review_task, notifying.queue_notifications, refresh_digest],
+    "ReviewTaskReminded": [notifying.queue_notifications],
+    "ReviewTaskEscalated": [notifying.queue_notifications],
+    "ReviewTaskAssigned": [notifying.queue_notifications],
+    "ReviewTaskDecidedByPolicy": [notifying.queue_notifications],
+    "StoriesApproved": [schedule_architect],
+    "CodeReviewPassed": [start_quality_gate],
+    "TestsFailed": [refresh_digest],
+    "SelfTestsFailed": [refresh_digest],
+    "Deployed": [refresh_digest],
+    "DeliveryFailed": [refresh_digest],
+    "RequirementCancelled": [refresh_digest],
 }
 
 

@@ -87,3 +87,5 @@ class ArtifactKind(models.TextChoices):
     RUNBOOK = "runbook"
     DIFF_SUMMARY = "diff_summary"
     DELIVERY = "delivery"
+    ACCEPTANCE_COVERAGE = "acceptance_coverage"
+    STATUS_DIGEST = "status_digest"

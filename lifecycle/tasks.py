@@ -1,7 +1,11 @@
-"""Beat tasks: thin wrappers around the sweeping services."""
+"""Beat and delivery tasks: thin wrappers around the services that own the work."""
 from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
 
-from lifecycle.services import outbox, steps
+from lifecycle.notifications import delivery
+from lifecycle.notifications import handlers as notifying
+from lifecycle.services import outbox, sla, steps
 
 
 @shared_task(ignore_result=True)
@@ -12,3 +16,32 @@ def relay_outbox() -> int:
 @shared_task(ignore_result=True)
 def reap_steps() -> int:
     return len(steps.steps_reap())
+
+
+@shared_task(ignore_result=True)
+def sweep_review_slas() -> dict[str, int]:
+    """Every minute (PeriodicTask "every-minute-sweep-review-slas"); safe to run on two beats at once."""
+    return dict(sla.review_sweep(limit=settings.AITEAM_SLA_SWEEP_BATCH))
+
+
+@shared_task(ignore_result=True, acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=5, max_retries=5)
+def notify_for_event(event_id: int) -> None:
+    """Who hears about an outbox event and what they are told: Notification rows, then their deliveries."""
+    notifying.notify_for_event(event_id)
+
+
+@shared_task(ignore_result=True)
+def requeue_notifications() -> int:
+    return delivery.notifications_requeue_due()
+
+
+@shared_task(bind=True, ignore_result=True, acks_late=True, max_retries=None)
+def deliver_notification(self, notification_id: int) -> None:
+    """Send one notification; a channel failure comes back after a backoff (the row counts the attempts).
+
+    Eagerly (embedded, tests) there is no broker to come back through and retrying inline would
+    hold up the request that caused the notification: the row waits for the beat's requeue instead.
+    """
+    retry_in = delivery.notification_deliver(notification_id)
+    if retry_in is not None and not self.request.is_eager:
+        raise self.retry(countdown=retry_in)

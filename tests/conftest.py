@@ -35,9 +35,11 @@ def _no_network(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _reviewers_decide(settings):
-    """Autonomous approval is the embedded default; tests decide reviews themselves unless they opt in."""
+def _reviewers_decide(settings, tmp_path):
+    """Autonomous approval is the embedded default; tests decide reviews themselves unless they opt in.
+    Generated code goes to a per-test workspace root, never into the repository's var/."""
     settings.AITEAM_AUTONOMOUS = False
+    settings.AITEAM_WORKSPACE_ROOT = tmp_path / "workspaces"
 
 
 @pytest.fixture

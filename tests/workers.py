@@ -21,13 +21,16 @@ FAST_STEPS = {
 
 
 class Worker:
+    running: set[Worker] = set()  # started and not yet stopped, for fixtures that wait for quiet
+
     def __init__(self, name: str, database_url: str, broker_url: str, workdir: Path, *,
                  concurrency: int = 2, beat: bool = False, **env: str) -> None:
         self.name, self.workdir, self.beat = name, Path(workdir), beat
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.concurrency = concurrency
         self.env = {**os.environ, **FAST_STEPS, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
-                    "AITEAM_REPLAY_CASSETTE": str(settings.AITEAM_REPLAY_CASSETTE), "CI": "", **env}
+                    "AITEAM_REPLAY_CASSETTE": str(settings.AITEAM_REPLAY_CASSETTE), "CI": "",
+                    "PGAPPNAME": f"aiteam-worker-{name}", **env}  # libpq labels the worker's DB connections
         self.env.pop("ANTHROPIC_API_KEY", None)
         self.process: subprocess.Popen | None = None
 
@@ -36,11 +39,12 @@ class Worker:
                    "-c", str(self.concurrency), "-P", "prefork", "-n", f"{self.name}@%h", "--without-mingle",
                    "--without-gossip", "-l", "INFO"]
         if self.beat:
-            command += ["-B", "-S", "celery.beat:PersistentScheduler", "-s", str(self.workdir / "beat-schedule")]
+            command += ["-B", "--scheduler", "celery.beat:PersistentScheduler", "-s", str(self.workdir / "beat-schedule")]
         self.log = (self.workdir / "worker.log").open("w")
         self.process = subprocess.Popen(command, env=self.env, cwd=settings.BASE_DIR, stdout=self.log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(lambda: "ready." in self.output(), timeout=30, what=f"worker {self.name} to be ready")
+        Worker.running.add(self)
         return self
 
     def output(self) -> str:
@@ -52,10 +56,12 @@ class Worker:
 
     def kill_group(self) -> None:
         """SIGKILL the worker and everything in its process group: no chance to ack or clean up."""
+        Worker.running.discard(self)
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
 
     def stop(self) -> None:
+        Worker.running.discard(self)
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:

@@ -72,4 +72,117 @@ c = {"interactions": [
   {"role": "business_analyst", "match": ['"round": 2'], "tool_input": ba2, "model": "claude-sonnet-5-5", "usage": usage(2310, 1320, 1024), "latency_ms": 10400},
   {"role": "business_analyst", "match": ["small team"], "tool_input": ba_todo, "model": "claude-sonnet-5-5", "usage": usage(1500, 700), "latency_ms": 7000},
 ]}
+
+
+# --- design and implementation: the spec, its review, the plan, three tasks, a fix, a code review ---
+PROJECT = Path(__file__).parent / "sample_project"
+DUPLICATE_CHECK = """        if book.isbn and any(other.isbn == book.isbn for other in books):
+            raise DuplicateIsbn(f"ISBN {book.isbn} is already on the list")
+"""
+
+
+def source(path, drop=""):
+    text = (PROJECT / path).read_text()
+    assert drop in text
+    return {"path": path, "content": text.replace(drop, "")}
+
+
+spec = {
+    "reasoning": "Three small components behind one JSON file keep the library testable without a terminal; the CLI is a thin shell over the store.",
+    "summary": "A standard-library Python package `readinglist`: a Book record with validation, a Store that keeps the list in one JSON file (atomic rewrite), and an argparse CLI (`python -m readinglist add|read|list`).",
+    "components": [
+        {"name": "models", "responsibility": "The Book record: required title and author, optional normalised ISBN, optional finish date; ISO 8601 date parsing."},
+        {"name": "store", "responsibility": "Load and save the list as JSON with an atomic rewrite; add (refusing duplicate ISBNs), mark read, list unread and read."},
+        {"name": "cli", "responsibility": "Parse commands, call the store, print results, exit 1 with a message on user errors."},
+    ],
+    "data_models": [{"name": "Book", "fields": ["title: str", "author: str", "isbn: str | None", "read_on: date | None"]}],
+    "interfaces": [
+        {"name": "Book", "signature": "Book(title: str, author: str, isbn: str | None = None, read_on: date | None = None)", "description": "raises InvalidBook"},
+        {"name": "parse_date", "signature": "parse_date(text: str) -> date", "description": "raises InvalidBook"},
+        {"name": "Store", "signature": "Store(path: Path); add(book) -> Book; mark_read(title, on: date) -> Book; unread() -> list[Book]; read() -> list[Book]", "description": "add raises DuplicateIsbn; mark_read raises UnknownBook; read() is most recent first"},
+        {"name": "main", "signature": "main(argv: list[str] | None = None, path: Path = DEFAULT_PATH) -> int", "description": "exit status 0 or 1"},
+    ],
+    "tech_stack": ["Python 3.11 standard library", "pytest"],
+    "requirement_coverage": {"FR-1": ["models", "store"], "FR-2": ["store"], "FR-3": ["models", "store"], "FR-4": ["store", "cli"]},
+    "adrs": [
+        {"title": "Store the list in one JSON file", "context": "A few hundred books, one reader, no entry may be lost.",
+         "decision": "Keep the whole list in one JSON file and rewrite it atomically (write a temporary file, then os.replace).",
+         "consequences": "Simple and durable; every write rewrites the file, which is fine at this size.",
+         "alternatives": ["SQLite", "one file per book"]},
+        {"title": "argparse for the command line", "context": "The constraints allow the standard library only.",
+         "decision": "Use argparse subcommands add, read and list.", "consequences": "No dependency; help text for free.",
+         "alternatives": ["click", "typer"]},
+    ],
+}
+design_ok = {"verdict": "approve", "reasoning": "Every functional requirement maps to a component; the interfaces are concrete and testable.", "notes": []}
+plan = {"reasoning": "Models and store can be written side by side against the interfaces; the CLI needs both.", "tasks": [
+    {"key": "T1", "title": "Book model and validation", "story_refs": [1, 3], "files": ["readinglist/__init__.py", "readinglist/models.py", "tests/test_models.py"], "depends_on": [], "definition_of_done": "Book validates title and author, normalises ISBN, round-trips through a dict; parse_date accepts only ISO dates; tests pass."},
+    {"key": "T2", "title": "JSON store", "story_refs": [1, 2, 3, 4], "files": ["readinglist/store.py", "tests/test_store.py"], "depends_on": [], "definition_of_done": "add, mark_read, unread and read work across instances; duplicate ISBNs are refused; tests pass."},
+    {"key": "T3", "title": "Command-line interface", "story_refs": [4], "files": ["readinglist/cli.py", "readinglist/__main__.py", "tests/test_cli.py"], "depends_on": ["T1", "T2"], "definition_of_done": "add, read and list commands print the agreed lines; user errors exit 1 with a message; tests pass."},
+]}
+t1 = {"reasoning": "The record validates in __post_init__ so no invalid Book can exist.", "files": [source("readinglist/__init__.py"), source("readinglist/models.py"), source("tests/test_models.py")]}
+t2_buggy = {"reasoning": "The store rewrites the JSON file atomically on every change.", "files": [source("readinglist/store.py", drop=DUPLICATE_CHECK), source("tests/test_store.py")]}
+t3 = {"reasoning": "A thin argparse shell; user errors become exit status 1.", "files": [source("readinglist/cli.py"), source("readinglist/__main__.py"), source("tests/test_cli.py")]}
+fix = {"reasoning": "test_a_second_book_with_the_same_isbn_is_refused failed: Store.add never checked the ISBN. Added the check before saving.", "files": [source("readinglist/store.py")]}
+code_ok = {"verdict": "approve", "reasoning": "The change implements every acceptance criterion with tests; writes are atomic; errors are reported clearly.", "notes": []}
+c["interactions"] += [
+    {"role": "tech_architect", "tool": "submit_technical_spec_output", "match": [], "tool_input": spec, "model": "claude-sonnet-5-5", "usage": usage(3100, 1900), "latency_ms": 14200},
+    {"role": "tech_lead", "tool": "submit_review_verdict", "match": [], "tool_input": design_ok, "model": "claude-haiku-5-5", "usage": usage(3900, 160, 2048), "latency_ms": 2300},
+    {"role": "tech_lead", "tool": "submit_implementation_plan_output", "match": [], "tool_input": plan, "model": "claude-haiku-5-5", "usage": usage(2600, 620, 2048), "latency_ms": 3900},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T1"'], "tool_input": t1, "model": "claude-sonnet-5-5", "usage": usage(2900, 1400), "latency_ms": 11800},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T2"'], "tool_input": t2_buggy, "model": "claude-sonnet-5-5", "usage": usage(2900, 1500), "latency_ms": 12400},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T3"'], "tool_input": t3, "model": "claude-sonnet-5-5", "usage": usage(4800, 1600, 2048), "latency_ms": 13100},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ["Make the failing tests pass"], "tool_input": fix, "model": "claude-sonnet-5-5", "usage": usage(7200, 900, 4096), "latency_ms": 8600},
+    {"role": "tech_lead", "tool": "submit_code_review_verdict", "match": [], "tool_input": code_ok, "model": "claude-haiku-5-5", "usage": usage(6800, 240, 4096), "latency_ms": 3100},
+]
+
+
+# --- quality gate and delivery: QC's acceptance tests, DevOps' CI workflow, runbook and rollback ---
+ACCEPTANCE = "tests/acceptance/test_acceptance.py"
+qc = {"reasoning": "One test per criterion through the CLI, which is how a reader observes the behaviour; storage is checked in the JSON file itself.",
+      "files": [source(ACCEPTANCE)],
+      "coverage": {
+          "AC-1.1": ["test_adding_dune_lists_one_unread_book"], "AC-1.2": ["test_a_book_without_title_or_author_is_refused_naming_the_field"],
+          "AC-1.3": ["test_a_book_added_in_one_run_is_listed_in_the_next"], "AC-2.1": ["test_a_duplicate_isbn_is_refused_and_the_list_is_unchanged"],
+          "AC-2.2": ["test_books_without_isbn_are_not_duplicates"], "AC-3.1": ["test_marking_read_stores_the_date"],
+          "AC-3.2": ["test_marking_an_unknown_book_fails_clearly"], "AC-3.3": ["test_an_invalid_date_is_refused"],
+          "AC-4.1": ["test_unread_books_are_listed_in_the_order_added"], "AC-4.2": ["test_read_books_show_dates_most_recent_first"],
+          "AC-4.3": ["test_an_empty_list_prints_no_books_and_exits_0"]}}
+CI = """name: ci
+on:
+  push:
+  pull_request:
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v5
+      - uses: actions/setup-python@v6
+        with:
+          python-version: "3.11"
+      - name: Install test tools
+        run: python -m pip install pytest
+      - name: Run the tests
+        run: python -m pytest -q
+"""
+RUNBOOK = """# Deploying readinglist
+
+1. Check the CI run of the branch is green.
+2. Merge the pull request into `main`.
+3. On the target machine: `python -m pip install --upgrade git+<remote>@main` (or copy the `readinglist/` package).
+4. Verify: `python -m readinglist list` prints the list (or `No books.`) and exits 0.
+5. The reading list file (`~/.readinglist.json`, or `READINGLIST_FILE`) is left untouched by an upgrade.
+"""
+ROLLBACK = """# Rolling back readinglist
+
+1. Reinstall the previous release: `python -m pip install --force-reinstall git+<remote>@<previous tag>`.
+2. The data file format is unchanged by this release, so no data migration is needed.
+3. Verify with `python -m readinglist list`; if the data file was damaged, restore the copy you took before step 1.
+"""
+devops = {"reasoning": "A single job on the Python the spec names, installing only pytest, running the project's test command.",
+          "ci_workflow": CI, "runbook": RUNBOOK, "rollback": ROLLBACK}
+c["interactions"] += [
+    {"role": "qc_engineer", "tool": "submit_qc_output", "match": [], "tool_input": qc, "model": "claude-sonnet-5-5", "usage": usage(3300, 1800), "latency_ms": 12900},
+    {"role": "devops_engineer", "tool": "submit_dev_ops_output", "match": [], "tool_input": devops, "model": "claude-sonnet-5-5", "usage": usage(1900, 700), "latency_ms": 6100},
+]
 (Path(__file__).parent / "sample.json").write_text(json.dumps(c, indent=2, ensure_ascii=False) + "\n")

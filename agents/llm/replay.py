@@ -1,9 +1,10 @@
 """Replay: answer from a recorded cassette, without the network.
 
-A cassette is JSON: {"interactions": [{"role", "match": [substrings], "tool_input",
-"model", "usage", "latency_ms"}]}. An interaction answers a request of its role when every
-`match` string occurs in the request's system prompt or messages; the most specific match
-wins. Matching is stateless, so any worker process answers the same request the same way.
+A cassette is JSON: {"interactions": [{"role", "tool"?, "match": [substrings], "tool_input",
+"model", "usage", "latency_ms"}]}. An interaction answers a request of its role (and forced
+tool, when given) when every `match` string occurs in the request's system prompt or
+messages; the most specific match wins. Matching is stateless, so any worker process
+answers the same request the same way.
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ class ReplayProvider:
         text = "\n".join([request.system, *(_text_of(m["content"]) for m in request.messages)])
         candidates = [
             i for i in self.interactions
-            if i["role"] == request.role and all(m in text for m in i.get("match", []))
+            if i["role"] == request.role and i.get("tool", request.tool.name) == request.tool.name
+            and all(m in text for m in i.get("match", []))
         ]
         if not candidates:
             raise LLMError(

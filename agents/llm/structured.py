@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -61,4 +62,5 @@ def _describe(exc: ValidationError) -> str:
 
 
 def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+    """TechnicalSpecOutput → technical_spec_output, QCOutput → qc_output."""
+    return re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", name).lower()

@@ -1,6 +1,16 @@
-"""The team's roles, by name."""
+"""The team's roles and their jobs. Each is a pure function of its context and an LLM."""
 from agents.roles.base import Agent
-from agents.schemas import BusinessAnalystOutput, ProductOwnerOutput
+from agents.schemas import (
+    BusinessAnalystOutput,
+    CodeReviewVerdict,
+    DevOpsOutput,
+    EngineerOutput,
+    ImplementationPlanOutput,
+    ProductOwnerOutput,
+    QCOutput,
+    ReviewVerdict,
+    TechnicalSpecOutput,
+)
 
 PRODUCT_OWNER = Agent(
     role="product_owner", output=ProductOwnerOutput,
@@ -10,4 +20,35 @@ BUSINESS_ANALYST = Agent(
     role="business_analyst", output=BusinessAnalystOutput,
     task="Write the user stories for this clarified requirement.",
 )
-ROLES = {agent.role: agent for agent in (PRODUCT_OWNER, BUSINESS_ANALYST)}
+TECH_ARCHITECT = Agent(
+    role="tech_architect", output=TechnicalSpecOutput,
+    task="Design the technical specification and its ADRs for these functional requirements.",
+)
+DESIGN_REVIEWER = Agent(
+    role="tech_lead", prompt="tech_lead_design_review", output=ReviewVerdict,
+    task="Review this technical specification against the functional requirements.",
+)
+PLANNER = Agent(
+    role="tech_lead", prompt="tech_lead_plan", output=ImplementationPlanOutput,
+    task="Break this specification into implementation tasks.",
+)
+ENGINEER = Agent(
+    role="senior_engineer", output=EngineerOutput,
+    task="Implement this task: write its source files and their tests.",
+)
+FIXER = Agent(
+    role="senior_engineer", prompt="senior_engineer_fix", output=EngineerOutput,
+    task="Make the failing tests pass and address the notes; rewrite whole files.",
+)
+CODE_REVIEWER = Agent(
+    role="tech_lead", prompt="tech_lead_code_review", output=CodeReviewVerdict,
+    task="Review this change: the diff summary, the files and the test results.",
+)
+QC_ENGINEER = Agent(
+    role="qc_engineer", output=QCOutput,
+    task="Write acceptance tests for these criteria against the public interfaces.",
+)
+DEVOPS_ENGINEER = Agent(
+    role="devops_engineer", output=DevOpsOutput,
+    task="Write the CI workflow, the deployment runbook and the rollback procedure.",
+)

@@ -19,10 +19,11 @@ class Agent(Generic[C, Out]):
     role: str
     output: type[Out]
     task: str  # one line that opens the user message
+    prompt: str = ""  # prompt file name when one role has several jobs; defaults to the role
 
     @property
     def system(self) -> str:
-        return load_prompt(self.role)
+        return load_prompt(self.prompt or self.role)
 
     def messages(self, context: C) -> list[dict]:
         body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)

@@ -4,7 +4,8 @@ from django.db.models import Sum
 from rest_framework import serializers
 
 from lifecycle.models import Artifact, Project, Requirement, RequirementDoc, ReviewTask, StateTransition, UserStory
-from lifecycle.states import Decision
+from lifecycle.services.artifacts import content_json, latest
+from lifecycle.states import ArtifactKind, Decision
 
 
 class StrictCharField(serializers.CharField):
@@ -71,12 +72,14 @@ class ReviewTaskOut(serializers.ModelSerializer):
     requirement = serializers.UUIDField(source="requirement_id")
     decided_by = serializers.StringRelatedField()
     assignee = serializers.StringRelatedField()
+    assignee_group = serializers.StringRelatedField()
 
     class Meta:
         model = ReviewTask
         fields = ["id", "requirement", "kind", "round", "state", "question", "reasoning", "context", "options",
                   "decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via", "decided_at",
-                  "sla_deadline", "assignee", "created_at"]
+                  "sla_deadline", "assignee", "created_at",
+                  "assignee_group", "escalation_policy", "decide_by", "escalation_count", "policy"]
 
 
 class RequirementSummaryOut(serializers.ModelSerializer):
@@ -95,10 +98,11 @@ class RequirementOut(RequirementSummaryOut):
     transitions = TransitionOut(many=True)
     open_review_tasks = serializers.SerializerMethodField()
     llm_usage = serializers.SerializerMethodField()
+    status_digest = serializers.SerializerMethodField()
 
     class Meta(RequirementSummaryOut.Meta):
         fields = [*RequirementSummaryOut.Meta.fields, "brief", "clarifications", "requirement_doc", "stories",
-                  "artifacts", "transitions", "open_review_tasks", "llm_usage"]
+                  "artifacts", "transitions", "open_review_tasks", "llm_usage", "status_digest"]
 
     def get_requirement_doc(self, obj):
         doc = obj.docs.order_by("-version").first()
@@ -106,6 +110,10 @@ class RequirementOut(RequirementSummaryOut):
 
     def get_open_review_tasks(self, obj):
         return ReviewTaskOut(obj.review_tasks.pending(), many=True).data
+
+    def get_status_digest(self, obj):
+        digest = latest(obj, ArtifactKind.STATUS_DIGEST, "digest")
+        return {"updated_at": digest.created_at, **content_json(digest)} if digest else None
 
     def get_llm_usage(self, obj):
         totals = obj.llm_calls.aggregate(

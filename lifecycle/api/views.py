@@ -10,6 +10,7 @@ from lifecycle.actors import Actor
 from lifecycle.api import serializers as s
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
+from lifecycle.origin import request_origin
 from lifecycle.services.intake import requirement_submit
 from lifecycle.services.reviews import review_decide
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
@@ -45,7 +46,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = s.ReviewTaskOut
 
     def get_queryset(self):
-        tasks = selectors.review_tasks_visible_to(self.request.user).select_related("decided_by", "assignee")
+        tasks = selectors.review_tasks_visible_to(self.request.user).select_related("decided_by", "assignee", "assignee_group")
         wanted = self.request.query_params.get("state")
         if wanted == "open":
             return tasks.filter(state__in=PENDING_REVIEW_STATES)
@@ -61,5 +62,6 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         task = get_object_or_404(self.get_queryset(), pk=pk)
         data = s.DecisionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        decided = review_decide(task_id=task.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        decided = review_decide(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request),
+                                **data.validated_data)
         return Response(s.ReviewTaskOut(decided).data)

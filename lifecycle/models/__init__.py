@@ -1,6 +1,8 @@
 from lifecycle.models.artifacts import Artifact, ArtifactBlob
 from lifecycle.models.audit import OutboxEvent, StateTransition
+from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
+from lifecycle.models.notifications import Notification
 from lifecycle.models.plan import ImplementationTask
 from lifecycle.models.requirement import Requirement, RequirementDoc
 from lifecycle.models.review import ReviewTask
@@ -11,4 +13,5 @@ from lifecycle.models.tenancy import Membership, Organization, Project
 __all__ = [
     "Artifact", "ArtifactBlob", "ImplementationTask", "LLMCall", "Membership", "Organization", "OutboxEvent", "Project",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
+    "Notification", "StoryEdit",
 ]

@@ -1,4 +1,9 @@
-"""ReviewTask: the one human-in-the-loop primitive. Any step may raise one."""
+"""ReviewTask: the one human-in-the-loop primitive. Any step may raise one.
+
+Its FSM (open → claimed → resolved, open/claimed → escalated → resolved, expired) also has
+self-loops for bookkeeping that must be audited like a transition: a reminder, an
+assignment while escalated, a hand-over to a group. `target=None` keeps the state.
+"""
 import uuid
 
 from django.conf import settings
@@ -10,6 +15,8 @@ from django_fsm import FSMField, FSMModelMixin, transition
 from lifecycle.querysets import ReviewTaskQuerySet
 from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind
 from lifecycle.states import ReviewState as S
+
+PENDING = Q(state__in=[s.value for s in PENDING_REVIEW_STATES])
 
 
 class ReviewTask(FSMModelMixin, models.Model):
@@ -38,8 +45,17 @@ class ReviewTask(FSMModelMixin, models.Model):
     decided_by_policy = models.CharField(max_length=40, blank=True)
     decided_via = models.CharField(max_length=10, choices=Via.choices, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
-    sla_deadline = models.DateTimeField()
-    escalation_policy = models.CharField(max_length=40, default="remind")
+    sla_deadline = models.DateTimeField(help_text="the SLA: the task is overdue after this")
+    escalation_policy = models.CharField(
+        max_length=40, default="remind", help_text="what happens at the SLA: remind, reassign, escalate or auto_decide"
+    )
+    policy = models.JSONField(default=dict, blank=True, help_text="the SLA policy as resolved when the task opened")
+    decide_by = models.DateTimeField(
+        null=True, blank=True, help_text="the limit: the policy's stated default decision is applied then"
+    )
+    next_sweep_at = models.DateTimeField(null=True, blank=True, help_text="when the SLA sweeper looks at it next")
+    escalation_count = models.PositiveIntegerField(default=0, help_text="how many times the SLA policy acted")
+    escalated_at = models.DateTimeField(null=True, blank=True)
     assignee = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_tasks"
     )
@@ -54,10 +70,9 @@ class ReviewTask(FSMModelMixin, models.Model):
             models.UniqueConstraint(fields=["requirement", "kind", "round"], name="one_review_per_kind_round"),
         ]
         indexes = [
-            models.Index(
-                fields=["sla_deadline"], name="review_pending_sla",
-                condition=Q(state__in=[s.value for s in PENDING_REVIEW_STATES]),
-            ),
+            models.Index(fields=["sla_deadline"], name="review_pending_sla", condition=PENDING),
+            # The SLA sweeper's query, and only its rows: pending tasks ordered by when they are due.
+            models.Index(fields=["next_sweep_at"], name="review_sweep_due", condition=PENDING),
             models.Index(fields=["organization", "state"]),
         ]
 
@@ -69,10 +84,23 @@ class ReviewTask(FSMModelMixin, models.Model):
         return self.state in PENDING_REVIEW_STATES
 
     @transition(state, source=S.OPEN, target=S.CLAIMED)
+    @transition(state, source=S.ESCALATED, target=None)
     def claim(self) -> None: ...
 
     @transition(state, source=S.CLAIMED, target=S.OPEN)
+    @transition(state, source=[S.OPEN, S.ESCALATED], target=None)
     def unclaim(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED], target=S.CLAIMED)
+    @transition(state, source=S.ESCALATED, target=None)
+    def assign(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED], target=S.OPEN)
+    @transition(state, source=S.ESCALATED, target=None)
+    def hand_to_group(self) -> None: ...
+
+    @transition(state, source=[S.OPEN, S.CLAIMED, S.ESCALATED], target=None)
+    def remind(self) -> None: ...
 
     @transition(state, source=[S.OPEN, S.CLAIMED], target=S.ESCALATED)
     def escalate(self) -> None: ...

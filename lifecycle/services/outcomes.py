@@ -11,9 +11,12 @@ from lifecycle.services.outbox import emit
 from lifecycle.services.transitions import transition
 from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind, StoryState
 
+# Kinds whose "reject" means something other than "cancel the requirement".
+REJECT_HANDLED = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
+
 
 def apply(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    if task.decision == Decision.REJECT and task.kind != ReviewKind.STORIES_APPROVAL:
+    if task.decision == Decision.REJECT and task.kind not in REJECT_HANDLED:
         requirement_cancel(requirement, actor=actor, reason=task.reason)
         return
     OUTCOMES[task.kind](task, requirement, actor)
@@ -58,7 +61,30 @@ def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
 
 
 def _escalation(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    from lifecycle.services.development import resume_with_guidance
+
+    if task.resume_target == steps.FIX:
+        resume_with_guidance(requirement, actor=actor, guidance=task.feedback)
+        return
     emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
+
+
+def _design_review(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    from lifecycle.services.design import spec_approve
+
+    if task.decision == Decision.APPROVE:
+        spec_approve(requirement, actor=actor)
+        return
+    steps.step_schedule(requirement_id=requirement.pk, key=steps.ARCHITECT, attempt=requirement.design_round + 1)
+
+
+def _code_review(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    from lifecycle.services.development import code_review_fail, code_review_pass
+
+    if task.decision == Decision.APPROVE:
+        code_review_pass(requirement, actor=actor)
+    else:
+        code_review_fail(requirement, actor=actor, notes=[task.feedback])
 
 
 def _clarification(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
@@ -73,9 +99,21 @@ def _step_failed(task: ReviewTask, requirement: Requirement, actor: Actor) -> No
     steps.step_retry_by_human(Step.objects.select_for_update().get(pk=task.context["step_id"]))
 
 
+def _deployment(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    from lifecycle.services.quality import deployment_rejected
+
+    if task.decision == Decision.APPROVE:
+        steps.step_schedule(requirement_id=requirement.pk, key=steps.DELIVER, attempt=task.round)
+    else:
+        deployment_rejected(requirement, actor=actor, reason=task.reason)
+
+
 OUTCOMES = {
     ReviewKind.STORIES_APPROVAL: _stories,
     ReviewKind.ESCALATION: _escalation,
     ReviewKind.CLARIFICATION: _clarification,
     ReviewKind.STEP_FAILED: _step_failed,
+    ReviewKind.DESIGN_REVIEW: _design_review,
+    ReviewKind.CODE_REVIEW: _code_review,
+    ReviewKind.DEPLOYMENT_APPROVAL: _deployment,
 }

@@ -1,26 +1,29 @@
 """Review tasks: open one, decide one. The admin, the API and policies all call review_decide."""
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import Membership, Organization, Requirement, ReviewTask
+from lifecycle.models import Organization, Requirement, ReviewTask
 from lifecycle.services import outcomes
+from lifecycle.services.assignment import decide_refusal
 from lifecycle.services.outbox import emit
+from lifecycle.services.sla_policies import policy_for
 from lifecycle.services.transitions import transition
-from lifecycle.states import DECIDING_ROLES, Decision, ReviewKind
+from lifecycle.states import Decision, ReviewKind
 
 OPTIONS = {
     ReviewKind.CLARIFICATION: [Decision.ANSWER, Decision.REJECT],
     ReviewKind.STORIES_APPROVAL: [Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES],
     ReviewKind.ESCALATION: [Decision.REQUEST_CHANGES, Decision.REJECT],
     ReviewKind.STEP_FAILED: [Decision.APPROVE, Decision.REJECT],
+    ReviewKind.DESIGN_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
+    ReviewKind.CODE_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
+    ReviewKind.DEPLOYMENT_APPROVAL: [Decision.APPROVE, Decision.REJECT],
 }
 # The text a decision must carry, by decision.
 REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback", Decision.ANSWER: "answer"}
@@ -31,30 +34,31 @@ def review_open(
     context: dict[str, Any] | None = None, resume_target: str = "",
 ) -> ReviewTask:
     """Open a review task inside the caller's transaction and announce it after commit."""
-    hours = settings.AITEAM_REVIEW_SLA_HOURS.get(kind, 24)
+    policy = policy_for(kind, requirement.project.settings)  # per project, e.g. stories 24 h, deployment 4 h
     task = ReviewTask.objects.create(
         organization_id=requirement.organization_id, requirement=requirement, kind=kind, round=round,
         question=question, reasoning=reasoning, context=context or {}, options=[str(o) for o in OPTIONS[kind]],
-        resume_target=resume_target, sla_deadline=timezone.now() + timedelta(hours=hours),
+        resume_target=resume_target, **policy.fields_for_new_task(timezone.now()),
     )
     emit(requirement, "ReviewTaskOpened", {"review_task": str(task.pk), "kind": kind})
     return task
 
 
-def ensure_can_decide(user: Any, organization: Organization) -> None:
-    allowed = Membership.objects.filter(user=user, organization=organization, role__in=DECIDING_ROLES).exists()
-    if not allowed:
-        raise NotPermitted(f"{user} has no reviewer role in {organization} and may not decide its review tasks")
+def ensure_can_decide(user: Any, organization: Organization, project_id: Any = None) -> None:
+    refusal = decide_refusal(user, organization, project_id=project_id)
+    if refusal:
+        raise NotPermitted(refusal)
 
 
 def review_decide(
-    *, task_id, actor: Actor, decision: str, reason: str = "", feedback: str = "", answer: str = ""
+    *, task_id, actor: Actor, decision: str, reason: str = "", feedback: str = "", answer: str = "",
+    origin: dict[str, Any] | None = None,
 ) -> ReviewTask:
     """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
     with transaction.atomic():
         task = ReviewTask.objects.select_for_update().select_related("organization").get(pk=task_id)
         if actor.is_human:
-            ensure_can_decide(actor.user, task.organization)
+            ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
         texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip()}
         _validate(task, decision, texts)
         if not task.is_pending:
@@ -65,7 +69,8 @@ def review_decide(
         task.decided_by_policy = "" if actor.is_human else actor.role
         task.decided_via = actor.via if actor.via in ReviewTask.Via.values else ReviewTask.Via.POLICY
         task.decided_at = timezone.now()
-        transition(task, "resolve", actor=actor, metadata={"decision": decision, **texts})
+        audit = {"decision": decision, **texts, **({"origin": origin} if origin else {})}  # who, what, from where
+        transition(task, "resolve", actor=actor, metadata=audit)
         outcomes.apply(task, requirement, actor)
         emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
     return task

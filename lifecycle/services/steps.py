@@ -22,7 +22,35 @@ from lifecycle.states import TERMINAL_STATES, StepState
 log = logging.getLogger("aiteam.progress")
 PO_CLARIFY = "po_clarify"
 BA_STORIES = "ba_stories"
-ROLE_OF_STEP = {PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst"}
+ARCHITECT = "architect_spec"
+DESIGN_REVIEW = "tl_design_review"
+PLAN = "tl_plan"
+ENGINEER = "engineer"  # one step per plan task: "engineer:T1"
+FIX = "engineer_fix"
+SELF_TEST = "self_test"
+CODE_REVIEW = "tl_code_review"
+QC_TESTS = "qc_tests"
+QC_RUN = "qc_run"
+DEVOPS = "devops"
+DELIVER = "deliver"
+ROLE_OF_STEP = {
+    PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst", ARCHITECT: "tech_architect",
+    DESIGN_REVIEW: "tech_lead", PLAN: "tech_lead", ENGINEER: "senior_engineer", FIX: "senior_engineer",
+    SELF_TEST: "sandbox", CODE_REVIEW: "tech_lead", QC_TESTS: "qc_engineer", QC_RUN: "sandbox",
+    DEVOPS: "devops_engineer", DELIVER: "delivery",
+}
+SANDBOX_STEPS = {SELF_TEST, QC_RUN}
+DEFAULT_QUEUE_STEPS = {DELIVER}
+
+
+def kind_of(key: str) -> str:
+    """The step's kind: "engineer:T1" → "engineer"."""
+    return key.split(":", 1)[0]
+
+
+def queue_for(key: str) -> str:
+    kind = kind_of(key)
+    return "sandbox" if kind in SANDBOX_STEPS else "default" if kind in DEFAULT_QUEUE_STEPS else "llm"
 
 
 @dataclass(frozen=True)
@@ -35,21 +63,31 @@ class Lease:
 
     @property
     def role(self) -> str:
-        return ROLE_OF_STEP[self.key]
+        return ROLE_OF_STEP[kind_of(self.key)]
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.key)
+
+    @property
+    def task_key(self) -> str:
+        """The plan task an engineer step builds ("T1"), or ""."""
+        return self.key.partition(":")[2]
 
 
 def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
     """Create the step row once and queue it after commit; a second call returns the same row."""
     step, created = Step.objects.get_or_create(requirement_id=requirement_id, key=key, attempt=attempt)
     if created:
-        transaction.on_commit(lambda: enqueue(step.pk))
+        # robust: a broker hiccup must not undo or fail the caller; the reaper re-sends lost steps
+        transaction.on_commit(lambda: enqueue(step.pk, queue_for(key)), robust=True)
     return step
 
 
-def enqueue(step_id: int) -> None:
+def enqueue(step_id: int, queue: str = "llm") -> None:
     from agents.tasks import run_step  # the task module is the one glue point between the apps
 
-    run_step.delay(step_id)
+    run_step.apply_async((step_id,), queue=queue)
 
 
 def step_claim(*, step_id: int, worker: str) -> Lease | None:
@@ -106,6 +144,14 @@ def step_release(lease: Lease, *, error: str) -> None:
         step.save()
 
 
+def step_fail_locked(step: Step, *, error: str) -> None:
+    """Inside the caller's transaction: a step whose output says it failed (e.g. a delivery)."""
+    from lifecycle.services import failures
+
+    _close(step, StepState.FAILED, error)
+    failures.open_step_failed_task(step)
+
+
 def step_fail(lease: Lease, *, error: str) -> None:
     """A permanent failure: the step stops, a human is asked; the requirement keeps its state."""
     from lifecycle.services import failures
@@ -127,7 +173,7 @@ def step_retry_by_human(step: Step) -> None:
     step.state, step.runs, step.error, step.lease_expires_at = StepState.QUEUED, 0, "", None
     step.enqueued_at = timezone.now()
     step.save()
-    transaction.on_commit(lambda: enqueue(step.pk))
+    transaction.on_commit(lambda: enqueue(step.pk, queue_for(step.key)), robust=True)
 
 
 def steps_reap(now=None) -> list[int]:
@@ -143,7 +189,7 @@ def steps_reap(now=None) -> list[int]:
         if claimed.update(state=StepState.QUEUED, lease_expires_at=None, enqueued_at=now) == 1:
             log.warning("reaper: re-queuing %s of %s (was %s)", step, step.requirement_id, step.state)
             requeued.append(step.pk)
-            enqueue(step.pk)
+            enqueue(step.pk, queue_for(step.key))
     return requeued
 
 

@@ -46,3 +46,4 @@ def test_rejected_stories_are_reworked_by_the_ba_on_the_worker(worker, alice, ri
     rows = api_for(alice).get(f"/api/v1/requirements/{pk}/").data["transitions"]
     events = [t["event"] for t in rows if t["subject"] == "requirement"]
     assert events == ["submit", "clarify", "create_stories", "reject_stories", "create_stories"]
+

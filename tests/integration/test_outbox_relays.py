@@ -50,7 +50,7 @@ def test_two_relays_never_publish_the_same_row(requirement, monkeypatch):
 
 def test_an_event_left_unsent_by_a_dead_relay_is_applied_once(requirement, monkeypatch):
     queued = []
-    monkeypatch.setattr(steps, "enqueue", queued.append)
+    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": queued.append(step_id))
 
     def dies_mid_event(event):
         handlers.schedule_product_owner(event)

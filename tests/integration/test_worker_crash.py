@@ -30,6 +30,8 @@ def reached_stories(req: Requirement) -> bool:
 
 
 def assert_applied_exactly_once(req: Requirement) -> None:
+    wait_for(lambda: not OutboxEvent.objects.filter(requirement=req, sent_at=None).exists(),
+             what="the last events to be relayed")
     req = Requirement.objects.get(pk=req.pk)
     assert req.docs.count() == 1
     assert req.stories.count() == 4
@@ -38,7 +40,6 @@ def assert_applied_exactly_once(req: Requirement) -> None:
     names = Counter(OutboxEvent.objects.filter(requirement=req).values_list("name", flat=True))
     assert names == {"RequirementReceived": 1, "RequirementClarified": 1, "ReviewTaskOpened": 1}
     assert req.review_tasks.count() == 1
-    assert not OutboxEvent.objects.filter(requirement=req, sent_at=None).exists()
 
 
 def test_a_worker_killed_with_its_process_group_mid_step_is_recovered_by_the_reaper(start_worker, alice):

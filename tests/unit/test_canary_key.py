@@ -91,7 +91,7 @@ def test_a_normal_run_through_the_sdk_records_tokens_and_no_key(anthropic, alice
 
 
 def test_bundled_cassettes_hold_no_key():
-    for path in Path(django_settings.BASE_DIR, "agents/cassettes").iterdir():
+    for path in Path(django_settings.BASE_DIR, "agents/cassettes").rglob("*.*"):
         text = path.read_text()
         assert "sk-ant-" not in text, path
         if path.suffix == ".json":

@@ -46,10 +46,15 @@ def test_make_demo_runs_offline_without_a_key_from_a_clean_state(tmp_path):
     demo = subprocess.run(isolate + manage + ["aiteam_demo"], env=env, cwd=settings.BASE_DIR, capture_output=True,
                           text=True, timeout=120)
     assert demo.returncode == 0, demo.stderr[-3000:]
-    assert "state: user_stories_created" in demo.stdout
+    assert "state: deployed" in demo.stdout
     assert demo.stdout.count("[approved]") == 4
     assert "autonomous mode: approving" in demo.stderr
-    assert "clarify" in demo.stdout and "create_stories" in demo.stdout
+    for event in ("clarify", "create_stories", "approve_design", "retry_development", "pass_code_review",
+                  "pass_quality_gate", "deploy"):
+        assert event in demo.stdout
+    assert "attempt 1: 13 passed, 1 failed" in demo.stdout and "attempt 2: 14 passed, 0 failed" in demo.stdout
+    assert "T2: fix (attempt 2)" in demo.stdout and str(tmp_path / "workspaces") in demo.stdout
+    assert "--- Delivered: yes" in demo.stdout and f"remote: {tmp_path / 'remotes'}" in demo.stdout
 
 
 def _unshare_works() -> bool:

@@ -17,7 +17,7 @@ def requirement(acme_project):
 @pytest.fixture
 def no_delivery(monkeypatch):
     sent = []
-    monkeypatch.setattr(steps, "enqueue", sent.append)
+    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": sent.append(step_id))
     return sent
 
 

@@ -66,7 +66,7 @@ def test_a_second_delivery_of_a_finished_step_does_nothing(alice):
 def held_step(alice, monkeypatch):
     """A submitted requirement whose first step is queued but not yet delivered to any worker."""
     held = []
-    monkeypatch.setattr(steps, "enqueue", held.append)
+    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": held.append(step_id))
     submit(alice)
     monkeypatch.undo()
     return Step.objects.get(pk=held[0])

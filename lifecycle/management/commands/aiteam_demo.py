@@ -1,4 +1,5 @@
-"""Run the bundled sample brief through the team on the embedded default and print what happened."""
+"""Run the bundled sample brief through the team on the embedded default and print what happened:
+the requirement, its stories, the plan, the workspace's commits, the test reports, the audit trail."""
 from pathlib import Path
 
 from django.conf import settings
@@ -6,6 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from lifecycle.models import Membership, Organization, Project, Requirement
+from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.development import workspace_for
 from lifecycle.services.intake import requirement_submit
 from lifecycle.states import Role
 
@@ -55,8 +58,42 @@ class Command(BaseCommand):
             who = t.actor_user.username if t.actor_user else t.actor_role
             arrow = f"{t.from_state or '-':>22} → {t.to_state:<22}"
             out(f"{t.created_at:%H:%M:%S} {t.subject:<12} {t.event:<16} {arrow} by {who} ({t.via})")
+        self._report_code(req)
         calls = req.llm_calls.count()
         out(f"\nLLM calls recorded: {calls} (provider: {settings.AITEAM_LLM_PROVIDER})")
-        if req.state != "user_stories_created" or req.stories.filter(state="approved").count() == 0:
-            raise CommandError(f"demo did not reach approved stories (state {req.state})")
-        out("Stories approved. Design, implementation and delivery are not built yet (see README).")
+        self._report_delivery(req)
+        if req.state != "deployed":
+            raise CommandError(f"demo did not reach deployed (state {req.state})")
+
+    def _report_delivery(self, req: Requirement) -> None:
+        out = self.stdout.write
+        qc = latest(req, "test_report", "qc")
+        if qc:
+            out(f"\n--- Quality gate: {qc.summary}")
+        delivered = latest(req, "delivery", "delivery")
+        if delivered is None:
+            return
+        result = content_json(delivered)
+        out(f"\n--- Delivered: {'yes' if result['succeeded'] else 'NO: ' + result['error']}")
+        out(f"remote: {result['remote_url']}\nbranch: {result['branch']}")
+        for commit in result["pushed_commits"]:
+            out(f"  {commit['sha'][:10]} {commit['subject']}")
+        out(f"\nTry it: git clone -b {result['branch']} {result['remote_url']} readinglist && cd readinglist && "
+            "python -m pytest -q")
+
+    def _report_code(self, req: Requirement) -> None:
+        out = self.stdout.write
+        for task in req.plan_tasks.all():
+            out(f"plan {task.key}: {task.title} (after {', '.join(task.depends_on) or 'nothing'}) → {', '.join(task.files)}")
+        workspace = workspace_for(req)
+        out(f"\n--- Workspace {workspace.path} (branch {workspace.branch})")
+        for sha, subject in workspace.log():
+            out(f"{sha[:10]} {subject}")
+        out("\n--- Test reports")
+        for report in req.artifacts.filter(kind="test_report", name="self_test").order_by("version"):
+            data = content_json(report)
+            out(f"attempt {report.metadata['attempt']}: {report.summary} in {data['duration_s']:.1f}s"
+                f"{' — failing: ' + ', '.join(data['failing_tests']) if data['failing_tests'] else ''}")
+        last = req.artifacts.filter(kind="test_report").order_by("-version").first()
+        if last:
+            out(f"sandbox: {content_json(last)['isolation']}")

@@ -1,19 +1,11 @@
-"""Agent inputs (contexts) and outputs (what the model must return), as pydantic models.
-
-Outputs forbid extra fields and carry the limits a reviewer would expect, so an answer
-that would need hand-fixing fails validation and goes through the repair loop instead.
-"""
+"""Product Owner and Business Analyst: their contexts and outputs."""
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-Text = Field(min_length=1, max_length=2000)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from agents.schemas.base import Strict
 
 
 # --- Product Owner ---------------------------------------------------------------------

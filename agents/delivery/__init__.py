@@ -1,0 +1,13 @@
+"""Delivery: push an approved branch to the project's git remote and, where configured, open its pull request.
+
+Pure Python (no Django): the caller builds a DeliveryPlan from the project's settings and stores
+``DeliveryResult.to_dict()`` as the delivery's record.
+"""
+from agents.delivery.errors import DeliveryError, strip_credentials
+from agents.delivery.github import GitHubClient, GitHubSettings
+from agents.delivery.saga import CompensationRecord, DeliveryPlan, DeliveryResult, deliver
+
+__all__ = [
+    "CompensationRecord", "DeliveryError", "DeliveryPlan", "DeliveryResult", "GitHubClient", "GitHubSettings",
+    "deliver", "strip_credentials",
+]

@@ -1,0 +1,169 @@
+"""Deliver an approved branch: push it, then (where GitHub is configured) open its pull request.
+
+A saga: each forward step registers how to undo what it did before the next step runs; when
+a later step fails, the registered undos run newest first and each outcome is recorded, so a
+failed delivery leaves the remote as it found it. Only what this run did is undone: a branch
+that was already on the remote at this commit, or a pull request that was already open,
+belongs to an earlier run and is kept.
+
+That same rule makes a re-run after a crash idempotent: the push finds its commit already
+there (a no-op) and the pull request step finds the open PR and reuses it, so a delivery
+retried any number of times pushes once and opens one pull request.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.delivery import git_remote
+from agents.delivery.errors import DeliveryError, strip_credentials
+from agents.delivery.github import GitHubClient, GitHubSettings
+
+logger = logging.getLogger(__name__)
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class DeliveryPlan:
+    workspace: Path
+    branch: str
+    remote_url: str  # may carry credentials (https://x:token@host/...); they never reach the result or a message
+    base: str = "main"
+    github: GitHubSettings | None = None  # None: push only, no pull request
+    title: str = ""
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class CompensationRecord:
+    name: str
+    ok: bool
+    error: str = ""
+
+
+@dataclass
+class DeliveryResult:
+    succeeded: bool
+    remote_url: str  # credentials stripped
+    branch: str
+    base: str
+    repository: str | None = None
+    head_commit: str = ""
+    pushed_commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) the branch brings beyond base
+    already_on_remote: bool = False  # the remote had this commit before this run
+    pull_request: dict[str, Any] | None = None  # {"number", "url", "reused"}
+    steps: list[str] = field(default_factory=list)  # forward steps that completed
+    compensations: list[CompensationRecord] = field(default_factory=list)  # in the order they ran
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "succeeded": self.succeeded, "error": self.error, "remote_url": self.remote_url, "branch": self.branch,
+            "base": self.base, "repository": self.repository, "head_commit": self.head_commit,
+            "already_on_remote": self.already_on_remote,
+            "pushed_commits": [{"sha": sha, "subject": subject} for sha, subject in self.pushed_commits],
+            "pull_request": self.pull_request, "steps": list(self.steps),
+            "compensations": [{"name": c.name, "ok": c.ok, "error": c.error} for c in self.compensations],
+        }
+
+
+def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> DeliveryResult:
+    """Run the saga. Expected failures (git or GitHub said no) come back as a failed result, never raised."""
+    saga = _Saga(on_event)
+    result = DeliveryResult(succeeded=False, remote_url=strip_credentials(plan.remote_url), branch=plan.branch,
+                            base=plan.base, repository=plan.github.repository if plan.github else None)
+    client = GitHubClient.from_settings(plan.github) if plan.github else None
+    try:
+        saga.run("push", lambda: _push(plan, result, saga))
+        if client is not None:
+            saga.run("pull_request", lambda: _pull_request(plan, client, result, saga))
+        result.succeeded = True
+    except DeliveryError as exc:
+        result.error = str(exc)
+        result.compensations = saga.compensate()
+    except BaseException:
+        saga.compensate()  # a bug or an interruption must not leave a half delivery either
+        raise
+    finally:
+        if client is not None:
+            client.close()
+        result.steps = list(saga.done)
+    saga.emit({"type": "delivery_finished", "succeeded": result.succeeded, "error": result.error})
+    return result
+
+
+def _push(plan: DeliveryPlan, result: DeliveryResult, saga: _Saga) -> str:
+    ws, branch, url = plan.workspace, plan.branch, plan.remote_url
+    outcome = git_remote.inspect_push(ws, branch, url, base=plan.base)
+    result.head_commit, result.pushed_commits = outcome.commit, outcome.commits
+    result.already_on_remote = outcome.already_there
+    if outcome.already_there:
+        return f"{branch} already at {outcome.commit[:12]} on the remote"
+    # Registered before pushing: a push that fails after the remote took it (a timeout) is still undone.
+    if outcome.previous is None:
+        saga.register("delete remote branch", lambda: git_remote.delete_branch(ws, branch, url, expected=outcome.commit))
+    else:
+        previous = outcome.previous
+        saga.register("restore remote branch",
+                      lambda: git_remote.restore_branch(ws, branch, url, to=previous, expected=outcome.commit))
+    git_remote.push_commit(ws, branch, url, outcome.commit)
+    return f"pushed {branch} at {outcome.commit[:12]} ({len(outcome.commits)} commits)"
+
+
+def _pull_request(plan: DeliveryPlan, client: GitHubClient, result: DeliveryResult, saga: _Saga) -> str:
+    assert plan.github is not None
+    repo = plan.github.repository
+    pull = client.find_open_pull(repo, plan.branch)
+    reused = pull is not None
+    if pull is None:
+        pull = client.open_pull(repo, plan.branch, plan.base, plan.title or f"Deliver {plan.branch}", plan.body)
+        number = int(pull["number"])
+        saga.register("close pull request", lambda: client.close_pull(repo, number))
+    result.pull_request = {"number": int(pull["number"]), "url": pull.get("html_url", ""), "reused": reused}
+    return f"{'reused' if reused else 'opened'} pull request #{pull['number']}"
+
+
+class _Saga:
+    def __init__(self, on_event: EventSink | None) -> None:
+        self.done: list[str] = []
+        self._undo: list[tuple[str, Callable[[], object]]] = []
+        self._on_event = on_event
+
+    def run(self, name: str, step: Callable[[], str]) -> None:
+        self.emit({"type": "step_started", "step": name})
+        try:
+            detail = step()
+        except DeliveryError as exc:
+            self.emit({"type": "step_failed", "step": name, "error": str(exc)})
+            raise
+        self.done.append(name)
+        self.emit({"type": "step_succeeded", "step": name, "detail": detail})
+
+    def register(self, name: str, undo: Callable[[], object]) -> None:
+        self._undo.append((name, undo))
+
+    def compensate(self) -> list[CompensationRecord]:
+        records = []
+        while self._undo:
+            name, undo = self._undo.pop()
+            try:
+                undo()
+                record = CompensationRecord(name, ok=True)
+            except Exception as exc:  # keep undoing the rest; the record says what is left behind
+                text = str(exc) if isinstance(exc, DeliveryError) else strip_credentials(repr(exc))
+                record = CompensationRecord(name, ok=False, error=text)
+            records.append(record)
+            self.emit({"type": "compensation", "name": name, "ok": record.ok, "error": record.error})
+        return records
+
+    def emit(self, event: dict[str, Any]) -> None:
+        logger.log(logging.WARNING if event.get("error") else logging.INFO, "delivery: %s", event)
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:  # a broken progress display must not turn into a half delivery
+            logger.exception("delivery: on_event failed for %s", event.get("type"))

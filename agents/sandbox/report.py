@@ -1,0 +1,114 @@
+"""The sandbox's result (an artifact stored as JSON) and the parsing of pytest's junit XML.
+
+Everything read here was written by the untrusted run, so files are opened without
+following symlinks (a link to a FIFO or /dev/zero would hang or exhaust the worker), must
+be regular and are size-capped. ElementTree does not fetch external entities and the
+bundled expat (>= 2.4.1) refuses "billion laughs" expansion.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+MAX_READ_BYTES = 32 * 1024**2
+
+
+@dataclass
+class TestReport:
+    __test__ = False  # a Test* class: keep pytest from trying to collect it where it is imported
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    failing_tests: list[str] = field(default_factory=list)  # "path/to/test_x.py::test_name"; errors included
+    duration_s: float = 0.0
+    coverage_percent: float | None = None
+    exit_code: int = 0
+    timed_out: bool = False
+    killed_reason: str = ""  # "", "timeout", "cpu", "memory", "file size" or "signal N"
+    output_tail: str = ""
+    isolation: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.failed == 0 and self.errors == 0 and self.passed > 0 and not self.timed_out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}  # "ok" is for readers of the JSON; from_dict ignores it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestReport:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class JunitOutcome:
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    failing_tests: list[str]
+
+
+def read_untrusted(path: Path, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        return handle.read(max_bytes)
+
+
+def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
+    """None when the report is missing or unreadable (the run crashed or was killed before pytest wrote it)."""
+    data = read_untrusted(path)
+    if data is None:
+        return None
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return None
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    failing: list[str] = []
+    for case in root.iter("testcase"):
+        kind = _kind(case)
+        counts[kind] += 1
+        if kind in ("failed", "errors"):
+            failing.append(_test_id(case.get("classname", ""), case.get("name", ""), project))
+    return JunitOutcome(failing_tests=failing, **counts)
+
+
+def _kind(case: ET.Element) -> str:
+    # A test that fails and then errors in teardown has both elements; the error is the stronger signal.
+    if case.find("error") is not None:
+        return "errors"
+    if case.find("failure") is not None:
+        return "failed"
+    if case.find("skipped") is not None:
+        return "skipped"
+    return "passed"
+
+
+def _test_id(classname: str, name: str, project: Path) -> str:
+    """Back from junit's dotted "pkg.test_mod.TestClass" + "test_x" to pytest's "pkg/test_mod.py::TestClass::test_x".
+
+    pytest's junit (xunit2) drops the file path; the longest dotted prefix that is a .py file in the
+    project is the module. A collection error has an empty classname and the module as its name.
+    """
+    if not classname:
+        return name.replace(".", "/") + ".py"
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = "/".join(parts[:cut]) + ".py"
+        if (project / module).is_file():
+            return "::".join([module, *parts[cut:], name])
+    return "::".join(["/".join(parts) + ".py", name])

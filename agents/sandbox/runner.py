@@ -1,0 +1,214 @@
+"""Run a generated project's tests in a scratch copy, under the isolation of ``isolation.py``.
+
+Output goes to a file in a separate root-only directory, never a pipe: a grandchild that
+keeps the descriptor open cannot make us block reading it, and the file is bounded by
+RLIMIT_FSIZE. We wait for the wrapper without reaping it (``waitid(WNOWAIT)``) so its
+process-group id cannot be recycled before we kill the group.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.sandbox import isolation
+from agents.sandbox.isolation import SandboxLimits
+from agents.sandbox.report import JunitOutcome, TestReport, parse_junit, read_untrusted
+
+REPORT_NAME = ".report.xml"
+_COVERAGE_JSON = ".coverage.json"
+# Never copied: history and caches are not the project, and a stale report would read as this run's results.
+_NOT_COPIED = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", REPORT_NAME, ".coverage", _COVERAGE_JSON)
+DEFAULT_LIMITS = SandboxLimits()
+
+
+@dataclass(frozen=True)
+class _Run:
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    output_tail: str
+    isolation: str
+
+
+def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, command: list[str] | None = None) -> TestReport:
+    """Copy source_dir to a fresh scratch dir, run its tests there (pytest unless command is given), report.
+
+    A custom command runs with cwd = the scratch dir and is scored from ``.report.xml`` there, if it writes one.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=sandbox_root()))
+    try:
+        _populate(scratch, Path(source_dir))
+        measure = command is None and importlib.util.find_spec("coverage") is not None
+        run = _execute(command or default_command(scratch, coverage=measure), scratch, limits)
+        outcome = parse_junit(scratch / REPORT_NAME, scratch)
+        percent = _coverage(scratch, limits) if measure and not run.timed_out else None
+        return _report(run, outcome, percent)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
+
+
+def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
+    runner = ["-m", "coverage", "run", "--source=.", "-m", "pytest"] if coverage else ["-m", "pytest"]
+    return [sys.executable, *runner, "-q", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}"]
+
+
+def sandbox_root() -> Path:
+    """Not under /tmp: the run gets a private tmpfs there, which would hide its scratch dir.
+
+    Root-owned 0o711: the sandbox uid can reach its own scratch dir but not list or write the others.
+    """
+    root = Path("/var/tmp") / f"aiteam-sandbox-{os.geteuid()}"
+    root.mkdir(mode=0o711, exist_ok=True)
+    info = root.lstat()
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022 or root.is_symlink():
+        raise RuntimeError(f"{root} is not ours or is writable by others; refusing to run untrusted code there")
+    if info.st_mode & 0o777 != 0o711:
+        root.chmod(0o711)  # mkdir's mode is filtered by the worker's umask (0o077 would lock the sandbox uid out)
+    return root
+
+
+def _populate(scratch: Path, source_dir: Path) -> None:
+    # symlinks=True: following a link as root would copy files the sandbox uid may not read.
+    shutil.copytree(source_dir, scratch, symlinks=True, dirs_exist_ok=True, ignore=_NOT_COPIED)
+    (scratch / "tmp").mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        _chown_tree(scratch, isolation.SANDBOX_UID)
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    os.chown(top, uid, uid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+
+
+def _execute(command: list[str], scratch: Path, limits: SandboxLimits) -> _Run:
+    wrapped = isolation.wrap(command, scratch=scratch, limits=limits)
+    marker = secrets.token_hex(8)
+    outdir = Path(tempfile.mkdtemp(prefix="out-", dir=sandbox_root()))
+    try:
+        log_path = outdir / "output.log"
+        with open(log_path, "wb") as out:
+            started = time.monotonic()
+            # preexec_fn is unsafe in threaded parents; sandbox workers are prefork, one task per process.
+            proc = subprocess.Popen(
+                wrapped.argv, cwd=scratch, env=isolation.environment(scratch, marker),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=isolation.rlimit_setter(limits),
+            )
+            try:
+                timed_out = not _wait_unreaped(proc.pid, limits.timeout_s)
+            finally:  # also when the worker itself is interrupted (e.g. a Celery soft time limit)
+                _kill_group(proc.pid)  # timeout: everything; normal exit: stragglers left in the group
+                proc.wait()
+                _kill_marked(marker)
+            duration = time.monotonic() - started
+        tail = output_tail(log_path, limits.max_output_chars)
+        return _Run(proc.returncode, timed_out, round(duration, 3), tail, wrapped.description)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+
+
+def _wait_unreaped(pid: int, timeout_s: float) -> bool:
+    """True if pid exited within timeout_s. The zombie keeps its pid and process group reserved until proc.wait()."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 2, 0.05)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_marked(marker: str, patience_s: float = 2.0) -> None:
+    """Kill processes whose environment carries this run's marker until none is left.
+
+    Needed only without a PID namespace (there the kernel already killed them all), where a daemonized
+    grandchild leaves the process group. Best effort: a process that replaced its environment is missed.
+    """
+    needle = f"{isolation.RUN_MARKER}={marker}".encode()
+    deadline = time.monotonic() + patience_s
+    while _signal_marked(needle) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _signal_marked(needle: bytes) -> bool:
+    found = False
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                if needle in handle.read().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found = True
+        except (OSError, ValueError):
+            continue  # exited meanwhile, or not ours to read
+    return found
+
+
+def output_tail(path: Path, max_chars: int) -> str:
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        handle.seek(max(0, size - 4 * max_chars))  # 4 bytes per char at most in UTF-8
+        text = handle.read().decode("utf-8", errors="replace")
+    if len(text) <= max_chars and size <= 4 * max_chars:
+        return text
+    marker = f"[... output truncated: {size} bytes in all, the end follows ...]\n"
+    return marker + text[-max(max_chars - len(marker), 0):]
+
+
+def _coverage(scratch: Path, limits: SandboxLimits) -> float | None:
+    """coverage's own JSON report, produced by a second sandboxed run (the data file is untrusted input)."""
+    _execute([sys.executable, "-m", "coverage", "json", "-q", "-o", _COVERAGE_JSON], scratch, limits)
+    data = read_untrusted(scratch / _COVERAGE_JSON)
+    try:
+        return round(float(json.loads(data or b"")["totals"]["percent_covered"]), 2)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | None) -> TestReport:
+    if outcome is None:
+        # No junit: the run died before pytest finished. A non-zero exit must not read as "nothing failed".
+        outcome = JunitOutcome(0, 0, int(run.exit_code != 0 and not run.timed_out), 0, [])
+    return TestReport(
+        passed=outcome.passed, failed=outcome.failed, errors=outcome.errors, skipped=outcome.skipped,
+        failing_tests=outcome.failing_tests, duration_s=run.duration_s, coverage_percent=coverage_percent,
+        exit_code=run.exit_code, timed_out=run.timed_out, killed_reason=_killed_reason(run),
+        output_tail=run.output_tail, isolation=run.isolation,
+    )
+
+
+def _killed_reason(run: _Run) -> str:
+    if run.timed_out:
+        return "timeout"
+    # Negative: killed directly; 128+n: reported by the namespace's sh init. pytest itself exits 0-5.
+    signum = -run.exit_code if run.exit_code < 0 else run.exit_code - 128 if run.exit_code > 128 else 0
+    reasons = {
+        signal.SIGXCPU: "cpu",
+        signal.SIGXFSZ: "file size",
+        # RLIMIT_CPU's hard limit and the kernel's OOM killer are the only other senders of SIGKILL;
+        # the hard limit follows SIGXCPU, which python does not catch, so SIGKILL means memory.
+        signal.SIGKILL: "memory",
+    }
+    return reasons.get(signum, f"signal {signum}") if signum > 0 else ""

@@ -1,0 +1,36 @@
+"""Every agent's context and output schema, by role."""
+from agents.schemas.design import (
+    ADR,
+    ArchitectContext,
+    Component,
+    DataModel,
+    DesignReviewContext,
+    FunctionalRequirement,
+    ImplementationPlanOutput,
+    Interface,
+    PlanContext,
+    PlannedTask,
+    ReviewVerdict,
+    TechnicalSpecOutput,
+)
+from agents.schemas.engineering import (
+    CodeReviewContext,
+    CodeReviewVerdict,
+    EngineerContext,
+    EngineerOutput,
+    FixContext,
+    SourceFile,
+)
+from agents.schemas.product import (
+    BusinessAnalystContext,
+    BusinessAnalystOutput,
+    Clarification,
+    ProductOwnerContext,
+    ProductOwnerOutput,
+    RequirementDocView,
+    StoryFeedback,
+    StoryOut,
+)
+from agents.schemas.quality import AcceptanceCriterion, DevOpsContext, DevOpsOutput, QCContext, QCOutput
+
+__all__ = sorted(name for name in dir() if name[:1].isupper())

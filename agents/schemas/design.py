@@ -1,0 +1,133 @@
+"""Tech Architect and Tech Lead (design review, planning, code review): contexts and outputs."""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from agents.schemas.base import Strict
+
+SAFE_PATH = re.compile(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(py|md|toml|txt|cfg|ini|json|ya?ml)$")
+
+
+class FunctionalRequirement(Strict):
+    """One checkable statement derived from an approved story: the architect's view of it."""
+
+    id: str
+    story: str
+    statement: str
+    acceptance: list[str]
+
+
+class ArchitectContext(Strict):
+    title: str = ""
+    summary: str
+    constraints: list[str] = []
+    requirements: list[FunctionalRequirement]
+    review_notes: list[str] = []
+    round: int = 1
+
+
+class Component(Strict):
+    name: str = Field(min_length=1, max_length=100)
+    responsibility: str = Field(min_length=1, max_length=1000)
+
+
+class DataModel(Strict):
+    name: str = Field(min_length=1, max_length=100)
+    fields: list[str] = Field(min_length=1)
+
+
+class Interface(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    signature: str = Field(min_length=1, max_length=500)
+    description: str = Field(default="", max_length=1000)
+
+
+class ADR(Strict):
+    title: str = Field(min_length=3, max_length=200)
+    context: str = Field(min_length=1, max_length=3000)
+    decision: str = Field(min_length=1, max_length=3000)
+    consequences: str = Field(min_length=1, max_length=3000)
+    alternatives: list[str] = Field(min_length=1)
+
+
+class TechnicalSpecOutput(Strict):
+    """A technical specification with its architecture decision records."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    summary: str = Field(min_length=1, max_length=4000)
+    components: list[Component] = Field(min_length=1)
+    data_models: list[DataModel] = []
+    interfaces: list[Interface] = Field(min_length=1)
+    tech_stack: list[str] = Field(min_length=1)
+    requirement_coverage: dict[str, list[str]] = Field(description="functional requirement id → component names")
+    adrs: list[ADR] = Field(min_length=1, max_length=10)
+
+
+class DesignReviewContext(Strict):
+    requirements: list[FunctionalRequirement]
+    spec: TechnicalSpecOutput
+    round: int
+
+
+class ReviewVerdict(Strict):
+    """A tech lead's verdict: approve, or send back with concrete notes."""
+
+    verdict: Literal["approve", "revise"]
+    reasoning: str = Field(min_length=1, max_length=4000)
+    notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _notes_when_revising(self) -> ReviewVerdict:
+        if self.verdict == "revise" and not self.notes:
+            raise ValueError("a revise verdict needs at least one note")
+        return self
+
+
+class PlanContext(Strict):
+    """What the planner sees of the spec: components, interfaces and stories, nothing else."""
+
+    summary: str
+    components: list[Component]
+    interfaces: list[Interface]
+    data_models: list[DataModel]
+    stories: list[str]
+
+
+class PlannedTask(Strict):
+    key: str = Field(pattern=r"^T[0-9]{1,2}$")
+    title: str = Field(min_length=3, max_length=200)
+    story_refs: list[int] = Field(min_length=1)
+    files: list[str] = Field(min_length=1)
+    depends_on: list[str] = []
+    definition_of_done: str = Field(min_length=1, max_length=2000)
+
+    @field_validator("files")
+    @classmethod
+    def _safe_paths(cls, files: list[str]) -> list[str]:
+        bad = [f for f in files if not SAFE_PATH.match(f)]
+        if bad:
+            raise ValueError(f"file paths must be relative, without '..', with a known extension: {bad}")
+        return files
+
+
+class ImplementationPlanOutput(Strict):
+    """Implementation tasks in dependency order; independent tasks can run in parallel."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    tasks: list[PlannedTask] = Field(min_length=1, max_length=12)
+
+    @model_validator(mode="after")
+    def _a_dag(self) -> ImplementationPlanOutput:
+        keys = [t.key for t in self.tasks]
+        if len(set(keys)) != len(keys):
+            raise ValueError("task keys must be unique")
+        seen: set[str] = set()
+        for task in self.tasks:  # listed in dependency order: each dependency comes earlier
+            unknown = [d for d in task.depends_on if d not in seen]
+            if unknown:
+                raise ValueError(f"{task.key} depends on {unknown}, which are not earlier tasks")
+            seen.add(task.key)
+        return self

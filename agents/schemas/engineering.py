@@ -1,0 +1,75 @@
+"""Senior Engineer: the files of one task (or of a fix) and the context that asks for them."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from agents.schemas.base import Strict
+from agents.schemas.design import SAFE_PATH, Interface, PlannedTask
+
+
+class SourceFile(Strict):
+    path: str
+    content: str = Field(max_length=100_000)
+
+    @field_validator("path")
+    @classmethod
+    def _safe(cls, path: str) -> str:
+        if not SAFE_PATH.match(path):
+            raise ValueError("a path must be relative, without '..', with a known extension")
+        return path
+
+
+class EngineerContext(Strict):
+    task: PlannedTask
+    interfaces: list[Interface]
+    acceptance: list[str]
+    existing_files: list[SourceFile] = []
+    attempt: int = 1
+
+
+class FixContext(Strict):
+    attempt: int
+    files: list[SourceFile]
+    failing_tests: list[str] = []
+    output_tail: str = ""
+    review_notes: list[str] = []
+    guidance: list[str] = []
+
+
+class EngineerOutput(Strict):
+    """Source and test files to write into the workspace (whole files, not patches)."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    files: list[SourceFile] = Field(min_length=1, max_length=30)
+
+    @field_validator("files")
+    @classmethod
+    def _has_tests_or_code(cls, files: list[SourceFile]) -> list[SourceFile]:
+        paths = [f.path for f in files]
+        if len(set(paths)) != len(paths):
+            raise ValueError("each path at most once")
+        return files
+
+
+class CodeReviewContext(Strict):
+    diff_summary: list[str]
+    files: list[SourceFile]
+    tests_passed: int
+    acceptance: list[str]
+    round: int
+
+
+class CodeReviewVerdict(Strict):
+    """A tech lead's code review: approve, or request changes with concrete notes."""
+
+    verdict: Literal["approve", "request_changes"]
+    reasoning: str = Field(min_length=1, max_length=4000)
+    notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _notes_when_changes(self) -> CodeReviewVerdict:
+        if self.verdict == "request_changes" and not self.notes:
+            raise ValueError("a request_changes verdict needs at least one note")
+        return self

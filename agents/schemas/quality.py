@@ -1,0 +1,68 @@
+"""QC and DevOps: the acceptance view of the work, acceptance tests, CI and runbooks."""
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from agents.schemas.base import Strict
+from agents.schemas.design import Interface
+from agents.schemas.engineering import SourceFile
+
+ACCEPTANCE_DIR = "tests/acceptance/"
+
+
+class AcceptanceCriterion(Strict):
+    id: str
+    story: str
+    criterion: str
+
+
+class QCContext(Strict):
+    """What QC may see: the criteria, the public interfaces, the module layout — never the engineer's tests."""
+
+    criteria: list[AcceptanceCriterion]
+    interfaces: list[Interface]
+    modules: list[str]
+
+
+class QCOutput(Strict):
+    """Acceptance tests written from the criteria, and which test covers which criterion."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    files: list[SourceFile] = Field(min_length=1, max_length=10)
+    coverage: dict[str, list[str]] = Field(description="criterion id → names of the tests that check it")
+
+    @field_validator("files")
+    @classmethod
+    def _only_acceptance_tests(cls, files: list[SourceFile]) -> list[SourceFile]:
+        outside = [f.path for f in files if not f.path.startswith(ACCEPTANCE_DIR)]
+        if outside:
+            raise ValueError(f"QC writes only under {ACCEPTANCE_DIR}: {outside}")
+        return files
+
+
+class DevOpsContext(Strict):
+    project: str
+    summary: str
+    tech_stack: list[str]
+    files: list[str]
+    test_command: str
+
+
+class DevOpsOutput(Strict):
+    """CI configuration, a deployment runbook and a rollback procedure."""
+
+    reasoning: str = Field(min_length=1, max_length=4000)
+    ci_workflow: str = Field(min_length=1, max_length=20_000, description="the whole .github/workflows/ci.yml")
+    runbook: str = Field(min_length=1, max_length=20_000, description="Markdown")
+    rollback: str = Field(min_length=1, max_length=20_000, description="Markdown")
+
+    @field_validator("ci_workflow")
+    @classmethod
+    def _valid_workflow(cls, text: str) -> str:
+        """Parsed and checked with actionlint; its findings go back to the model as the repair request."""
+        from agents.ci_config import check_workflow
+
+        check = check_workflow(text)
+        if not check.ok:
+            raise ValueError("; ".join(check.problems)[:2000])
+        return text

@@ -1,0 +1,81 @@
+"""The requirement's git workspace: write whole files, commit once per attempt, read back.
+
+Plain git through subprocess, with a fixed author and no user config, so commits look the
+same on every machine. Generated code is only written here, never imported or executed
+by the worker: the sandbox runs it from a scratch copy.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from agents.schemas import SourceFile
+
+AUTHOR = {"GIT_AUTHOR_NAME": "aiteam", "GIT_AUTHOR_EMAIL": "aiteam@localhost",
+          "GIT_COMMITTER_NAME": "aiteam", "GIT_COMMITTER_EMAIL": "aiteam@localhost"}
+
+
+class WorkspaceError(Exception):
+    """git failed; the message holds its output."""
+
+
+class Workspace:
+    def __init__(self, path: Path, branch: str) -> None:
+        self.path, self.branch = Path(path), branch
+
+    def ensure(self) -> Workspace:
+        if not (self.path / ".git").is_dir():
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._git("init", "-q", "-b", self.branch)
+        return self
+
+    def write(self, files: list[SourceFile]) -> None:
+        root = self.path.resolve()
+        for file in files:
+            target = (root / file.path).resolve()
+            if root not in target.parents:
+                raise WorkspaceError(f"{file.path} is outside the workspace")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(file.content, encoding="utf-8")
+
+    def commit(self, message: str) -> str:
+        """Commit everything as one attempt and return the new HEAD. An attempt that changed
+        nothing still gets its (empty) commit, so the log always matches the attempts."""
+        self._git("add", "-A")
+        self._git("commit", "-q", "--allow-empty", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self._git("rev-parse", "HEAD").strip() if self.log() else ""
+
+    def log(self) -> list[tuple[str, str]]:
+        """(sha, subject) of every commit, oldest first."""
+        if not (self.path / ".git").is_dir():
+            return []
+        try:
+            out = self._git("log", "--reverse", "--format=%H%x09%s")
+        except WorkspaceError:
+            return []  # no commit yet
+        return [tuple(line.split("\t", 1)) for line in out.splitlines() if line]
+
+    def files(self) -> list[SourceFile]:
+        if not self.log():
+            return []
+        paths = self._git("ls-files").splitlines()
+        return [SourceFile(path=p, content=(self.path / p).read_text(encoding="utf-8")) for p in sorted(paths)]
+
+    def diff_summary(self, base: str = "") -> list[str]:
+        """`A|M|D path (+added -removed)` since `base` (the empty tree when not given)."""
+        base = base or self._git("hash-object", "-t", "tree", "/dev/null").strip()
+        status = dict(reversed(line.split("\t", 1)) for line in self._git("diff", "--name-status", base, "HEAD").splitlines())
+        counts = [line.split("\t") for line in self._git("diff", "--numstat", base, "HEAD").splitlines()]
+        return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
+
+    def _git(self, *args: str) -> str:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path), "GIT_CONFIG_NOSYSTEM": "1",
+               "LANG": "C.UTF-8", **AUTHOR}
+        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise WorkspaceError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout

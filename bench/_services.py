@@ -1,0 +1,67 @@
+"""Shared plumbing for benchmarks: a throwaway PostgreSQL database, migrations, Celery workers."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")  # tests use 13-15
+
+
+@contextmanager
+def scratch_database(name: str, broker: str = BROKER, *, migrate: bool = True):
+    """Create `name` empty, migrate it (unless migrate=False), and drop it afterwards; yields its DATABASE_URL."""
+    admin = psycopg.connect(f"{PG}/postgres", autocommit=True)
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = f"{PG}/{name}"
+    try:
+        if migrate:
+            subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True,
+                           env={**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": broker})
+        yield url
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def start_worker(name: str, env: dict[str, str], concurrency: int, log: Path, *,
+                 queues: str = "llm,sandbox,default", wait_ready: float = 0.0, app: str = "aiteam") -> subprocess.Popen:
+    """A prefork worker consuming `queues`, in its own process group. With wait_ready > 0, wait up to that many
+    seconds for its pool processes to exist (the log is at WARNING, so Celery's "ready." line is not there to
+    watch); the consumer may still be connecting then, so callers warm it up before they measure."""
+    command = [sys.executable, "-m", "celery", "-A", app, "worker", "-Q", queues, "-c",
+               str(concurrency), "-P", "prefork", "-n", f"{name}@%h", "--without-mingle", "--without-gossip",
+               "-l", "WARNING"]
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=log.open("w"),
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    time.sleep(0.5)
+    deadline = time.monotonic() + wait_ready
+    while time.monotonic() < deadline and len(pool_children(process.pid)) < concurrency:
+        if process.poll() is not None:
+            raise RuntimeError(f"worker {name} exited with {process.returncode}; see {log}")
+        time.sleep(0.1)
+    return process
+
+
+def pool_children(pid: int) -> list[int]:
+    """The prefork pool's process ids (children of the worker's main process)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, 15)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)

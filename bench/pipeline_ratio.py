@@ -1,0 +1,122 @@
+"""End-to-end time of N requirements against their critical path, on real PostgreSQL, Redis
+and two Celery workers, with a fake LLM of fixed latency (replay with AITEAM_REPLAY_LATENCY_MS).
+
+The critical path of one requirement is the sum of model latencies along its longest
+dependency chain (PO → BA → architect → design review → plan → max(T1, T2) → T3 → fix →
+code review) plus its sandbox runs, all taken from what was recorded. A ratio near 1.0
+means the orchestration adds little; above 1.0 is queueing and overhead.
+
+    python bench/pipeline_ratio.py [--requirements 4] [--latency-ms 300] [--concurrency 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._services import BROKER, scratch_database, start_worker, stop  # noqa: E402
+
+CHAIN = ["po_clarify", "ba_stories", "architect_spec", "tl_design_review", "tl_plan", "engineer:T1|engineer:T2",
+         "engineer:T3", "self_test", "engineer_fix", "self_test", "tl_code_review"]
+
+
+def main() -> None:
+    args = parse()
+    with scratch_database("aiteam_bench_pipeline") as url, tempfile.TemporaryDirectory() as tmp:
+        env = {"DATABASE_URL": url, "CELERY_BROKER_URL": BROKER, "AITEAM_AUTONOMOUS": "true",
+               "AITEAM_REPLAY_LATENCY_MS": str(args.latency_ms), "AITEAM_WORKSPACE_ROOT": f"{tmp}/ws",
+               "AITEAM_LOG_LEVEL": "WARNING"}
+        os.environ.update(env)
+        import django
+
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aiteam.settings")
+        django.setup()
+        import redis
+
+        redis.Redis.from_url(BROKER).flushdb()
+        workers = [start_worker(f"bench{i}", env, args.concurrency, Path(tmp) / f"w{i}.log") for i in range(2)]
+        try:
+            run(args)
+        finally:
+            for w in workers:
+                stop(w)
+
+
+def run(args) -> None:
+    from django.contrib.auth import get_user_model
+
+    from lifecycle.models import Membership, Organization, Project, Requirement
+    from lifecycle.services.intake import requirement_submit
+    from tests.flows import SAMPLE
+
+    org = Organization.objects.create(slug="bench", name="bench")
+    Project.objects.create(organization=org, slug="default", name="bench")
+    user = get_user_model().objects.create(username="bench")
+    Membership.objects.create(user=user, organization=org, role="admin")
+    started = time.monotonic()
+    ids = [requirement_submit(user=user, brief=SAMPLE, title=f"bench {i}").pk for i in range(args.requirements)]
+    while Requirement.objects.filter(pk__in=ids, state="test_pending").count() < len(ids):
+        if time.monotonic() - started > args.timeout:
+            sys.exit(f"timed out; states: {list(Requirement.objects.filter(pk__in=ids).values_list('state', flat=True))}")
+        time.sleep(0.1)
+    wall = time.monotonic() - started
+    report(args, ids, wall)
+
+
+def report(args, ids, wall: float) -> None:
+    from lifecycle.models import Requirement
+
+    e2e, critical = [], []
+    for req in Requirement.objects.filter(pk__in=ids):
+        first = req.transitions.order_by("created_at").first().created_at
+        last = req.transitions.order_by("-created_at").first().created_at
+        e2e.append((last - first).total_seconds())
+        critical.append(critical_path_seconds(req))
+    ratios = [e / c for e, c in zip(e2e, critical, strict=True)]
+    print(f"requirements: {args.requirements}, fake LLM latency {args.latency_ms} ms, 2 workers × {args.concurrency}")
+    print(f"critical path per requirement (median): {statistics.median(critical):.2f} s")
+    print(f"end-to-end per requirement (median):    {statistics.median(e2e):.2f} s")
+    print(f"ratio end-to-end / critical path: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
+    print(f"all {args.requirements} done in {wall:.2f} s (ideal with unlimited workers: {max(critical):.2f} s)")
+
+
+def critical_path_seconds(req) -> float:
+    """Recorded model latency (and sandbox duration) along the longest chain of one requirement."""
+    total = 0.0
+    attempts = {"self_test": iter([1, 2])}
+    for link in CHAIN:
+        options = []
+        for key in link.split("|"):
+            steps = req.steps.filter(key=key)
+            if key in attempts:
+                steps = steps.filter(attempt=next(attempts[key]))
+            step = steps.order_by("attempt").first()
+            options.append(step_seconds(step))
+        total += max(options)
+    return total
+
+
+def step_seconds(step) -> float:
+    calls = list(step.llm_calls.values_list("latency_ms", flat=True))
+    if calls:
+        return sum(calls) / 1000
+    report = step.artifacts.filter(kind="test_report").first()
+    return report.metadata.get("duration_s", 0) if report else 0.0
+
+
+def parse():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requirements", type=int, default=4)
+    parser.add_argument("--latency-ms", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""Per-step orchestration cost: aiteam's real step machinery against LangGraph with a Postgres checkpointer.
+
+aiteam: N requirements (default 20) through the first 8 steps of the real chain, on a scratch PostgreSQL
+database, Redis (database 12) and one real Celery worker (prefork, -c 2), with the replay provider at
+AITEAM_REPLAY_LATENCY_MS=0 (a zero-latency fake LLM) and AITEAM_AUTONOMOUS=true:
+
+    po_clarify → ba_stories → architect_spec → tl_design_review → tl_plan → engineer:T1 / engineer:T2 → engineer:T3
+
+The worker consumes only `llm,default`, so the next step (self_test, on `sandbox`) stays queued and is not
+measured. The requirements run one at a time (latency); then all N are submitted at once (throughput).
+Per step: the 8 Step rows of a requirement sorted by finished_at, and finish_i − finish_{i−1} with
+finish_0 = the moment the brief was submitted: the wall-clock cost of a step including its broker hop.
+Also per step key: run (started_at → finished_at) and hand-off (the predecessor's finished_at → started_at).
+
+LangGraph: a StateGraph of 8 nodes in a line, each doing trivial work on a ~2 KB state, compiled with a
+PostgresSaver on its own scratch database, invoked with durability="sync" (each checkpoint is written before
+the next step starts). Each node records its start time in the state; a step is the interval between
+consecutive node starts (the first from invoke() start, the last to invoke() return), so each of the 8
+intervals holds one node and one checkpoint write.
+
+    .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
+"""
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._report import BENCH_BROKER, percentile, print_load_after, print_machine, summary  # noqa: E402
+from bench._services import scratch_database, start_worker, stop  # noqa: E402
+
+KEYS = ["po_clarify", "ba_stories", "architect_spec", "tl_design_review", "tl_plan", "engineer:T1", "engineer:T2",
+        "engineer:T3"]
+LAST = "engineer:T3"
+PREDECESSORS = {"po_clarify": [], "ba_stories": ["po_clarify"], "architect_spec": ["ba_stories"],
+                "tl_design_review": ["architect_spec"], "tl_plan": ["tl_design_review"], "engineer:T1": ["tl_plan"],
+                "engineer:T2": ["tl_plan"], "engineer:T3": ["engineer:T1", "engineer:T2"]}
+NODES = 8
+STOPPED = {"blocked", "escalated", "cancelled"}
+
+
+def main() -> None:
+    args = parse()
+    began = time.monotonic()
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    with tempfile.TemporaryDirectory() as tmp, \
+            scratch_database("aiteam_bench_step_overhead", BENCH_BROKER) as url, \
+            scratch_database("aiteam_bench_step_overhead_lg", BENCH_BROKER, migrate=False) as lg_url:
+        env = {"DATABASE_URL": url, "CELERY_BROKER_URL": BENCH_BROKER, "AITEAM_AUTONOMOUS": "true",
+               "AITEAM_LLM_PROVIDER": "replay", "AITEAM_REPLAY_LATENCY_MS": "0",
+               "AITEAM_WORKSPACE_ROOT": f"{tmp}/ws", "AITEAM_REMOTES_ROOT": f"{tmp}/remotes",
+               "AITEAM_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "aiteam.settings"}
+        os.environ.update(env)
+        import django
+
+        django.setup()
+        import redis
+
+        print_machine("Django", "celery", "kombu", "redis", "psycopg", "langgraph", "langgraph-checkpoint",
+                      "langgraph-checkpoint-postgres", "psycopg-pool", database_url=url, broker_url=BENCH_BROKER)
+        redis.Redis.from_url(BENCH_BROKER).flushdb()
+        log = Path(tmp) / "worker.log"
+        worker = start_worker("steps", env, args.concurrency, log, queues="llm,default", wait_ready=30)
+        try:
+            aiteam = run_aiteam(args)
+        except BaseException:
+            print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            stop(worker)
+            redis.Redis.from_url(BENCH_BROKER).flushdb()  # the queued self_test messages
+            from django.db import connections
+
+            connections.close_all()
+        langgraph = run_langgraph(args, lg_url)
+    report(args, aiteam, langgraph)
+    print(f"\nbenchmark wall time: {time.monotonic() - began:.1f} s")
+    print_load_after()
+
+
+# --- aiteam -------------------------------------------------------------------------------------------------
+
+
+def run_aiteam(args) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from lifecycle.models import Membership, Organization, Project
+
+    org = Organization.objects.create(slug="bench", name="bench")
+    Project.objects.create(organization=org, slug="default", name="bench")
+    user = get_user_model().objects.create(username="bench")
+    Membership.objects.create(user=user, organization=org, role="admin")
+
+    warm = [submit(user, "warm-up")]  # imports, connections, first git workspace: not measured
+    wait_done([warm[0][0]], args.timeout)
+
+    sequential = []
+    for i in range(args.requirements):
+        rid, t0 = submit(user, f"sequential {i}")
+        wait_done([rid], args.timeout)
+        sequential.append((rid, t0))
+
+    burst_start = now()
+    burst = [submit(user, f"burst {i}") for i in range(args.requirements)]
+    submitted = now()
+    wait_done([rid for rid, _ in burst], args.timeout * args.requirements)
+    return {"warm": analyse(warm), "sequential": analyse(sequential), "burst": analyse(burst),
+            "burst_start": burst_start, "burst_submitted": submitted}
+
+
+def now() -> datetime:
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def submit(user, title: str):
+    from lifecycle.services.intake import requirement_submit
+    from tests.flows import SAMPLE
+
+    t0 = now()
+    return requirement_submit(user=user, brief=SAMPLE, title=title).pk, t0
+
+
+def wait_done(ids: list, timeout: float) -> None:
+    from lifecycle.models import Requirement, Step
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if Step.objects.filter(requirement_id__in=ids, key=LAST, state="done").count() == len(ids):
+            return
+        failed = list(Step.objects.filter(requirement_id__in=ids, state="failed").values_list("key", "error")[:3])
+        stuck = list(Requirement.objects.filter(pk__in=ids, state__in=STOPPED).values_list("pk", "state")[:3])
+        if failed or stuck or time.monotonic() > deadline:
+            states = list(Step.objects.filter(requirement_id__in=ids).values_list("key", "state")[:40])
+            sys.exit(f"aiteam run did not reach {LAST}: failed steps {failed}, stopped requirements {stuck}, "
+                     f"steps {states}")
+        time.sleep(0.01)
+
+
+def ms(a: datetime, b: datetime) -> float:
+    return (b - a).total_seconds() * 1000
+
+
+def analyse(runs: list) -> dict:
+    from lifecycle.models import Step
+
+    deltas, totals, run_ms, handoff_ms, queue_ms, last_finish = [], [], {}, {}, {}, []
+    for rid, t0 in runs:
+        rows = {s.key: s for s in Step.objects.filter(requirement_id=rid, key__in=KEYS)}
+        if sorted(rows) != sorted(KEYS):
+            sys.exit(f"requirement {rid}: expected the steps {KEYS}, found {sorted(rows)}")
+        ordered = sorted(rows.values(), key=lambda s: s.finished_at)
+        previous = t0
+        for step in ordered:
+            deltas.append(ms(previous, step.finished_at))
+            previous = step.finished_at
+        totals.append(ms(t0, ordered[-1].finished_at))
+        last_finish.append(ordered[-1].finished_at)
+        for key, step in rows.items():
+            before = max((rows[p].finished_at for p in PREDECESSORS[key]), default=t0)
+            run_ms.setdefault(key, []).append(ms(step.started_at, step.finished_at))
+            handoff_ms.setdefault(key, []).append(ms(before, step.started_at))
+            queue_ms.setdefault(key, []).append(ms(step.enqueued_at, step.started_at))
+    return {"deltas": deltas, "totals": totals, "run": run_ms, "handoff": handoff_ms, "queue": queue_ms,
+            "last_finish": max(last_finish)}
+
+
+# --- LangGraph ----------------------------------------------------------------------------------------------
+
+
+class State(TypedDict):
+    doc: str
+    n: int
+    ts: Annotated[list[float], operator.add]
+
+
+def node(state: State) -> dict:
+    started = time.time()
+    doc = state["doc"]
+    return {"doc": doc[1:] + doc[:1], "n": state["n"] + 1, "ts": [started]}  # trivial work on a ~2 KB state
+
+
+def build_graph(checkpointer):
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(State)
+    names = [f"step{i}" for i in range(1, NODES + 1)]
+    for name in names:
+        graph.add_node(name, node)
+    graph.add_edge(START, names[0])
+    for a, b in zip(names, names[1:], strict=False):
+        graph.add_edge(a, b)
+    graph.add_edge(names[-1], END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def durability_kwargs() -> dict:
+    import inspect
+
+    from langgraph.pregel import Pregel
+
+    return {"durability": "sync"} if "durability" in inspect.signature(Pregel.invoke).parameters else {}
+
+
+def one_run(app, thread: str, extra: dict) -> tuple[list[float], float]:
+    state = {"doc": "x" * 2048, "n": 0, "ts": []}
+    start = time.time()
+    final = app.invoke(state, {"configurable": {"thread_id": thread}}, **extra)
+    end = time.time()
+    if final["n"] != NODES:
+        sys.exit(f"LangGraph run {thread} ran {final['n']} nodes, not {NODES}")
+    bounds = [start, *final["ts"][1:], end]
+    return [(b - a) * 1000 for a, b in zip(bounds, bounds[1:], strict=False)], (end - start) * 1000
+
+
+def run_langgraph(args, url: str) -> dict:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    extra = durability_kwargs()
+    deltas, totals = [], []
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        app = build_graph(saver)
+        for i in range(3):
+            one_run(app, f"warm-{i}", extra)
+        for i in range(args.langgraph_runs):
+            d, total = one_run(app, f"seq-{i}", extra)
+            deltas += d
+            totals.append(total)
+    # throughput: N runs at once over `concurrency` threads and pooled connections (like -c 2 above)
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    with ConnectionPool(url, min_size=args.concurrency, max_size=args.concurrency, kwargs=kwargs) as pool:
+        app = build_graph(PostgresSaver(pool))
+        started = time.monotonic()
+        with ThreadPoolExecutor(args.concurrency) as pool_threads:
+            burst = list(pool_threads.map(lambda i: one_run(app, f"burst-{i}", extra), range(args.requirements)))
+        wall = time.monotonic() - started
+    return {"deltas": deltas, "totals": totals, "durability": extra.get("durability", "default (not selectable)"),
+            "burst_wall": wall, "burst_totals": [t for _, t in burst]}
+
+
+# --- report -------------------------------------------------------------------------------------------------
+
+
+def report(args, aiteam: dict, lg: dict) -> None:
+    seq = aiteam["sequential"]
+    a_med, a_p95 = statistics.median(seq["deltas"]), percentile(seq["deltas"], 95)
+    a_per = [t / NODES for t in seq["totals"]]
+    l_med, l_p95 = statistics.median(lg["deltas"]), percentile(lg["deltas"], 95)
+    l_per = [t / NODES for t in lg["totals"]]
+    print(f"\naiteam: {args.requirements} requirements one at a time, 8 steps each, replay at 0 ms, autonomous, "
+          f"1 Celery worker (prefork -c {args.concurrency}, queues llm,default), broker {BENCH_BROKER}")
+    print(f"LangGraph: {args.langgraph_runs} runs one at a time of an 8-node StateGraph (~2 KB state), "
+          f"PostgresSaver, durability={lg['durability']}")
+    print()
+    rows = [("harness", "per-step median ms", "p95 ms", "total/8 median ms"),
+            (f"aiteam (Celery -c {args.concurrency})", f"{a_med:.2f}", f"{a_p95:.2f}",
+             f"{statistics.median(a_per):.2f}"),
+            ("LangGraph + PostgresSaver", f"{l_med:.2f}", f"{l_p95:.2f}", f"{statistics.median(l_per):.2f}"),
+            ("ratio aiteam/LangGraph", f"{a_med / l_med:.1f}x", f"{a_p95 / l_p95:.1f}x",
+             f"{statistics.median(a_per) / statistics.median(l_per):.1f}x")]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    print(f"\naiteam per step (finish_i − finish_i−1, ms):       {summary(seq['deltas'])}")
+    print(f"aiteam per requirement (submit → {LAST}, ms): {summary(seq['totals'])}")
+    print(f"LangGraph per step (ms):                           {summary(lg['deltas'])}")
+    print(f"LangGraph per run (invoke → return, ms):           {summary(lg['totals'])}")
+    print(f"warm-up requirement (not counted): {seq_line(aiteam['warm'])}")
+
+    print("\naiteam by step key, sequential run, median ms (p95):")
+    print(f"  {'step':18} {'hand-off':>16} {'of it: queued':>16} {'run':>16}")
+    for key in KEYS:
+        h, q, r = seq["handoff"][key], seq["queue"][key], seq["run"][key]
+        print(f"  {key:18} {fmt(h):>16} {fmt(q):>16} {fmt(r):>16}")
+    print("  hand-off = predecessor's finished_at → started_at (commit, on-commit relay, Redis, worker pick-up, claim);")
+    print("  queued = Step.enqueued_at → started_at; run = started_at → finished_at (context, agent, apply).")
+
+    burst = aiteam["burst"]
+    wall = (burst["last_finish"] - aiteam["burst_start"]).total_seconds()
+    n_steps = NODES * args.requirements
+    print(f"\nthroughput, all {args.requirements} submitted at once:")
+    print(f"  aiteam:    {n_steps} steps in {wall:.2f} s = {n_steps / wall:.1f} steps/s "
+          f"({wall * 1000 / n_steps:.2f} ms/step); submit of all took "
+          f"{(aiteam['burst_submitted'] - aiteam['burst_start']).total_seconds() * 1000:.0f} ms; "
+          f"per requirement median {statistics.median(burst['totals']) / 1000:.2f} s")
+    print(f"  LangGraph: {n_steps} steps in {lg['burst_wall']:.2f} s = {n_steps / lg['burst_wall']:.1f} steps/s "
+          f"({lg['burst_wall'] * 1000 / n_steps:.2f} ms/step), {args.concurrency} threads, pooled connections")
+
+
+def seq_line(result: dict) -> str:
+    return f"{result['totals'][0]:.0f} ms for 8 steps"
+
+
+def fmt(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({percentile(values, 95):.1f})"
+
+
+def parse():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requirements", type=int, default=20)
+    parser.add_argument("--langgraph-runs", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=30, help="seconds one requirement may take")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The staff dashboard: selectors (a fixed number of queries whatever the volume), SVG charts, one view."""

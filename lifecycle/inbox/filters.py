@@ -1,0 +1,95 @@
+"""The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import admin
+from django.utils import timezone
+
+from lifecycle.models import Project
+from lifecycle.states import ReviewState
+
+DUE_SOON = timedelta(hours=4)
+
+
+class StatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+    default = "pending"
+
+    def lookups(self, request, model_admin):
+        return [("pending", "Waiting for a decision"), ("resolved", "Decided"), ("expired", "Expired"), ("all", "All")]
+
+    def value(self):
+        return super().value() or self.default
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "pending":
+            return queryset.pending()
+        if value in (ReviewState.RESOLVED, ReviewState.EXPIRED):
+            return queryset.filter(state=value)
+        return queryset
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {"selected": self.value() == lookup, "display": title,
+                   "query_string": changelist.get_query_string({self.parameter_name: lookup})}
+
+
+class AssignmentFilter(admin.SimpleListFilter):
+    title = "assigned"
+    parameter_name = "assigned"
+
+    def lookups(self, request, model_admin):
+        return [("me", "Assigned to me"), ("my_groups", "To my groups"), ("unassigned", "Unassigned"),
+                ("others", "Assigned to others")]
+
+    def queryset(self, request, queryset):
+        value, user = self.value(), request.user
+        if value == "me":
+            return queryset.assigned_to(user)
+        if value == "my_groups":
+            return queryset.for_groups_of(user)
+        if value == "unassigned":
+            return queryset.unassigned()
+        if value == "others":
+            return queryset.exclude(assignee=None).exclude(assignee=user)
+        return queryset
+
+
+class AttentionFilter(admin.SimpleListFilter):
+    title = "SLA"
+    parameter_name = "sla"
+
+    def lookups(self, request, model_admin):
+        return [("overdue", "Overdue"), ("due_soon", "Due within 4 h"), ("escalated", "Escalated"),
+                ("by_policy", "Decided by policy")]
+
+    def queryset(self, request, queryset):
+        value, now = self.value(), timezone.now()
+        if value == "overdue":
+            return queryset.overdue(now)
+        if value == "due_soon":
+            return queryset.pending().filter(sla_deadline__gte=now, sla_deadline__lt=now + DUE_SOON)
+        if value == "escalated":
+            return queryset.escalated()
+        if value == "by_policy":
+            return queryset.exclude(decided_by_policy="")
+        return queryset
+
+
+class ProjectFilter(admin.SimpleListFilter):
+    """Only the projects of the user's organizations (a plain related filter would list everyone's)."""
+
+    title = "project"
+    parameter_name = "project"
+
+    def lookups(self, request, model_admin):
+        projects = Project.objects.select_related("organization").order_by("organization__slug", "slug")
+        if not request.user.is_superuser:
+            projects = projects.filter(organization__memberships__user=request.user)
+        return [(str(p.pk), str(p)) for p in projects]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(requirement__project_id=self.value()) if self.value() else queryset

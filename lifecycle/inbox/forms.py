@@ -1,0 +1,70 @@
+"""Forms of the review page and the bulk actions. Services validate again; these give early, clear errors."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from lifecycle.models import UserStory
+from lifecycle.states import Decision
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=Decision.choices)
+    reason = forms.CharField(required=False, max_length=4000)
+    feedback = forms.CharField(required=False, max_length=8000)
+    answer = forms.CharField(required=False, max_length=8000)
+
+
+class BulkDecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[(Decision.APPROVE, "Approve"), (Decision.REJECT, "Reject")],
+                                 widget=forms.RadioSelect)
+    reason = forms.CharField(required=False, max_length=4000, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+                             help_text="One reason for every selected task; required to reject.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("decision") == Decision.REJECT and not data.get("reason", "").strip():
+            self.add_error("reason", "Give the reason the tasks are rejected for.")
+        return data
+
+
+class AssignForm(forms.Form):
+    user = forms.ModelChoiceField(queryset=get_user_model().objects.none(), required=False, empty_label="— a reviewer —")
+    group = forms.ModelChoiceField(queryset=Group.objects.order_by("name"), required=False, empty_label="— or a group —")
+
+    def __init__(self, *args: Any, users: list[Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        pks = [u.pk for u in users or []]
+        self.fields["user"].queryset = get_user_model().objects.filter(pk__in=pks).order_by("username")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if bool(data.get("user")) == bool(data.get("group")):
+            raise forms.ValidationError("Choose a reviewer or a group (one of them).")
+        return data
+
+
+class StoryForm(forms.Form):
+    """A draft story as a reviewer edits it; acceptance criteria one per line."""
+
+    title = forms.CharField(max_length=200)
+    as_a = forms.CharField(max_length=300, label="As a")
+    i_want = forms.CharField(max_length=2000, label="I want", widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
+    so_that = forms.CharField(max_length=2000, label="So that", widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
+    acceptance_criteria = forms.CharField(label="Acceptance criteria (one per line)",
+                                          widget=forms.Textarea(attrs={"rows": 4, "cols": 80}))
+    priority = forms.ChoiceField(choices=UserStory.Priority.choices)
+    story_points = forms.TypedChoiceField(choices=[(n, n) for n in (1, 2, 3, 5, 8, 13)], coerce=int)
+
+    @classmethod
+    def for_story(cls, story: UserStory) -> StoryForm:
+        initial = {field: getattr(story, field) for field in cls.base_fields}
+        initial["acceptance_criteria"] = "\n".join(story.acceptance_criteria)
+        return cls(initial=initial, auto_id=f"id_story{story.position}_%s")
+
+    def clean_acceptance_criteria(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["acceptance_criteria"].splitlines()]
+        return [line for line in lines if line]

@@ -1,0 +1,140 @@
+"""What the review page shows, read from the task's pinned context and its requirement's latest artifacts.
+
+Everything here is data for templates, which escape it: model output is never trusted as HTML.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lifecycle.models import Artifact, Notification, ReviewTask, StateTransition, StoryEdit
+from lifecycle.states import ArtifactKind, ReviewKind, StoryState
+
+DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
+SHOWN_ELSEWHERE = {"stories", "spec_summary"}
+
+
+@dataclass
+class ChangedFile:
+    status: str
+    path: str
+    added: str = ""
+    removed: str = ""
+
+
+@dataclass
+class SuiteResults:
+    summary: str
+    ok: bool | None
+    passed: Any = None
+    failed: Any = None
+    errors: Any = None
+    coverage: Any = None
+    failing: list[str] = field(default_factory=list)
+    output_tail: str = ""
+
+
+@dataclass
+class ContextItem:
+    label: str
+    text: str = ""
+    items: list[str] = field(default_factory=list)
+
+
+def stories(task: ReviewTask, *, editable: bool, editing: str = "") -> list[dict[str, Any]]:
+    """The stories under review: the rows when they exist (draft ones editable, the one being edited
+    as a form), else the pinned copies."""
+    from lifecycle.inbox.forms import StoryForm
+
+    if task.kind == ReviewKind.STORIES_APPROVAL:
+        rows = list(task.requirement.stories.filter(round=task.round).prefetch_related("edits__edited_by"))
+        if rows:
+            return [_story_entry(s, editable and s.state == StoryState.DRAFT, str(s.pk) == editing, StoryForm)
+                    for s in rows]
+    return [{"story": s, "edits": [], "editable": False, "form": None} for s in task.context.get("stories") or []]
+
+
+def _story_entry(story: Any, editable: bool, editing: bool, form_class: Any) -> dict[str, Any]:
+    return {"story": story, "edits": list(story.edits.all()), "editable": editable,
+            "form": form_class.for_story(story) if editable and editing else None}
+
+
+def spec_summary(task: ReviewTask, artifacts: dict[str, Artifact]) -> str:
+    spec = artifacts.get(ArtifactKind.TECHNICAL_SPEC)
+    return str(task.context.get("spec_summary") or (spec.summary if spec else ""))
+
+
+def changed_files(artifacts: dict[str, Artifact]) -> list[ChangedFile]:
+    diff = artifacts.get(ArtifactKind.DIFF_SUMMARY)
+    if diff is None:
+        return []
+    lines = _json(diff.blob.content, default=diff.blob.content.splitlines())
+    files = []
+    for line in lines if isinstance(lines, list) else []:
+        match = DIFF_LINE.match(str(line))
+        files.append(ChangedFile(**match.groupdict()) if match else ChangedFile(status="", path=str(line)))
+    return files
+
+
+def suite_results(artifacts: dict[str, Artifact]) -> SuiteResults | None:
+    report = artifacts.get(ArtifactKind.TEST_REPORT)
+    if report is None:
+        return None
+    content = _json(report.blob.content, default={})
+    content = content if isinstance(content, dict) else {}
+    meta = {**content, **report.metadata}
+    return SuiteResults(
+        summary=report.summary, ok=meta.get("ok"), passed=meta.get("passed"), failed=meta.get("failed"),
+        errors=meta.get("errors"), coverage=meta.get("coverage_percent", meta.get("coverage")),
+        failing=[str(t) for t in (content.get("failing_tests") or [])][:50],
+        output_tail=str(content.get("output_tail") or "")[-4000:],
+    )
+
+
+def latest_artifacts(task: ReviewTask) -> dict[str, Artifact]:
+    """The newest spec, diff summary and test report of the requirement (one query)."""
+    wanted = [ArtifactKind.TECHNICAL_SPEC, ArtifactKind.DIFF_SUMMARY, ArtifactKind.TEST_REPORT]
+    newest: dict[str, Artifact] = {}
+    for artifact in task.requirement.artifacts.filter(kind__in=wanted).select_related("blob").order_by("created_at"):
+        newest[artifact.kind] = artifact
+    return newest
+
+
+def other_context(task: ReviewTask) -> list[ContextItem]:
+    """The rest of the pinned context, readable: lists as lists, mappings as `key: value` lines."""
+    shown = []
+    for key, value in task.context.items():
+        if key in SHOWN_ELSEWHERE:
+            continue
+        label = key.replace("_", " ").capitalize()
+        if isinstance(value, list):
+            shown.append(ContextItem(label, items=[_line(v) for v in value]))
+        elif isinstance(value, dict):
+            shown.append(ContextItem(label, items=[f"{k}: {_line(v)}" for k, v in value.items()]))
+        else:
+            shown.append(ContextItem(label, text=str(value)))
+    return shown
+
+
+def history(task: ReviewTask) -> dict[str, list[Any]]:
+    return {
+        "transitions": list(StateTransition.objects.filter(subject="review_task", subject_id=str(task.pk))
+                            .select_related("actor_user").order_by("id")),
+        "edits": list(StoryEdit.objects.filter(review_task=task).select_related("story", "edited_by")),
+        "notifications": list(Notification.objects.filter(review_task=task).order_by("-id")[:20]),
+    }
+
+
+def _line(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
+def _json(text: str, *, default: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,100 @@
+"""Queue notifications for an event (idempotently), deliver one, and re-queue what is due again."""
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lifecycle.models import Notification, ReviewTask
+from lifecycle.notifications import messages
+from lifecycle.notifications.channels import CHANNELS, ChannelError
+from lifecycle.notifications.webhook import webhook_url
+
+log = logging.getLogger(__name__)
+State = Notification.State
+
+
+def notify(*, event_key: str, kind: str, task: ReviewTask, users: Iterable[Any], webhook: bool = True) -> list[Notification]:
+    """One row per channel and recipient, created once per event (a relayed-again event adds none)."""
+    subject, body = messages.render(kind, task)
+    created = []
+    for channel, recipient in _targets(task, users, webhook):
+        row, new = Notification.objects.get_or_create(
+            key=f"{event_key}:{channel}:{hashlib.sha256(recipient.encode()).hexdigest()[:24]}",
+            defaults={"event": kind, "channel": channel, "recipient": recipient, "requirement_id": task.requirement_id,
+                      "review_task": task, "subject": subject, "body": body, "next_attempt_at": timezone.now()},
+        )
+        if new:
+            created.append(row)
+    if created:
+        ids = [row.pk for row in created]
+        transaction.on_commit(lambda: enqueue(ids))
+    return created
+
+
+def _targets(task: ReviewTask, users: Iterable[Any], webhook: bool) -> list[tuple[str, str]]:
+    channels = settings.AITEAM_NOTIFY_CHANNELS
+    targets = []
+    if "email" in channels:
+        targets += [("email", u.email) for u in users if u.email]
+    if webhook and "webhook" in channels and webhook_url(task.requirement.project.settings):
+        targets.append(("webhook", ""))
+    return list(dict.fromkeys(targets))
+
+
+def enqueue(ids: list[int]) -> None:
+    """Hand each row to a worker; a broker that is down only delays it (the beat re-queues due rows)."""
+    from lifecycle.tasks import deliver_notification
+
+    for pk in ids:
+        try:
+            deliver_notification.delay(pk)
+        except Exception:
+            log.exception("could not queue notification %s; the beat will", pk)
+
+
+def notification_deliver(notification_id: int, *, now: datetime | None = None) -> float | None:
+    """Send one due notification; returns seconds until its retry when it failed and may be retried."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.AITEAM_NOTIFY_TIMEOUT_S * 2 + 30)
+    claimed = Notification.objects.filter(pk=notification_id, state=State.PENDING, next_attempt_at__lte=now).update(
+        attempts=F("attempts") + 1, next_attempt_at=now + lease)
+    if claimed != 1:
+        return None  # sent, given up, not due yet, or another delivery is sending it
+    note = Notification.objects.select_related("requirement__project").get(pk=notification_id)
+    try:
+        CHANNELS[note.channel](note)
+    except (ChannelError, KeyError) as exc:
+        return _failed(note, f"{type(exc).__name__}: {exc}", now)
+    Notification.objects.filter(pk=note.pk).update(state=State.SENT, sent_at=timezone.now(), last_error="")
+    return None
+
+
+def backoff_seconds(attempts: int) -> float:
+    return min(settings.AITEAM_NOTIFY_BACKOFF_S * 2 ** max(attempts - 1, 0), 3600.0)
+
+
+def _failed(note: Notification, error: str, now: datetime) -> float | None:
+    if note.attempts >= settings.AITEAM_NOTIFY_MAX_ATTEMPTS:
+        log.warning("notification %s failed %d times, giving up: %s", note.pk, note.attempts, error)
+        Notification.objects.filter(pk=note.pk).update(state=State.FAILED, last_error=error[:2000])
+        return None
+    delay = backoff_seconds(note.attempts)
+    log.info("notification %s failed (attempt %d), retrying in %.0fs: %s", note.pk, note.attempts, delay, error)
+    Notification.objects.filter(pk=note.pk).update(last_error=error[:2000], next_attempt_at=now + timedelta(seconds=delay))
+    return delay
+
+
+def notifications_requeue_due(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Queue pending rows whose attempt is due (a lost message, an eager run, a broker that was down)."""
+    due = Notification.objects.filter(state=State.PENDING, next_attempt_at__lte=now or timezone.now())
+    ids = list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+    enqueue(ids)
+    return len(ids)

@@ -1,0 +1,27 @@
+"""Who hears about a review task: whoever holds it, else its group, else everyone who may decide it."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from lifecycle.models import ReviewTask
+from lifecycle.services.assignment import assignable_users
+from lifecycle.states import Role
+
+
+def reviewers(task: ReviewTask) -> list[Any]:
+    if task.assignee_id:
+        return [task.assignee]
+    if task.assignee_group_id:
+        return list(task.assignee_group.user_set.filter(is_active=True).order_by("username"))
+    return assignable_users(task)
+
+
+def managers(task: ReviewTask, manager_id: Any = None) -> list[Any]:
+    """The manager a policy named, else the organization's admins (whoever holds the task is told apart)."""
+    users = get_user_model().objects.filter(is_active=True)
+    if manager_id is not None:
+        return list(users.filter(pk=manager_id))
+    return list(users.filter(memberships__organization_id=task.organization_id, memberships__role=Role.ADMIN)
+                .order_by("username"))

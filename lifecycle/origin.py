@@ -1,0 +1,14 @@
+"""Where a human action came from, for the audit row: the address and client as the server saw them."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def request_origin(request: Any) -> dict[str, str]:
+    """REMOTE_ADDR is what connected; X-Forwarded-For is recorded as claimed (a proxy may set it), not trusted."""
+    meta = request.META
+    origin = {"ip": meta.get("REMOTE_ADDR", ""), "user_agent": meta.get("HTTP_USER_AGENT", "")[:200],
+              "path": request.path[:200]}
+    if meta.get("HTTP_X_FORWARDED_FOR"):
+        origin["forwarded_for"] = meta["HTTP_X_FORWARDED_FOR"][:200]
+    return origin

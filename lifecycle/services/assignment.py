@@ -1,0 +1,123 @@
+"""Who works on a review task (claim, unassign, assign to a user or a group) and who may decide it.
+
+The permission to decide is the reviewer (or admin) role in the task's organization; a
+project may narrow it to one Django group with settings["reviewers_group"] (the
+organization's admins stay allowed). Claiming and assigning need the same permission as
+deciding, and whoever is assigned must hold it too. Every change is a transition of the
+task (audited with where it came from) and an outbox event (notifications).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.models import Membership, Project, ReviewTask
+from lifecycle.services.outbox import emit
+from lifecycle.services.transitions import transition
+from lifecycle.states import DECIDING_ROLES, Role
+
+
+def decide_refusal(user: Any, organization: Any, *, project_id: Any = None) -> str:
+    """Why `user` may not decide the organization's (and project's) review tasks; "" when they may."""
+    role = Membership.objects.filter(user=user, organization=organization).values_list("role", flat=True).first()
+    if role not in DECIDING_ROLES:
+        return f"{user} has no reviewer role in {organization} and may not decide its review tasks"
+    group = reviewers_group(project_id)
+    if group and role != Role.ADMIN and not user.groups.filter(name=group).exists():
+        return f"{user} is not in '{group}', the group that decides this project's review tasks"
+    return ""
+
+
+def reviewers_group(project_id: Any) -> str:
+    if project_id is None:
+        return ""
+    project_settings = Project.objects.filter(pk=project_id).values_list("settings", flat=True).first() or {}
+    return str(project_settings.get("reviewers_group") or "")
+
+
+def ensure_may_review(user: Any, task: ReviewTask) -> None:
+    refusal = decide_refusal(user, task.organization, project_id=task.requirement.project_id)
+    if refusal:
+        raise NotPermitted(refusal)
+
+
+def review_claim(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None = None) -> ReviewTask:
+    """Take a task to work on. Claiming a task someone else holds is refused: unassign it or assign it instead."""
+    with transaction.atomic():
+        task = _locked(task_id)
+        ensure_may_review(actor.user, task)
+        if task.assignee_id == actor.user.pk:
+            return task
+        if task.assignee_id is not None:
+            raise IllegalTransition(f"{task.assignee} is working on this task; unassign it first")
+        task.assignee, task.assignee_group = actor.user, None
+        transition(task, "claim", actor=actor, metadata=_meta(origin, assignee=actor.user.username))
+        emit(task.requirement, "ReviewTaskAssigned", {"review_task": str(task.pk), "by": actor.user.pk})
+    return task
+
+
+def review_unassign(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None = None) -> ReviewTask:
+    """Put a task back in the unassigned pool (the assignee leaving it, or a reviewer freeing it)."""
+    with transaction.atomic():
+        task = _locked(task_id)
+        ensure_may_review(actor.user, task)
+        if task.assignee_id is None and task.assignee_group_id is None:
+            return task
+        previous = str(task.assignee or task.assignee_group)
+        task.assignee, task.assignee_group = None, None
+        transition(task, "unclaim", actor=actor, metadata=_meta(origin, previous=previous))
+    return task
+
+
+def review_assign(
+    *, task_id: Any, actor: Actor, user: Any = None, group: Group | None = None, origin: dict[str, Any] | None = None
+) -> ReviewTask:
+    """Assign to a user who may decide it, or hand it to a group (whose members then see it as theirs)."""
+    if (user is None) == (group is None):
+        raise DomainError("assign to either a user or a group", "assignee")
+    with transaction.atomic():
+        task = _locked(task_id)
+        ensure_may_review(actor.user, task)
+        if user is not None:
+            _assign_user(task, user, actor, origin)
+        else:
+            task.assignee, task.assignee_group = None, group
+            transition(task, "hand_to_group", actor=actor, metadata=_meta(origin, group=group.name))
+        emit(task.requirement, "ReviewTaskAssigned", {"review_task": str(task.pk), "by": actor.user.pk})
+    return task
+
+
+def _assign_user(task: ReviewTask, user: Any, actor: Actor, origin: dict[str, Any] | None) -> None:
+    refusal = decide_refusal(user, task.organization, project_id=task.requirement.project_id)
+    if refusal:
+        raise DomainError(f"cannot assign: {refusal}", "assignee")
+    task.assignee, task.assignee_group = user, None
+    transition(task, "assign", actor=actor, metadata=_meta(origin, assignee=user.username))
+
+
+def assignable_users(task: ReviewTask) -> list[Any]:
+    """Members who may decide the task: the choices of the admin's assign form (one query)."""
+    member = Membership.objects.filter(user=OuterRef("pk"), organization_id=task.organization_id)
+    users = get_user_model().objects.filter(Exists(member.filter(role__in=DECIDING_ROLES)), is_active=True)
+    group = str((task.requirement.project.settings or {}).get("reviewers_group") or "")
+    if group:
+        users = users.filter(Q(Exists(member.filter(role=Role.ADMIN))) | Q(groups__name=group)).distinct()
+    return list(users.order_by("username"))
+
+
+def _locked(task_id: Any) -> ReviewTask:
+    task = ReviewTask.objects.select_for_update(of=("self",)).select_related(
+        "organization", "requirement", "assignee", "assignee_group").get(pk=task_id)
+    if not task.is_pending:
+        raise IllegalTransition(f"review task is already {task.state}")
+    return task
+
+
+def _meta(origin: dict[str, Any] | None, **fields: Any) -> dict[str, Any]:
+    return {**fields, **({"origin": origin} if origin else {})}

@@ -1,0 +1,86 @@
+"""Delivery: push the approved branch (and open a pull request) as a saga; success → deployed.
+
+The saga itself (agents/delivery) runs in the worker outside any transaction and is
+idempotent, so a worker killed mid-push is simply run again by the reaper. This module
+builds its plan from the project's settings and records its result.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.delivery import DeliveryPlan, GitHubSettings
+from lifecycle.actors import Actor
+from lifecycle.models import Requirement
+from lifecycle.services.artifacts import artifact_store, latest
+from lifecycle.services.development import workspace_for
+from lifecycle.services.outbox import emit
+from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_fail_locked, step_finish
+from lifecycle.services.transitions import transition
+from lifecycle.states import ArtifactKind
+
+DELIVERY = Actor.system("delivery")
+
+
+def remote_url(requirement: Requirement) -> str:
+    """The project's remote, or a local bare repository for the embedded default (created on first use)."""
+    if requirement.project.repo_url:
+        return requirement.project.repo_url
+    bare = Path(settings.AITEAM_REMOTES_ROOT) / f"{requirement.organization.slug}-{requirement.project.slug}.git"
+    if not bare.exists():
+        import subprocess
+
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=60)
+    return str(bare)
+
+
+def delivery_plan(requirement_id) -> DeliveryPlan:
+    requirement = Requirement.objects.select_related("project", "organization").get(pk=requirement_id)
+    workspace = workspace_for(requirement)
+    return DeliveryPlan(
+        workspace=workspace.path, branch=workspace.branch, remote_url=remote_url(requirement),
+        base=requirement.project.settings.get("base_branch", "main"), github=_github(requirement),
+        title=f"aiteam: {requirement.title or requirement.brief[:60]}", body=_pull_body(requirement),
+    )
+
+
+def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        artifact_store(requirement, kind=ArtifactKind.DELIVERY, name="delivery", content=output,
+                       summary=output.get("error") or f"{output['branch']} → {output['remote_url']}",
+                       metadata={"succeeded": output["succeeded"], "attempt": lease.attempt}, step=step,
+                       role=DELIVERY.role)
+        if not output["succeeded"]:
+            emit(requirement, "DeliveryFailed", {"error": output["error"], "compensations": output["compensations"]})
+            step_fail_locked(step, error=f"delivery failed, compensated: {output['error']}")
+            return
+        transition(requirement, "deploy", actor=DELIVERY, metadata={"branch": output["branch"],
+                                                                    "pull_request": output.get("pull_request")})
+        emit(requirement, "Deployed", {"branch": output["branch"], "remote": output["remote_url"]})
+        step_finish(step)
+
+
+def _github(requirement: Requirement) -> GitHubSettings | None:
+    config = requirement.project.settings.get("github") or {}
+    if not config.get("repository"):
+        return None
+    token = os.environ.get(config.get("token_env", "GITHUB_TOKEN"), "")
+    return GitHubSettings(repository=config["repository"], token=token,
+                          api_url=config.get("api_url", "https://api.github.com"))
+
+
+def _pull_body(requirement: Requirement) -> str:
+    stories = "\n".join(f"- {s.title}" for s in requirement.stories.filter(round=requirement.story_round))
+    spec = latest(requirement, ArtifactKind.TECHNICAL_SPEC, "technical_spec")
+    qc = latest(requirement, ArtifactKind.TEST_REPORT, "qc")
+    tests = latest(requirement, ArtifactKind.TEST_REPORT, "self_test")
+    return (f"Requirement {requirement.pk}\n\n## Stories\n{stories}\n\n## Spec\n{spec.summary if spec else '-'} "
+            f"(artifact {spec.pk if spec else '-'})\n\n## Tests\n- self-tests: {tests.summary if tests else '-'}\n"
+            f"- QC: {qc.summary if qc else '-'}\n")

@@ -1,0 +1,187 @@
+"""Development: engineer tasks fanned out by dependency, self-tests in the sandbox, the
+3-attempt rule, escalation with human guidance, and the tech lead's code review."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.text import slugify
+
+from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
+from agents.workspace import Workspace
+from lifecycle import guards
+from lifecycle.actors import Actor
+from lifecycle.models import Requirement, Step
+from lifecycle.services import steps
+from lifecycle.services.artifacts import artifact_store
+from lifecycle.services.outbox import emit
+from lifecycle.services.reviews import review_open
+from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
+from lifecycle.services.transitions import transition
+from lifecycle.states import ArtifactKind, ReviewKind, StepState
+
+ENGINEER = Actor.agent("senior_engineer")
+TECH_LEAD = Actor.agent("tech_lead")
+SANDBOX = Actor.system("sandbox")
+OUTPUT_TAIL_IN_TASK = 4000
+
+
+def workspace_for(requirement: Requirement) -> Workspace:
+    branch = f"aiteam/{str(requirement.pk)[:8]}-{slugify(requirement.title or 'requirement')[:40]}"
+    return Workspace(Path(settings.AITEAM_WORKSPACE_ROOT) / str(requirement.pk), branch)
+
+
+def schedule_ready_tasks(requirement: Requirement, *, attempt: int) -> None:
+    """Queue every plan task whose dependencies are done; once all are done, queue the self-tests."""
+    done = {
+        key.partition(":")[2]
+        for key in Step.objects.filter(requirement=requirement, key__startswith=f"{steps.ENGINEER}:", attempt=attempt,
+                                       state=StepState.DONE).values_list("key", flat=True)
+    }
+    tasks = list(requirement.plan_tasks.all())
+    if all(task.key in done for task in tasks):
+        step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=attempt)
+        return
+    for task in tasks:
+        if task.key not in done and set(task.depends_on) <= done:
+            step_schedule(requirement_id=requirement.pk, key=f"{steps.ENGINEER}:{task.key}", attempt=attempt)
+
+
+def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
+    """Write one task's files, commit them as that task's attempt, then fan out what is now ready."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)  # serializes commits to the workspace
+        task = requirement.plan_tasks.get(key=lease.task_key)
+        commit = _write_and_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
+        _store_code(requirement, output.files, step, lease.attempt, commit)
+        emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit})
+        step_finish(step)
+        schedule_ready_tasks(requirement, attempt=lease.attempt)
+
+
+def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
+    """A whole-workspace fix for attempt n: commit it, then run the self-tests again."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        touched = {f.path for f in output.files}
+        keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
+        commit = _write_and_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
+        _store_code(requirement, output.files, step, lease.attempt, commit)
+        emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit})
+        step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=lease.attempt)
+        step_finish(step)
+
+
+def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
+    """Record the sandbox's report; passing → in_review, failing → retry or escalate."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        workspace = workspace_for(requirement)
+        head = workspace.head()
+        summary = f"{output['passed']} passed, {output['failed']} failed, {output['errors']} errors"
+        artifact_store(requirement, kind=ArtifactKind.TEST_REPORT, name="self_test", content=output, summary=summary,
+                       metadata={"attempt": lease.attempt, "commit": head, "ok": output["ok"], "passed": output["passed"],
+                                 "failed": output["failed"], "errors": output["errors"],
+                                 "duration_s": output["duration_s"]}, step=step, role=SANDBOX.role)
+        artifact_store(requirement, kind=ArtifactKind.DIFF_SUMMARY, name="workspace", content=workspace.diff_summary(),
+                       summary=f"attempt {lease.attempt} at {head[:10]}", metadata={"attempt": lease.attempt,
+                       "commit": head}, step=step, role=SANDBOX.role)
+        step_finish(step)
+        if output["ok"]:
+            transition(requirement, "submit_for_review", actor=SANDBOX, metadata={"attempt": lease.attempt})
+            emit(requirement, "SelfTestsPassed", {"attempt": lease.attempt})
+            _start_code_review(requirement)
+        else:
+            emit(requirement, "SelfTestsFailed", {"attempt": lease.attempt, "failing": output["failing_tests"][:50]})
+            _retry_or_escalate(requirement, output)
+
+
+def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        artifact_store(requirement, kind=ArtifactKind.REVIEW, name="code_review", content=output.model_dump(),
+                       summary=f"{output.verdict}: {output.reasoning}", metadata={"round": lease.attempt,
+                       "verdict": output.verdict}, step=step, role=TECH_LEAD.role)
+        step_finish(step)
+        if output.verdict == "approve":
+            code_review_pass(requirement, actor=TECH_LEAD)
+        elif lease.attempt < settings.AITEAM_MAX_CODE_REVIEW_ROUNDS:
+            code_review_fail(requirement, actor=TECH_LEAD, notes=output.notes)
+        else:
+            review_open(
+                requirement, kind=ReviewKind.CODE_REVIEW, round=lease.attempt,
+                question=f"The tech lead requested changes {lease.attempt} times. Approve the code as it is, request "
+                "changes with your guidance (one more engineer attempt), or reject to cancel.",
+                reasoning=output.reasoning, context={"notes": output.notes}, resume_target=steps.FIX,
+            )
+
+
+def code_review_pass(requirement: Requirement, *, actor: Actor) -> None:
+    transition(requirement, "pass_code_review", actor=actor, metadata={"round": requirement.code_review_round})
+    emit(requirement, "CodeReviewPassed", {"round": requirement.code_review_round})
+
+
+def code_review_fail(requirement: Requirement, *, actor: Actor, notes: list[str]) -> None:
+    transition(requirement, "fail_code_review", actor=actor, metadata={"notes": notes})
+    emit(requirement, "CodeReviewFailed", {"round": requirement.code_review_round, "notes": notes})
+    next_attempt(requirement)
+
+
+def resume_with_guidance(requirement: Requirement, *, actor: Actor, guidance: str) -> None:
+    """A human answered an escalation: development resumes with another engineer attempt."""
+    transition(requirement, "resume_development", actor=actor, metadata={"guidance": guidance})
+    next_attempt(requirement)
+
+
+def next_attempt(requirement: Requirement) -> None:
+    requirement.dev_attempts += 1
+    requirement.save(update_fields=["dev_attempts"])
+    step_schedule(requirement_id=requirement.pk, key=steps.FIX, attempt=requirement.dev_attempts)
+
+
+def _start_code_review(requirement: Requirement) -> None:
+    requirement.code_review_round += 1
+    requirement.save(update_fields=["code_review_round"])
+    step_schedule(requirement_id=requirement.pk, key=steps.CODE_REVIEW, attempt=requirement.code_review_round)
+
+
+def _retry_or_escalate(requirement: Requirement, report: dict[str, Any]) -> None:
+    failing = report["failing_tests"][:50]
+    if guards.attempts_left(requirement):
+        transition(requirement, "retry_development", actor=SANDBOX,
+                   metadata={"attempt": requirement.dev_attempts + 1, "failing": failing})
+        next_attempt(requirement)
+        return
+    transition(requirement, "escalate", actor=SANDBOX, metadata={"attempts": requirement.dev_attempts})
+    code = list(requirement.artifacts.filter(kind__in=[ArtifactKind.SOURCE_FILE, ArtifactKind.TEST_FILE],
+                                             metadata__attempt=requirement.dev_attempts).values_list("name", "id"))
+    review_open(
+        requirement, kind=ReviewKind.ESCALATION, round=requirement.dev_attempts,
+        question=f"The self-tests failed {requirement.dev_attempts} times. Give the engineer guidance (request "
+        "changes with feedback) to try again, or reject to cancel the requirement.",
+        reasoning="; ".join(failing[:10]),
+        context={"attempts": requirement.dev_attempts, "failing_tests": failing,
+                 "output_tail": report.get("output_tail", "")[-OUTPUT_TAIL_IN_TASK:],
+                 "code": [{"path": path, "artifact": str(pk)} for path, pk in code]},
+        resume_target=steps.FIX,
+    )
+
+
+def _write_and_commit(requirement: Requirement, files: list[SourceFile], message: str) -> str:
+    workspace = workspace_for(requirement).ensure()
+    workspace.write(files)
+    return workspace.commit(message)
+
+
+def _store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:
+    for file in files:
+        is_test = file.path.startswith("tests/") or Path(file.path).name.startswith("test_")
+        artifact_store(requirement, kind=ArtifactKind.TEST_FILE if is_test else ArtifactKind.SOURCE_FILE, name=file.path,
+                       content=file.content, summary=f"{len(file.content.splitlines())} lines",
+                       metadata={"attempt": attempt, "commit": commit}, step=step, role=ENGINEER.role)

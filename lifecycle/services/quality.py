@@ -1,0 +1,133 @@
+"""The independent quality gate: QC's acceptance tests, the gate decision, DevOps artifacts,
+and the deployment approval task."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from agents.ci_config import check_workflow
+from agents.quality import GateResult, QualityGates, evaluate
+from agents.schemas import DevOpsOutput, QCOutput, SourceFile
+from agents.translators import stories_to_criteria
+from lifecycle.actors import Actor
+from lifecycle.models import Requirement
+from lifecycle.services import steps
+from lifecycle.services.artifacts import artifact_store, content_json, latest
+from lifecycle.services.development import _store_code, next_attempt, workspace_for
+from lifecycle.services.outbox import emit
+from lifecycle.services.reviews import review_open
+from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
+from lifecycle.services.transitions import transition
+from lifecycle.states import ArtifactKind, ReviewKind
+
+QC = Actor.agent("qc_engineer")
+DEVOPS = Actor.agent("devops_engineer")
+CI_PATH = ".github/workflows/ci.yml"
+
+
+def start_quality_gate(requirement: Requirement) -> None:
+    """In test_pending: QC writes its acceptance tests once, then every round just runs them."""
+    if latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE) is None:
+        step_schedule(requirement_id=requirement.pk, key=steps.QC_TESTS, attempt=1)
+    else:
+        step_schedule(requirement_id=requirement.pk, key=steps.QC_RUN, attempt=_qc_round(requirement) + 1)
+
+
+def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        workspace = workspace_for(requirement)
+        workspace.write(output.files)
+        commit = workspace.commit(f"QC: acceptance tests ({len(output.files)} file(s))")
+        _store_code(requirement, output.files, step, requirement.dev_attempts, commit)
+        artifact_store(requirement, kind=ArtifactKind.ACCEPTANCE_COVERAGE, name="acceptance", content=output.coverage,
+                       summary=output.reasoning, step=step, role=QC.role)
+        step_schedule(requirement_id=requirement.pk, key=steps.QC_RUN, attempt=_qc_round(requirement) + 1)
+        step_finish(step)
+
+
+def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
+    """Decide the gate: pass → DevOps; fail → back to development with the failures (TestsFailed)."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        report, lint = output["report"], output["lint"]
+        result = evaluate(_gates(requirement), report, lint_findings=lint, uncovered=_uncovered(requirement))
+        artifact_store(requirement, kind=ArtifactKind.TEST_REPORT, name="qc", content={**report, "lint": lint,
+                       "gate": result.to_dict()}, summary=f"quality score {result.score}: {'; '.join(result.reasons) or 'pass'}",
+                       metadata={"round": lease.attempt, "ok": result.passed, "score": result.score,
+                                 "passed": report["passed"], "failed": report["failed"], "errors": report["errors"]},
+                       step=step, role=QC.role)
+        step_finish(step)
+        if result.passed:
+            emit(requirement, "QualityGatePassed", {"round": lease.attempt, "score": result.score})
+            step_schedule(requirement_id=requirement.pk, key=steps.DEVOPS, attempt=lease.attempt)
+        else:
+            _back_to_development(requirement, result, report)
+
+
+def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
+    """Commit the CI workflow, keep runbook and rollback, move to ready_to_deploy and ask for approval."""
+    with transaction.atomic():
+        step = lock_fenced(lease)
+        requirement = requirement_for_update(lease)
+        workspace = workspace_for(requirement)
+        workspace.write([SourceFile(path=CI_PATH, content=output.ci_workflow)])
+        commit = workspace.commit("DevOps: CI workflow")
+        check = check_workflow(output.ci_workflow)  # validated already; recomputed for the record
+        artifact_store(requirement, kind=ArtifactKind.CI_CONFIG, name=CI_PATH, content=output.ci_workflow,
+                       summary=f"runs: {check.test_command}", metadata={"commit": commit, "ok": check.ok,
+                       "test_command": check.test_command, "problems": check.problems}, step=step, role=DEVOPS.role)
+        for name, text in (("runbook", output.runbook), ("rollback", output.rollback)):
+            artifact_store(requirement, kind=ArtifactKind.RUNBOOK, name=name, content=text, summary=text[:200],
+                           step=step, role=DEVOPS.role)
+        transition(requirement, "pass_quality_gate", actor=DEVOPS, metadata={"round": lease.attempt})
+        _ask_for_deployment(requirement, workspace.diff_summary(), output.ci_workflow, lease.attempt)
+        step_finish(step)
+
+
+def deployment_rejected(requirement: Requirement, *, actor: Actor, reason: str) -> None:
+    """ready_to_deploy → test_pending (the human said no) → in_development with the reason as the failure."""
+    transition(requirement, "reject_deployment", actor=actor, metadata={"reason": reason})
+    emit(requirement, "TestsFailed", {"source": "deployment_review", "failures": [reason]})
+    transition(requirement, "fail_quality_gate", actor=actor, metadata={"reason": reason})
+    next_attempt(requirement)
+
+
+def _ask_for_deployment(requirement: Requirement, diff: list[str], ci: str, round: int) -> None:
+    qc = latest(requirement, ArtifactKind.TEST_REPORT, "qc")
+    data = content_json(qc)
+    review_open(
+        requirement, kind=ReviewKind.DEPLOYMENT_APPROVAL, round=round,
+        question="The quality gate passed. Approve delivering this branch, or reject with a reason.",
+        reasoning=qc.summary,
+        context={"quality_score": qc.metadata["score"], "tests": {k: data[k] for k in ("passed", "failed", "errors")},
+                 "gate": data["gate"]["reasons"], "ci_config": ci, "diff_summary": diff,
+                 "branch": workspace_for(requirement).branch},
+        resume_target=steps.DELIVER,
+    )
+
+
+def _back_to_development(requirement: Requirement, result: GateResult, report: dict[str, Any]) -> None:
+    failures = report["failing_tests"][:50] + result.reasons
+    emit(requirement, "TestsFailed", {"source": "qc", "failures": failures})
+    transition(requirement, "fail_quality_gate", actor=QC, metadata={"reasons": result.reasons,
+                                                                     "failing": report["failing_tests"][:50]})
+    next_attempt(requirement)
+
+
+def _gates(requirement: Requirement) -> QualityGates:
+    return QualityGates.from_settings(requirement.project.settings.get("quality_gates"))
+
+
+def _uncovered(requirement: Requirement) -> list[str]:
+    from lifecycle.contexts import approved_stories
+
+    coverage = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE))
+    return [c.id for c in stories_to_criteria(approved_stories(requirement)) if not coverage.get(c.id)]
+
+
+def _qc_round(requirement: Requirement) -> int:
+    return requirement.artifacts.filter(kind=ArtifactKind.TEST_REPORT, name="qc").count()

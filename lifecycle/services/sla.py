@@ -1,0 +1,163 @@
+"""The SLA sweeper: remind, reassign, escalate or decide by policy the review tasks that are due.
+
+The beat runs `review_sweep` every minute. It reads the ids of due tasks through the
+partial index `review_sweep_due` (pending tasks by next_sweep_at), then handles each in its
+own transaction: the row is locked with FOR UPDATE SKIP LOCKED and re-checked as due, so
+two sweepers running at once never act on the same task, and a task a sweeper has handled
+is no longer due (its next_sweep_at moved on, or it is resolved). A failure on one task
+is logged and retried at its next sweep; it never stops the others.
+
+First time due (at the SLA deadline): the policy's action. Later: a reminder every
+`remind_every_hours`. At `decide_by`: the policy's stated default decision, through the
+same review_decide as a human's, marked as a policy decision.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.models import Membership, ReviewTask
+from lifecycle.services.outbox import emit
+from lifecycle.services.sla_policies import ReviewPolicy, policy_for
+from lifecycle.services.transitions import transition
+from lifecycle.states import DECIDING_ROLES, ReviewState
+
+log = logging.getLogger("aiteam.progress")
+SLA_POLICY = Actor.policy("sla_policy")
+SWEEP_BATCH = 1000
+FAILED_TASK_PAUSE = timedelta(minutes=15)
+
+
+def review_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> Counter[str]:
+    """Act on every task due at `now` (at most `limit`); returns how many got which action."""
+    now = now or timezone.now()
+    due = ReviewTask.objects.due_for_sweep(now).order_by("next_sweep_at").values_list("pk", flat=True)[:limit]
+    done: Counter[str] = Counter()
+    for task_id in list(due):
+        try:
+            action = review_sweep_one(task_id=task_id, now=now)
+        except Exception:  # one broken task must not stop the sweep; it comes back after a pause
+            log.exception("SLA sweep of review task %s failed", task_id)
+            ReviewTask.objects.filter(pk=task_id).update(next_sweep_at=now + FAILED_TASK_PAUSE)
+            action = "failed"
+        if action:
+            done[action] += 1
+    return done
+
+
+def review_sweep_one(*, task_id: Any, now: datetime) -> str | None:
+    """Apply the policy to one task if it is still due and no other sweeper holds it; returns the action."""
+    with transaction.atomic():
+        task = (ReviewTask.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("requirement", "organization").due_for_sweep(now).filter(pk=task_id).first())
+        if task is None:
+            return None  # another sweeper has it, or it was decided or handled meanwhile
+        policy = task_policy(task)
+        action = _next_action(task, policy, now)
+        if action == "auto_decide" and review_auto_decide(task, policy, now):
+            return action
+        if action == "auto_decide":
+            action = "remind"  # the default could not be applied (logged); keep reminding, retry next sweep
+        upcoming = now + timedelta(hours=policy.remind_every_hours)
+        task.escalation_count += 1
+        task.next_sweep_at = min(upcoming, task.decide_by) if task.decide_by and task.decide_by > now else upcoming
+        return ACTIONS[action](task, policy, now)
+
+
+def task_policy(task: ReviewTask) -> ReviewPolicy:
+    """The policy stated when the task opened; tasks from before policies existed get today's."""
+    if task.policy:
+        return ReviewPolicy.model_validate(task.policy)
+    return policy_for(task.kind)
+
+
+def _next_action(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    if task.decide_by is not None and now >= task.decide_by:
+        return "auto_decide"
+    if task.escalation_count == 0:
+        return policy.action
+    return "remind"
+
+
+def review_remind(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    transition(task, "remind", actor=SLA_POLICY, metadata=_meta(task, policy, now))
+    emit(task.requirement, "ReviewTaskReminded", {"review_task": str(task.pk), "reminder": task.escalation_count})
+    return "remind"
+
+
+def review_reassign(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    group = Group.objects.filter(name=policy.group).first()
+    if group is None:
+        log.error("SLA policy of %s names group %r, which does not exist: reminding instead", task, policy.group)
+        return review_remind(task, policy, now)
+    previous = str(task.assignee or task.assignee_group or "nobody")
+    task.assignee, task.assignee_group = None, group
+    transition(task, "hand_to_group", actor=SLA_POLICY, metadata={**_meta(task, policy, now), "previous": previous,
+                                                                   "group": group.name})
+    emit(task.requirement, "ReviewTaskAssigned", {"review_task": str(task.pk), "by": None})
+    return "reassign"
+
+
+def review_escalate(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    if task.state == ReviewState.ESCALATED:
+        return review_remind(task, policy, now)
+    manager = _manager(task, policy)
+    if manager is not None:
+        task.assignee, task.assignee_group = manager, None
+    task.escalated_at = now
+    transition(task, "escalate", actor=SLA_POLICY,
+               metadata={**_meta(task, policy, now), "manager": manager.username if manager else "organization admins"})
+    emit(task.requirement, "ReviewTaskEscalated", {"review_task": str(task.pk), "manager": getattr(manager, "pk", None)})
+    return "escalate"
+
+
+def review_auto_decide(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> bool:
+    """Decide with the policy's stated default; False (logged) when the flow refuses it right now."""
+    from lifecycle.services.reviews import review_decide
+
+    text = default_text(task, policy)
+    texts = {"feedback": text} if policy.default_decision == "request_changes" else {"reason": text}
+    try:
+        review_decide(task_id=task.pk, actor=SLA_POLICY, decision=policy.default_decision, **texts)
+    except (DomainError, IllegalTransition, NotPermitted):
+        log.exception("SLA policy could not decide %s with '%s'", task, policy.default_decision)
+        return False
+    emit(task.requirement, "ReviewTaskDecidedByPolicy", {"review_task": str(task.pk), "decision": policy.default_decision})
+    return True
+
+
+def default_text(task: ReviewTask, policy: ReviewPolicy) -> str:
+    stated = f" {policy.default_reason}" if policy.default_reason else ""
+    return (f"No reviewer decided within {policy.decide_after_hours:g} h: the {task.get_kind_display()} SLA policy "
+            f"applied its stated default, {policy.default_decision}.{stated}")
+
+
+def _manager(task: ReviewTask, policy: ReviewPolicy) -> Any:
+    """The named manager if they may decide in the organization; otherwise None (the org's admins are told)."""
+    if not policy.manager:
+        return None
+    manager = get_user_model().objects.filter(username=policy.manager, is_active=True).first()
+    allowed = manager and Membership.objects.filter(user=manager, organization_id=task.organization_id,
+                                                    role__in=DECIDING_ROLES).exists()
+    if not allowed:
+        log.error("SLA policy of %s names manager %r, who may not decide there: telling the admins", task, policy.manager)
+        return None
+    return manager
+
+
+def _meta(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> dict[str, Any]:
+    overdue_h = (now - task.sla_deadline).total_seconds() / 3600
+    return {"policy": policy.action, "overdue_hours": round(overdue_h, 2), "sweep": task.escalation_count}
+
+
+# Each action runs inside review_sweep_one's transaction, on the row it locked and re-checked as due.
+ACTIONS = {"remind": review_remind, "reassign": review_reassign, "escalate": review_escalate}

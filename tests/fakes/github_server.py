@@ -1,0 +1,152 @@
+"""A fake of GitHub's pulls API on a real local socket, for the delivery tests.
+
+Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state=..., refuses
+(422) a second open pull request for the same head, and answers 401 to a wrong token. A test
+can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qs, urlsplit
+
+_PULLS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls(?:/(?P<number>\d+))?$")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str  # with the query
+    headers: dict[str, str]  # names lower-cased
+    body: dict[str, Any] | None
+
+
+class FakeGitHubServer:
+    """Start with `start()` (or `with`); point GitHubSettings.api_url at `url`; inspect `pulls`, `creations`, `requests`."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.creations = 0  # successful POSTs only
+        self.requests: list[RecordedRequest] = []
+        self._failures: list[tuple[int, str]] = []
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
+        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
+        self._thread = threading.Thread(target=serve, name="fake-github", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fail_next_create(self, status: int, message: str = "fake failure") -> None:
+        with self._lock:
+            self._failures.append((status, message))
+
+    def open_pulls(self, head_ref: str | None = None) -> list[dict[str, Any]]:
+        return [p for p in self.pulls.values() if p["state"] == "open" and head_ref in (None, p["head"]["ref"])]
+
+    def handle(self, request: RecordedRequest) -> tuple[int, Any]:
+        with self._lock:
+            self.requests.append(request)
+            if request.headers.get("authorization") not in (f"Bearer {self.token}", f"token {self.token}"):
+                return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
+            split = urlsplit(request.path)
+            match = _PULLS.match(split.path)
+            if match is None:
+                return 404, {"message": "Not Found"}
+            repo, number = match["repo"], match["number"]
+            if number is None and request.method == "GET":
+                return 200, self._list(repo, parse_qs(split.query))
+            if number is None and request.method == "POST":
+                return self._create(repo, request.body or {})
+            if number is not None and int(number) in self.pulls and request.method in ("GET", "PATCH"):
+                return self._update(int(number), request.body if request.method == "PATCH" else None)
+            return 404, {"message": "Not Found"}
+
+    def _list(self, repo: str, query: dict[str, list[str]]) -> list[dict[str, Any]]:
+        head = query.get("head", [None])[0]
+        state = query.get("state", ["open"])[0]
+        return [p for p in self.pulls.values() if p["repo"] == repo and state in ("all", p["state"])
+                and head in (None, p["head"]["label"])]
+
+    def _create(self, repo: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if self._failures:
+            status, message = self._failures.pop(0)
+            return status, {"message": message}
+        missing = [k for k in ("head", "base", "title") if not body.get(k)]
+        if missing:
+            errors = [{"resource": "PullRequest", "field": f, "code": "missing_field"} for f in missing]
+            return 422, {"message": "Validation Failed", "errors": errors}
+        owner = repo.split("/")[0]
+        label = f"{owner}:{body['head']}"
+        if any(p["head"]["label"] == label and p["state"] == "open" for p in self.pulls.values()):
+            return 422, {"message": "Validation Failed", "errors": [{"message": f"A pull request already exists for {label}."}]}
+        number = len(self.pulls) + 1
+        self.pulls[number] = {
+            "number": number, "state": "open", "title": body["title"], "body": body.get("body", ""), "repo": repo,
+            "head": {"ref": body["head"], "label": label}, "base": {"ref": body["base"]},
+            "html_url": f"https://github.example/{repo}/pull/{number}", "url": f"{self.url}/repos/{repo}/pulls/{number}",
+        }
+        self.creations += 1
+        return 201, self.pulls[number]
+
+    def _update(self, number: int, body: dict[str, Any] | None) -> tuple[int, Any]:
+        if body and body.get("state") in ("open", "closed"):
+            self.pulls[number]["state"] = body["state"]
+        return 200, self.pulls[number]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+def _handler_for(fake: FakeGitHubServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def do_PATCH(self) -> None:
+            self._serve()
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, body = fake.handle(RecordedRequest(self.command, self.path, headers, json.loads(raw) if raw else None))
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler

@@ -1,0 +1,121 @@
+"""Design and implementation on the embedded default: spec, review loop, plan, engineer tasks,
+real sandbox runs, the 3-attempt rule, escalation with guidance, and the tech lead's code review."""
+import pytest
+
+from agents.workspace import Workspace
+from lifecycle.models import Requirement
+from lifecycle.services.artifacts import content_json
+from lifecycle.services.development import workspace_for
+from tests.answers import answer
+from tests.flows import decide, fresh, pending, submit, transitions
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SPEC, DESIGN_OK, PLAN = answer("tech_architect"), answer("tech_lead", 0), answer("tech_lead", 1)
+T1, T2_BUGGY, T3, FIX = (answer("senior_engineer", i) for i in range(4))
+CODE_OK = answer("tech_lead", 2)
+QC, DEVOPS = answer("qc_engineer"), answer("devops_engineer")
+T2_OK = {"reasoning": "store with the ISBN check", "files": FIX["files"] + T2_BUGGY["files"][1:]}
+REVISE = {"verdict": "revise", "reasoning": "gaps", "notes": ["Say how the file is written atomically"]}
+CHANGES = {"verdict": "request_changes", "reasoning": "naming", "notes": ["store.py: name the temp file clearly"]}
+
+
+def approved_stories(user, reviewer) -> Requirement:
+    req = submit(user)
+    decide(pending(req, "stories_approval"), reviewer, "approve")
+    return fresh(req)
+
+
+def test_the_sample_runs_through_code_review_with_a_failing_then_passing_attempt(alice, rita):
+    req = approved_stories(alice, rita)
+    assert req.state == "ready_to_deploy"  # QC and DevOps follow code review (tested in test_quality_and_delivery)
+    assert [t[1] for t in transitions(req)] == [
+        "submit", "clarify", "create_stories", "approve_design", "start_development", "retry_development",
+        "submit_for_review", "pass_code_review", "pass_quality_gate",
+    ]
+    spec = req.artifacts.get(kind="technical_spec")
+    assert spec.approved and req.artifacts.filter(kind="adr").count() == 2
+    reports = [content_json(r) for r in req.artifacts.filter(kind="test_report", name="self_test").order_by("version")]
+    assert [(r["ok"], r["failing_tests"]) for r in reports] == [
+        (False, ["tests/test_store.py::test_a_second_book_with_the_same_isbn_is_refused"]), (True, []),
+    ]
+    assert reports[1]["passed"] == 14
+
+
+def test_every_attempt_has_code_artifacts_and_a_commit_naming_task_and_attempt(alice, rita):
+    req = approved_stories(alice, rita)
+    log = [subject for _, subject in workspace_for(req).log()]
+    assert log[:4] == ["T1: Book model and validation (attempt 1)", "T2: JSON store (attempt 1)",
+                       "T3: Command-line interface (attempt 1)", "T2: fix (attempt 2)"]
+    code = req.artifacts.filter(kind__in=["source_file", "test_file"]).exclude(name__startswith="tests/acceptance/")
+    assert code.filter(metadata__attempt=1).count() == 8
+    assert list(code.filter(metadata__attempt=2).values_list("name", "version")) == [("readinglist/store.py", 2)]
+    commits = {a.metadata["commit"] for a in req.artifacts.filter(kind__in=["source_file", "test_file"])}
+    assert commits == {sha for sha, subject in workspace_for(req).log() if not subject.startswith("DevOps")}
+
+
+def test_three_failed_attempts_escalate_and_guidance_resumes(alice, rita, scripted):
+    for item in (answer("product_owner"), answer("business_analyst"), SPEC, DESIGN_OK, PLAN, T1, T2_BUGGY, T3):
+        scripted.enqueue(item)
+    still_buggy = {"reasoning": "retry", "files": T2_BUGGY["files"][:1]}
+    scripted.enqueue(still_buggy).enqueue(still_buggy)
+    req = approved_stories(alice, rita)
+    assert req.state == "escalated" and req.dev_attempts == 3
+    task = pending(req, "escalation")
+    assert task.context["failing_tests"] == ["tests/test_store.py::test_a_second_book_with_the_same_isbn_is_refused"]
+    assert task.context["attempts"] == 3 and {c["path"] for c in task.context["code"]} == {"readinglist/store.py"}
+    scripted.enqueue(FIX).enqueue(CODE_OK).enqueue(QC).enqueue(DEVOPS)
+    decide(task, rita, "request_changes", feedback="Store.add must check the ISBN before saving")
+    req = fresh(req)
+    assert req.state == "ready_to_deploy" and req.dev_attempts == 4
+    assert "Store.add must check the ISBN" in str(scripted.requests[-4].messages)
+    assert [t[1] for t in transitions(req)][-6:] == [
+        "retry_development", "escalate", "resume_development", "submit_for_review", "pass_code_review",
+        "pass_quality_gate",
+    ]
+
+
+def test_cancelling_an_escalation_cancels_the_requirement(alice, rita, scripted):
+    for item in (answer("product_owner"), answer("business_analyst"), SPEC, DESIGN_OK, PLAN, T1, T2_BUGGY, T3):
+        scripted.enqueue(item)
+    still_buggy = {"reasoning": "retry", "files": T2_BUGGY["files"][:1]}
+    scripted.enqueue(still_buggy).enqueue(still_buggy)
+    req = approved_stories(alice, rita)
+    decide(pending(req, "escalation"), rita, "reject", reason="not worth it")
+    assert fresh(req).state == "cancelled"
+
+
+def test_design_revisions_are_bounded_then_a_human_decides(alice, rita, scripted, settings):
+    settings.AITEAM_MAX_DESIGN_ROUNDS = 2
+    for item in (answer("product_owner"), answer("business_analyst"), SPEC, REVISE, SPEC, REVISE):
+        scripted.enqueue(item)
+    req = approved_stories(alice, rita)
+    assert req.state == "user_stories_created" and req.design_round == 2
+    assert "Say how the file is written atomically" in str(scripted.requests[4].messages)  # round 2 saw the notes
+    task = pending(req, "design_review")
+    for item in (PLAN, T1, T2_OK, T3, CODE_OK, QC, DEVOPS):
+        scripted.enqueue(item)
+    decide(task, rita, "approve")
+    req = fresh(req)
+    assert req.state == "ready_to_deploy" and req.artifacts.get(kind="technical_spec", version=2).approved
+
+
+def test_a_failed_code_review_sends_notes_back_to_the_engineer(alice, rita, scripted):
+    for item in (answer("product_owner"), answer("business_analyst"), SPEC, DESIGN_OK, PLAN, T1, T2_OK, T3, CHANGES,
+                 FIX, CODE_OK, QC, DEVOPS):
+        scripted.enqueue(item)
+    req = approved_stories(alice, rita)
+    assert req.state == "ready_to_deploy" and req.code_review_round == 2
+    assert "store.py: name the temp file clearly" in str(scripted.requests[-4].messages)
+    assert [t[1] for t in transitions(req)][-5:] == [
+        "submit_for_review", "fail_code_review", "submit_for_review", "pass_code_review", "pass_quality_gate",
+    ]
+
+
+def test_the_workspace_refuses_paths_outside_it(tmp_path):
+    from agents.schemas import SourceFile
+    from agents.workspace import WorkspaceError
+
+    workspace = Workspace(tmp_path / "ws", "aiteam/x").ensure()
+    with pytest.raises(WorkspaceError):
+        workspace.write([SourceFile.model_construct(path="../escape.py", content="x")])
+    assert not (tmp_path / "escape.py").exists()

@@ -1,0 +1,232 @@
+"""The review inbox in the admin: a landing list with filters, claim/assign, the review page with its pinned
+context, inline story edits, bulk decisions, clear refusals, and a query count that does not grow with the inbox."""
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.utils import timezone
+
+from lifecycle.models import ReviewTask, StateTransition, StoryEdit
+from lifecycle.services.artifacts import artifact_store
+from tests.factories import MembershipFactory
+from tests.flows import pending, submit
+from tests.review_tasks import age, bulk_tasks, open_review
+
+pytestmark = pytest.mark.django_db(transaction=True)
+INBOX = "/admin/lifecycle/reviewtask/"
+
+
+def staff_client(user) -> Client:
+    user.is_staff = True
+    user.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def page(client, url) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response
+    return response.content.decode()
+
+
+@pytest.fixture
+def rosa(acme):
+    return MembershipFactory(organization=acme, role="reviewer", user__username="rosa").user
+
+
+def test_the_inbox_lands_on_waiting_tasks_overdue_first(acme_project, rita):
+    open_review(acme_project, title="Fresh one")
+    age(open_review(acme_project, title="Late one"), hours=30)
+    decided = open_review(acme_project, title="Done one", kind="clarification")
+    ReviewTask.objects.filter(pk=decided.pk).update(state="resolved", decision="reject")
+
+    html = page(staff_client(rita), INBOX)
+    assert html.index("Late one") < html.index("Fresh one") and "Done one" not in html
+    assert "overdue 6\xa0hours" in html and 'class="sla sla-breached"' in html
+    assert "Done one" in page(staff_client(rita), INBOX + "?status=resolved")
+
+
+@pytest.mark.parametrize("query,shown", [
+    ("assigned=me", {"Mine"}), ("assigned=unassigned", {"Free", "Late"}), ("sla=overdue", {"Late"}),
+    ("sla=escalated", {"Urgent"}), ("kind=clarification", {"Blocked"}), ("assigned=others", {"Urgent"}),
+])
+def test_each_filter_shows_its_tasks(acme_project, rita, rosa, query, shown):
+    titles = {"Mine": {}, "Free": {}, "Late": {}, "Urgent": {}, "Blocked": {}}
+    tasks = {t: open_review(acme_project, title=t, kind="clarification" if t == "Blocked" else "stories_approval")
+             for t in titles}
+    age(tasks["Late"], hours=30)
+    ReviewTask.objects.filter(pk=tasks["Mine"].pk).update(assignee=rita, state="claimed")
+    ReviewTask.objects.filter(pk=tasks["Urgent"].pk).update(assignee=rosa, state="escalated")
+    ReviewTask.objects.filter(pk=tasks["Blocked"].pk).update(assignee_group=Group.objects.create(name="g"))
+
+    html = page(staff_client(rita), f"{INBOX}?{query}")
+    assert {t for t in titles if f">{t}<" in html} == shown
+
+
+def test_the_project_filter_lists_only_the_users_projects(acme_project, rita, oscar):
+    html = page(staff_client(rita), INBOX)
+    assert "acme/default" in html and "globex/default" not in html
+
+
+def test_quick_filters_show_counts(acme_project, rita):
+    age(open_review(acme_project, title="a"), hours=30)
+    open_review(acme_project, title="b")
+    html = page(staff_client(rita), INBOX)
+    assert 'Unassigned<span class="count">2</span>' in html and 'Overdue<span class="count">1</span>' in html
+
+
+def test_a_reviewer_claims_from_the_list_and_returns_to_it(acme_project, rita):
+    task = open_review(acme_project)
+    client = staff_client(rita)
+    assert f'formaction="{INBOX}{task.pk}/claim/"' in page(client, INBOX)
+    response = client.post(f"{INBOX}{task.pk}/claim/", {"next": f"{INBOX}?assigned=me"})
+    assert response.status_code == 302 and response["Location"] == f"{INBOX}?assigned=me"
+    task.refresh_from_db()
+    assert (task.state, task.assignee) == ("claimed", rita)
+    assert f'formaction="{INBOX}{task.pk}/unassign/"' in page(client, INBOX)
+
+
+def test_claiming_refuses_open_redirects(acme_project, rita):
+    task = open_review(acme_project)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/claim/", {"next": "https://evil.example/"})
+    assert response["Location"] == f"{INBOX}{task.pk}/change/"
+
+
+def test_assign_to_a_reviewer_or_a_group_from_the_review_page(acme_project, rita, rosa):
+    group = Group.objects.create(name="web")
+    task = open_review(acme_project)
+    client = staff_client(rita)
+    assert 'value="' + str(rosa.pk) + '">rosa</option>' in page(client, f"{INBOX}{task.pk}/change/")
+    client.post(f"{INBOX}{task.pk}/assign/", {"user": rosa.pk})
+    task.refresh_from_db()
+    assert task.assignee == rosa
+    client.post(f"{INBOX}{task.pk}/assign/", {"group": group.pk})
+    task.refresh_from_db()
+    assert (task.assignee, task.assignee_group) == (None, group)
+    response = client.post(f"{INBOX}{task.pk}/assign/", {}, follow=True)
+    assert "Choose a reviewer or a group" in response.content.decode()
+
+
+def test_the_review_page_renders_the_pinned_context_for_a_human(acme_project, rita):
+    task = open_review(acme_project, kind="escalation", reasoning="Two tests keep <b>failing</b>",
+                       context={"attempts": 3, "failing_tests": ["tests/test_store.py::test_dup"],
+                                "spec_summary": "A CLI reading list stored in JSON"})
+    req = task.requirement
+    artifact_store(req, kind="diff_summary", name="workspace", content=["A readinglist/store.py (+40 -0)",
+                                                                       "M README.md (+3 -1)"])
+    artifact_store(req, kind="test_report", name="self_test", summary="7 passed, 1 failed, 0 errors",
+                   content={"failing_tests": ["tests/test_store.py::test_dup"], "output_tail": "AssertionError: dup"},
+                   metadata={"ok": False, "passed": 7, "failed": 1, "errors": 0, "coverage_percent": 91.5})
+    html = page(staff_client(rita), f"{INBOX}{task.pk}/change/")
+    assert "The agent's reasoning" in html and "Two tests keep &lt;b&gt;failing&lt;/b&gt;" in html
+    assert "A CLI reading list stored in JSON" in html
+    assert "<code>readinglist/store.py</code>" in html and "+40" in html and "-1" in html
+    assert "7 passed, 1 failed, 0 errors" in html and "coverage 91.5" in html and "AssertionError: dup" in html
+    assert "Failing tests" in html and "Decide Reading list?" in html
+
+
+def test_a_member_without_the_reviewer_role_sees_why_they_cannot_decide(acme_project, sam):
+    task = open_review(acme_project)
+    html = page(staff_client(sam), f"{INBOX}{task.pk}/change/")
+    assert "You can read this task but not decide it: sam has no reviewer role in Acme" in html
+    assert 'value="approve"' not in html and "Claim</button>" not in html
+
+
+def test_an_admin_decision_records_who_what_when_and_from_where(acme_project, rita):
+    task = open_review(acme_project, kind="clarification")
+    client = staff_client(rita)
+    response = client.post(f"{INBOX}{task.pk}/decide/", {"decision": "answer", "answer": "Readers at home"},
+                           HTTP_USER_AGENT="Firefox/140", REMOTE_ADDR="192.0.2.7")
+    assert response["Location"] == INBOX
+    row = StateTransition.objects.get(subject="review_task", subject_id=str(task.pk), event="resolve")
+    assert (row.actor_user, row.via, row.metadata["decision"], row.metadata["answer"]) == (
+        rita, "admin", "answer", "Readers at home")
+    assert row.metadata["origin"] == {"ip": "192.0.2.7", "user_agent": "Firefox/140",
+                                      "path": f"{INBOX}{task.pk}/decide/"}
+    assert row.created_at <= timezone.now()
+
+
+def test_a_reviewer_edits_a_story_before_approving_and_the_edit_is_theirs(acme_project, rita):
+    task = open_review(acme_project, stories=2)
+    story = task.requirement.stories.get(position=2)
+    client = staff_client(rita)
+    html = page(client, f"{INBOX}{task.pk}/change/?edit={story.pk}")
+    assert "Save story 2" in html and "Edit story 1 before deciding" in html
+    response = client.post(f"{INBOX}{task.pk}/stories/{story.pk}/", {
+        "title": "Story two, sharper", "as_a": "reader", "i_want": "feature 2", "so_that": "I read more",
+        "acceptance_criteria": "criterion 2\n\n  a new criterion  ", "priority": "should", "story_points": "5",
+    }, follow=True, REMOTE_ADDR="192.0.2.8")
+    assert "saved; the change is recorded as yours" in response.content.decode()
+    story.refresh_from_db()
+    assert (story.title, story.acceptance_criteria, story.priority, story.story_points) == (
+        "Story two, sharper", ["criterion 2", "a new criterion"], "should", 5)
+    edit = StoryEdit.objects.get()
+    assert (edit.edited_by, edit.via, edit.origin["ip"]) == (rita, "admin", "192.0.2.8")
+    assert edit.before == {"title": "Story 2", "acceptance_criteria": ["criterion 2"], "priority": "must",
+                           "story_points": 3}
+    task.refresh_from_db()
+    assert task.context["stories"][1]["title"] == "Story two, sharper"
+    assert "Edited by rita" in page(client, f"{INBOX}{task.pk}/change/")
+
+
+def test_an_invalid_story_edit_changes_nothing_and_says_why(acme_project, rita, sam):
+    task = open_review(acme_project)
+    story = task.requirement.stories.get(position=1)
+    fields = {"title": "ok title", "as_a": "a", "i_want": "w", "so_that": "s", "acceptance_criteria": "c",
+              "priority": "must", "story_points": "4"}
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", fields, follow=True)
+    assert "The story was not changed" in response.content.decode() and "story_points" in response.content.decode()
+    response = staff_client(sam).post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**fields, "story_points": "5"},
+                                      follow=True)
+    assert "no reviewer role" in response.content.decode()
+    assert not StoryEdit.objects.exists()
+
+
+def test_bulk_approve_decides_every_selected_task(alice, rita):
+    tasks = [pending(submit(alice), "stories_approval") for _ in range(2)]
+    client = staff_client(rita)
+    selected = {"action": "approve_selected", "_selected_action": [str(t.pk) for t in tasks]}
+    confirm = client.post(INBOX, selected)
+    assert confirm.status_code == 200 and "2 tasks selected" in confirm.content.decode()
+    response = client.post(INBOX, {**selected, "apply": "1", "decision": "approve", "reason": "Looks right"},
+                           follow=True)
+    assert "Approve: 2 of 2 task(s) decided" in response.content.decode()
+    for task in tasks:
+        task.refresh_from_db()
+        assert (task.decision, task.decided_by, task.decided_via, task.reason) == ("approve", rita, "admin",
+                                                                                   "Looks right")
+        row = StateTransition.objects.get(subject_id=str(task.pk), event="resolve")
+        assert row.metadata["origin"]["bulk"] == 2
+
+
+def test_bulk_reject_needs_one_reason_and_reports_what_it_could_not_do(acme_project, rita):
+    tasks = [open_review(acme_project, kind="clarification", title=f"vague {i}") for i in range(3)]
+    ReviewTask.objects.filter(pk=tasks[2].pk).update(state="expired")
+    client = staff_client(rita)
+    selected = {"action": "reject_selected", "_selected_action": [str(t.pk) for t in tasks],
+                "status": "all"}
+    refused = client.post(f"{INBOX}?status=all", {**selected, "apply": "1", "decision": "reject", "reason": " "})
+    assert "Give the reason the tasks are rejected for." in refused.content.decode()
+    response = client.post(f"{INBOX}?status=all", {**selected, "apply": "1", "decision": "reject",
+                                                   "reason": "Out of scope this quarter"}, follow=True)
+    html = response.content.decode()
+    assert "Reject: 2 of 3 task(s) decided" in html and "Clarification #1: vague 2: review task is already expired" in html
+    assert {t.reason for t in ReviewTask.objects.filter(state="resolved")} == {"Out of scope this quarter"}
+
+
+def test_get_on_an_action_url_is_not_allowed(acme_project, rita):
+    task = open_review(acme_project)
+    assert staff_client(rita).get(f"{INBOX}{task.pk}/claim/").status_code == 405
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_the_inbox_costs_the_same_queries_for_10_or_1000_tasks(acme_project, rita, count,
+                                                               django_assert_num_queries):
+    bulk_tasks(acme_project, count, overdue_every=10)
+    client = staff_client(rita)
+    # session, user, membership (once), project filter, quick counts, page count, page rows, and the sidebar's
+    # permission checks (user and group permissions, project admin): none of them grows with the tasks
+    with django_assert_num_queries(10):
+        response = client.get(INBOX)
+    assert response.status_code == 200
+    assert response.content.decode().count('class="action-select"') == min(count, 50)

@@ -1,0 +1,171 @@
+"""The SLA sweeper applies each task's policy once when it is due, keeps reminding, and finally decides by policy."""
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from lifecycle.models import ReviewTask, StateTransition
+from lifecycle.services import sla
+from lifecycle.services.sla import review_sweep
+from tests.factories import MembershipFactory, UserFactory
+from tests.review_tasks import age, open_review
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def audit(task, event):
+    return StateTransition.objects.filter(subject="review_task", subject_id=str(task.pk), event=event)
+
+
+def with_policy(project, kind, **policy):
+    project.settings = {**project.settings, "review_policies": {kind: policy}}
+    project.save()
+
+
+@pytest.fixture
+def rita_with_mail(rita):
+    rita.email = "rita@acme.test"
+    rita.save()
+    return rita
+
+
+def test_it_reminds_exactly_the_overdue_tasks_once(acme_project, rita_with_mail):
+    overdue = [age(open_review(acme_project, title=f"late {i}"), hours=25) for i in range(3)]
+    on_time = [age(open_review(acme_project, title=f"fresh {i}"), hours=23) for i in range(2)]
+    mail.outbox.clear()
+
+    assert review_sweep() == {"remind": 3}
+    assert review_sweep() == {}  # nothing is due again until the next reminder
+
+    for task in overdue:
+        row = audit(task, "remind").get()
+        assert (row.actor_role, row.via, row.from_state, row.to_state) == ("sla_policy", "policy", "open", "open")
+        task.refresh_from_db()
+        assert task.escalation_count == 1 and task.next_sweep_at > timezone.now() + timedelta(hours=3)
+    assert not StateTransition.objects.filter(subject_id__in=[str(t.pk) for t in on_time]).exclude(event="").exists()
+    assert sorted(m.subject for m in mail.outbox if m.subject.startswith("Reminder")) == sorted(
+        f"Reminder: Stories Approval for late {i} is overdue" for i in range(3))
+
+
+def test_it_keeps_reminding_every_interval_then_decides_by_policy_at_the_limit(acme_project, rita):
+    MembershipFactory(organization=acme_project.organization, role="admin", user__username="ada",
+                      user__email="ada@acme.test")
+    with_policy(acme_project, "clarification", sla_hours=2, remind_every_hours=1, decide_after_hours=4,
+                default_reason="Unanswered briefs are closed.")
+    task = open_review(acme_project, kind="clarification")
+    now = timezone.now()
+    actions = [review_sweep(now=now + timedelta(hours=h, minutes=1)) for h in (1, 2, 3, 4)]
+    assert actions == [{}, {"remind": 1}, {"remind": 1}, {"auto_decide": 1}]
+
+    task.refresh_from_db()
+    assert (task.state, task.decision, task.decided_by, task.decided_by_policy, task.decided_via) == (
+        "resolved", "reject", None, "sla_policy", "policy")
+    assert "No reviewer decided within 4 h" in task.reason and "Unanswered briefs are closed." in task.reason
+    assert task.requirement.state == "cancelled"  # a rejected clarification cancels: the run does not wait forever
+    told = [m for m in mail.outbox if m.subject.startswith("Decided by policy")]
+    assert [m.to for m in told] == [["ada@acme.test"]] and "Unanswered briefs are closed." in told[0].body
+    resolve = audit(task, "resolve").get()
+    assert (resolve.actor_user, resolve.actor_role, resolve.via) == (None, "sla_policy", "policy")
+    assert review_sweep(now=now + timedelta(days=30)) == {}
+
+
+def test_escalation_hands_the_task_to_the_named_manager(acme_project, rita):
+    maria = MembershipFactory(organization=acme_project.organization, role="admin",
+                              user__username="maria", user__email="maria@acme.test").user
+    with_policy(acme_project, "stories_approval", action="escalate", manager="maria")
+    task = age(open_review(acme_project), hours=25)
+    mail.outbox.clear()
+
+    assert review_sweep() == {"escalate": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.escalation_count) == ("escalated", maria, 1)
+    assert task.escalated_at is not None
+    row = audit(task, "escalate").get()
+    assert (row.from_state, row.to_state, row.metadata["manager"]) == ("open", "escalated", "maria")
+    assert [m.to for m in mail.outbox if m.subject.startswith("Escalated")] == [["maria@acme.test"]]
+
+
+def test_escalation_without_a_valid_manager_tells_the_organizations_admins(acme_project, rita):
+    MembershipFactory(organization=acme_project.organization, role="admin", user__username="ada",
+                      user__email="ada@acme.test")
+    UserFactory(username="outsider", email="out@else.test")
+    with_policy(acme_project, "stories_approval", action="escalate", manager="outsider")
+    task = age(open_review(acme_project), hours=25)
+    mail.outbox.clear()
+
+    review_sweep()
+    task.refresh_from_db()
+    assert (task.state, task.assignee) == ("escalated", None)
+    assert [m.to for m in mail.outbox if m.subject.startswith("Escalated")] == [["ada@acme.test"]]
+
+
+def test_reassignment_hands_the_task_to_the_group(acme_project, rita):
+    group = Group.objects.create(name="night-shift")
+    nina = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="nina",
+                             user__email="nina@acme.test").user
+    nina.groups.add(group)
+    with_policy(acme_project, "stories_approval", action="reassign", group="night-shift")
+    task = age(open_review(acme_project), hours=25)
+    ReviewTask.objects.filter(pk=task.pk).update(assignee=rita, state="claimed")
+    mail.outbox.clear()
+
+    assert review_sweep() == {"reassign": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.assignee_group) == ("open", None, group)
+    assert audit(task, "hand_to_group").get().metadata["previous"] == "rita"
+    assert [m.to for m in mail.outbox] == [["nina@acme.test"]]
+
+
+def test_auto_decide_policy_decides_at_the_sla(acme_project, rita):
+    with_policy(acme_project, "step_failed", action="auto_decide", sla_hours=1)
+    task = open_review(acme_project, kind="step_failed", context={"step_id": 0})
+    assert task.decide_by == task.sla_deadline
+    assert review_sweep(now=task.sla_deadline + timedelta(seconds=1)) == {"auto_decide": 1}
+    task.refresh_from_db()
+    assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
+
+
+def test_a_default_the_flow_refuses_is_logged_and_the_task_reminded_instead(acme_project, rita, caplog):
+    task = open_review(acme_project, kind="clarification")
+    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "default_decision": "approve"})
+    task = age(task, hours=100)
+
+    assert review_sweep() == {"remind": 1}
+    task.refresh_from_db()
+    assert task.is_pending and task.next_sweep_at > timezone.now()
+    assert "could not decide" in caplog.text
+
+
+def test_one_broken_task_does_not_stop_the_sweep(acme_project, rita, monkeypatch):
+    broken, fine = (age(open_review(acme_project, title=t), hours=25) for t in ("broken", "fine"))
+    real = sla.ACTIONS["remind"]
+
+    def remind(task, policy, now):
+        if task.pk == broken.pk:
+            raise RuntimeError("boom")
+        return real(task, policy, now)
+
+    monkeypatch.setitem(sla.ACTIONS, "remind", remind)
+    assert review_sweep() == {"failed": 1, "remind": 1}
+    broken.refresh_from_db()
+    assert broken.escalation_count == 0 and broken.next_sweep_at > timezone.now() + timedelta(minutes=10)
+
+
+def test_the_sweep_reads_only_due_tasks_with_one_query(acme_project, rita):
+    for i in range(5):
+        open_review(acme_project, title=f"fresh {i}")
+    with CaptureQueriesContext(connection) as queries:
+        assert review_sweep() == {}
+    assert len(queries) == 1
+    sql = queries[0]["sql"]
+    assert '"next_sweep_at" <=' in sql and '"state" IN' in sql and "LIMIT 1000" in sql
+
+
+def test_resolved_tasks_are_never_swept(acme_project, rita):
+    task = age(open_review(acme_project), hours=200)
+    ReviewTask.objects.filter(pk=task.pk).update(state="resolved")
+    assert review_sweep() == {}
