@@ -99,7 +99,12 @@ def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits) -> Wrapped
     reachable = all(_traversable(p) for p in interpreter) and (namespaces or not _blocked_ancestors(expose))
     drop = os.geteuid() == 0 and shutil.which("setpriv", path=_SYSTEM_PATH) is not None and reachable
     if namespaces:
-        script = _mount_script(hide, [p for p in expose if _under_any(p, hide)], limits, drop)
+        # Anything the run needs from under /tmp (a checkout there, say) or from a masked tree is staged first
+        # on a private tmpfs outside /tmp, then moved back into place over the fresh /tmp and the masks.
+        stage = scratch.parent / ".stage"
+        stage.mkdir(mode=0o700, exist_ok=True)
+        covered = [*hide, Path("/tmp")]
+        script = _mount_script(hide, [p for p in expose if _under_any(p, covered)], limits, drop, stage)
         argv = [*_NAMESPACES, "--", "sh", "-c", script, "sandbox", *command]
     else:
         argv = [*_SETPRIV, *command] if drop else list(command)
@@ -193,17 +198,21 @@ def _under_any(path: Path, roots: list[Path]) -> bool:
     return any(path.is_relative_to(r) for r in roots)
 
 
-def _mount_script(hide: list[Path], expose: list[Path], limits: SandboxLimits, drop: bool) -> str:
+def _mount_script(hide: list[Path], expose: list[Path], limits: SandboxLimits, drop: bool, stage: Path) -> str:
     """Runs as root inside the new namespaces; it stays the namespace's init so the command is not PID 1
     (PID 1 ignores default-action signals such as SIGXCPU and a test's own SIGTERM)."""
     q = shlex.quote
     tmp_size = max(4 * limits.max_file_size_bytes, 8 * _MiB)
-    lines = ["set -e", "umask 022", f"mount -t tmpfs -o mode=1777,nosuid,nodev,size={tmp_size} tmpfs /tmp"]
+    staged = q(str(stage))
+    lines = ["set -e", "umask 022", f"mount -t tmpfs -o mode=0700,size=1m tmpfs {staged}"]
     for i, path in enumerate(expose):  # stage binds first: masking a parent makes the original unreachable
-        lines += [f"mkdir /tmp/.expose{i}", f"mount --bind {q(str(path))} /tmp/.expose{i}"]
-    lines += [f"mount -t tmpfs -o mode=0755,nosuid,nodev,size=1m tmpfs {q(str(path))}" for path in hide]
+        lines += [f"mkdir {staged}/e{i}", f"mount --bind {q(str(path))} {staged}/e{i}"]
+    lines.append(f"mount -t tmpfs -o mode=1777,nosuid,nodev,size={tmp_size} tmpfs /tmp")
+    # A tree under /tmp is already hidden by the fresh /tmp; mask the others with an empty tmpfs.
+    lines += [f"mount -t tmpfs -o mode=0755,nosuid,nodev,size=1m tmpfs {q(str(path))}"
+              for path in hide if not path.is_relative_to("/tmp")]
     for i, path in enumerate(expose):
-        lines += [f"mkdir -p {q(str(path))}", f"mount --move /tmp/.expose{i} {q(str(path))}", f"rmdir /tmp/.expose{i}"]
+        lines += [f"mkdir -p {q(str(path))}", f"mount --move {staged}/e{i} {q(str(path))}"]
     run = shlex.join(_SETPRIV) + ' "$@"' if drop else '"$@"'
     lines += ["set +e", run, "exit $?"]
     return "\n".join(lines)
