@@ -125,6 +125,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "lifecycle.tasks.relay_outbox",
         "schedule": env_float("AITEAM_RELAY_INTERVAL_S", 30.0),
     },
+    "every-day-pm-status-digests": {
+        "task": "lifecycle.tasks.refresh_status_digests",
+        "schedule": 24 * 3600.0,
+    },
 }
 # Read by Celery's Django fixup from Celery's own conf (see aiteam/celery.py), not from here.
 WORKER_DB_REUSE_MAX = env_int("AITEAM_WORKER_DB_REUSE_MAX", 1000)

@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 from lifecycle.actors import Actor
 from lifecycle.inbox import columns, filters, views
@@ -29,9 +30,10 @@ from lifecycle.models import (
     UserStory,
 )
 from lifecycle.origin import request_origin
+from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.sla_policies import policy_problems
-from lifecycle.states import Decision, ReviewState, Role
+from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
 
 class MemberAccess:
@@ -168,8 +170,22 @@ class RequirementAdmin(MemberAccess, admin.ModelAdmin):
     list_display = ["__str__", "project", "state", "created_at"]
     list_filter = ["state", "organization"]
     search_fields = ["title", "brief"]
-    readonly_fields = ["state", "story_round", "clarification_round", "dev_attempts", "clarifications", "created_at"]
+    readonly_fields = ["state", "status_digest", "story_round", "clarification_round", "design_round", "dev_attempts",
+                       "code_review_round", "clarifications", "created_at"]
     inlines = [StoryInline, TransitionInline]
+
+    @admin.display(description="PM status digest")
+    def status_digest(self, requirement):
+        """The project manager's latest digest: headline, blockers, loops and spend (escaped, never |safe)."""
+        digest = latest(requirement, ArtifactKind.STATUS_DIGEST, "digest")
+        if digest is None:
+            return "—"
+        facts = content_json(digest)
+        blockers = format_html_join("", "<li>{} — {}</li>", ((b["kind"], b["question"]) for b in facts["blockers"]))
+        spend = sum(role["cost_usd"] for role in facts["llm_spend"].values())
+        return format_html("<b>{}</b> (updated {})<ul>{}</ul>loops: {} · LLM spend ${}", facts["headline"],
+                           digest.created_at.strftime("%Y-%m-%d %H:%M"), blockers,
+                           ", ".join(f"{k} {v}" for k, v in facts["loops"].items()), f"{spend:.4f}")
 
 
 class ProjectForm(forms.ModelForm):

@@ -19,6 +19,14 @@ def reap_steps() -> int:
 
 
 @shared_task(ignore_result=True)
+def refresh_status_digests() -> int:
+    """The PM's daily digest for every requirement still in flight (events refresh it in between)."""
+    from lifecycle.services.digest import digests_refresh_all
+
+    return digests_refresh_all()
+
+
+@shared_task(ignore_result=True)
 def sweep_review_slas() -> dict[str, int]:
     """Every minute (PeriodicTask "every-minute-sweep-review-slas"); safe to run on two beats at once."""
     return dict(sla.review_sweep(limit=settings.AITEAM_SLA_SWEEP_BATCH))

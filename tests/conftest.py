@@ -93,3 +93,14 @@ def scripted(monkeypatch):
     provider = ScriptedProvider()
     monkeypatch.setattr("agents.tasks.provider_from_settings", lambda: provider)
     return provider
+
+
+def staff_client(user):
+    """A Django test client logged in as `user`, who is made staff (admin access; deciding still needs a role)."""
+    from django.test import Client
+
+    user.is_staff = True
+    user.save()
+    client = Client()
+    client.force_login(user)
+    return client

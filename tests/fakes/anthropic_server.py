@@ -7,14 +7,15 @@ non-retryable 400 so a test that forgot to script a reply fails loudly, not slow
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.fakes.local_server import LocalServer
 
 DEFAULT_USAGE = {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
 FAKE_MODEL = "claude-fake-1"
@@ -38,7 +39,7 @@ class _Reply:
     delay: float = 0.0
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(LocalServer):
     """Start with `start()` (or `with`), script replies with `enqueue_*`, inspect `requests`."""
 
     def __init__(self) -> None:
@@ -47,31 +48,11 @@ class FakeAnthropicServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
-        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
-        # A short poll keeps stop() (which waits for the next poll) from adding 0.5 s per test.
-        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
-        self._thread = threading.Thread(target=serve, name="fake-anthropic", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
+        super().__init__(_handler_for(self), "fake-anthropic")
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     def enqueue_tool_use(
         self, tool_input: dict[str, Any], name: str | None = None, usage: dict[str, int | None] | None = None
@@ -121,11 +102,6 @@ class FakeAnthropicServer:
             "stop_sequence": None,
             "usage": {**DEFAULT_USAGE, **reply.usage},
         }
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # a handler still holding a timed-out request must not stall stop()
 
 
 def _handler_for(fake: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:

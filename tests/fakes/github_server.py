@@ -6,14 +6,15 @@ can make the next creation fail (`fail_next_create(500)`) to drive the saga's co
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.local_server import LocalServer
 
 _PULLS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls(?:/(?P<number>\d+))?$")
 
@@ -26,7 +27,7 @@ class RecordedRequest:
     body: dict[str, Any] | None
 
 
-class FakeGitHubServer:
+class FakeGitHubServer(LocalServer):
     """Start with `start()` (or `with`); point GitHubSettings.api_url at `url`; inspect `pulls`, `creations`, `requests`."""
 
     def __init__(self, token: str) -> None:
@@ -36,29 +37,7 @@ class FakeGitHubServer:
         self.requests: list[RecordedRequest] = []
         self._failures: list[tuple[int, str]] = []
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
-        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
-        self._thread = threading.Thread(target=serve, name="fake-github", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(_handler_for(self), "fake-github")
 
     def fail_next_create(self, status: int, message: str = "fake failure") -> None:
         with self._lock:
@@ -116,11 +95,6 @@ class FakeGitHubServer:
         if body and body.get("state") in ("open", "closed"):
             self.pulls[number]["state"] = body["state"]
         return 200, self.pulls[number]
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
 
 
 def _handler_for(fake: FakeGitHubServer) -> type[BaseHTTPRequestHandler]:

@@ -1,18 +1,11 @@
 """The admin as review inbox: open tasks with their stories, decision buttons that check the role."""
 import pytest
-from django.test import Client
 
+from tests.conftest import staff_client
 from tests.flows import SAMPLE, pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-def staff_client(user) -> Client:
-    user.is_staff = True
-    user.save()
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_task_page_shows_stories_with_criteria_and_the_options(alice, rita):

@@ -5,23 +5,16 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from lifecycle.dashboard import selectors
 from lifecycle.models import LLMCall, Requirement, StateTransition
+from tests.conftest import staff_client
 from tests.review_tasks import age, bulk_tasks, open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/staff/dashboard/"
 
-
-def staff_client(user) -> Client:
-    user.is_staff = True
-    user.save()
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def llm_call(req, role, *, input_tokens, cache_read, cost):

@@ -2,11 +2,11 @@
 context, inline story edits, bulk decisions, clear refusals, and a query count that does not grow with the inbox."""
 import pytest
 from django.contrib.auth.models import Group
-from django.test import Client
 from django.utils import timezone
 
 from lifecycle.models import ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.artifacts import artifact_store
+from tests.conftest import staff_client
 from tests.factories import MembershipFactory
 from tests.flows import pending, submit
 from tests.review_tasks import age, bulk_tasks, open_review
@@ -14,13 +14,6 @@ from tests.review_tasks import age, bulk_tasks, open_review
 pytestmark = pytest.mark.django_db(transaction=True)
 INBOX = "/admin/lifecycle/reviewtask/"
 
-
-def staff_client(user) -> Client:
-    user.is_staff = True
-    user.save()
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page(client, url) -> str:

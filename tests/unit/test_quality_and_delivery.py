@@ -149,3 +149,21 @@ def test_the_status_digest_follows_the_requirement(alice, rita, remotes):
 
     shown = api_for(alice).get(f"/api/v1/requirements/{req.pk}/").data["status_digest"]
     assert shown["state"] == "ready_to_deploy" and shown["headline"].startswith("Ready To Deploy: waiting")
+
+
+def test_the_admin_shows_the_status_digest(alice, rita, remotes):
+    from tests.conftest import staff_client
+
+    req = to_deployment_gate(alice, rita)
+    page = staff_client(rita).get(f"/admin/lifecycle/requirement/{req.pk}/change/").content.decode()
+    assert "PM status digest" in page and "Ready To Deploy: waiting for a human (deployment_approval)" in page
+    assert "engineer_attempts 2" in page
+
+
+def test_the_daily_beat_refreshes_digests_of_requirements_in_flight(alice, rita, remotes):
+    from lifecycle.tasks import refresh_status_digests
+
+    req = to_deployment_gate(alice, rita)
+    before = req.artifacts.filter(kind="status_digest").count()
+    assert refresh_status_digests() == 1
+    assert req.artifacts.filter(kind="status_digest").count() == before + 1
