@@ -8,7 +8,8 @@ COPY agents agents
 COPY lifecycle lifecycle
 COPY templates templates
 COPY manage.py ./
-RUN pip install --no-cache-dir . && useradd --create-home aiteam
+RUN pip install --no-cache-dir . && useradd --create-home aiteam \
+    && mkdir -p /var/lib/aiteam && chown aiteam /var/lib/aiteam
 USER aiteam
 EXPOSE 8000
 CMD ["gunicorn", "aiteam.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]

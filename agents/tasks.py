@@ -124,7 +124,8 @@ def run_step(self, step_id: int) -> None:
     try:
         output = spec.execute(lease)
     except (LLMTransientError, SoftTimeLimitExceeded) as exc:
-        steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"))
+        delay = 0 if self.request.is_eager else backoff_seconds(self.request.retries)
+        steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"), retry_in_s=delay)
         _retry_later(self, step_id, lease)
         return
     except LLMError as exc:
@@ -155,6 +156,12 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:
     except IllegalTransition as exc:
         log.warning("step %s no longer applies: %s", lease.step_id, exc)
         steps.step_skip(lease, reason=str(exc))
+    except Exception as exc:  # a database conflict, a git failure…: stop the step and ask a human, lose nothing
+        log.exception("applying step %s failed", lease.step_id)
+        try:
+            steps.step_fail(lease, error=redact(f"while applying the output: {type(exc).__name__}: {exc}"))
+        except StaleStep:
+            log.warning("step %s was taken over while failing", lease.step_id)
 
 
 def _llm(lease: steps.Lease):

@@ -152,6 +152,9 @@ AITEAM_ROLE_MODELS = {
 }
 AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
 AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
+# Which secrets a project's GitHub settings may use, and where they may be sent (comma-separated).
+AITEAM_GITHUB_TOKEN_ENVS = [v for v in env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN").split(",") if v]
+AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
 AITEAM_MAX_DESIGN_ROUNDS = env_int("AITEAM_MAX_DESIGN_ROUNDS", 3)
 AITEAM_MAX_CODE_REVIEW_ROUNDS = env_int("AITEAM_MAX_CODE_REVIEW_ROUNDS", 3)
@@ -160,7 +163,7 @@ AITEAM_SANDBOX_MEMORY_MB = env_int("AITEAM_SANDBOX_MEMORY_MB", 1024)
 AITEAM_BRIEF_MAX_CHARS = 20_000
 AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
 AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)
-AITEAM_STEP_STALE_QUEUED_S = env_float("AITEAM_STEP_STALE_QUEUED_S", 60.0)
+AITEAM_STEP_STALE_QUEUED_S = env_float("AITEAM_STEP_STALE_QUEUED_S", 300.0)  # above a normal queue wait
 AITEAM_REVIEW_SLA_HOURS = {"stories_approval": 24, "clarification": 24, "step_failed": 4, "escalation": 8}
 
 LOGGING = {

@@ -19,6 +19,7 @@ from agents.schemas import (
     StoryOut,
     TechnicalSpecOutput,
 )
+from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
 from lifecycle.models import Requirement
 from lifecycle.services import steps
 from lifecycle.services.artifacts import content_json, latest
@@ -78,8 +79,9 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
     newer_review = review and (not report or review.created_at > report.created_at)
     notes = content_json(review)["notes"] if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
+    own = [f for f in workspace_for(req).files() if not f.path.startswith(ENGINEER_MAY_NOT_WRITE)]
     return FixContext(
-        attempt=attempt, files=workspace_for(req).files(), failing_tests=failed.get("failing_tests", []),
+        attempt=attempt, files=own, failing_tests=failed.get("failing_tests", []),
         output_tail=failed.get("output_tail", "")[-6000:], review_notes=notes, guidance=_guidance(req),
     )
 

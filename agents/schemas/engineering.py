@@ -8,6 +8,9 @@ from pydantic import Field, field_validator, model_validator
 from agents.schemas.base import Strict
 from agents.schemas.design import SAFE_PATH, Interface, PlannedTask
 
+# QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit.
+ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
+
 
 class SourceFile(Strict):
     path: str
@@ -46,10 +49,13 @@ class EngineerOutput(Strict):
 
     @field_validator("files")
     @classmethod
-    def _has_tests_or_code(cls, files: list[SourceFile]) -> list[SourceFile]:
+    def _own_files_only(cls, files: list[SourceFile]) -> list[SourceFile]:
         paths = [f.path for f in files]
         if len(set(paths)) != len(paths):
             raise ValueError("each path at most once")
+        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] == "conftest.py"]
+        if foreign:
+            raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")
         return files
 
 

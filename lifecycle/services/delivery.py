@@ -15,6 +15,7 @@ from django.db import transaction
 
 from agents.delivery import DeliveryPlan, GitHubSettings
 from lifecycle.actors import Actor
+from lifecycle.errors import DomainError
 from lifecycle.models import Requirement
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
@@ -68,12 +69,18 @@ def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
 
 
 def _github(requirement: Requirement) -> GitHubSettings | None:
+    """Project settings name the repository; which token is sent, and to which API, the operator decides:
+    a tenant must not be able to point the worker's secrets at a URL of its choosing."""
     config = requirement.project.settings.get("github") or {}
     if not config.get("repository"):
         return None
-    token = os.environ.get(config.get("token_env", "GITHUB_TOKEN"), "")
-    return GitHubSettings(repository=config["repository"], token=token,
-                          api_url=config.get("api_url", "https://api.github.com"))
+    token_env = config.get("token_env", "GITHUB_TOKEN")
+    api_url = config.get("api_url", "https://api.github.com")
+    if token_env not in settings.AITEAM_GITHUB_TOKEN_ENVS:
+        raise DomainError(f"token_env {token_env!r} is not one of the operator's AITEAM_GITHUB_TOKEN_ENVS", "settings")
+    if api_url not in settings.AITEAM_GITHUB_API_URLS:
+        raise DomainError(f"api_url {api_url!r} is not one of the operator's AITEAM_GITHUB_API_URLS", "settings")
+    return GitHubSettings(repository=config["repository"], token=os.environ.get(token_env, ""), api_url=api_url)
 
 
 def _pull_body(requirement: Requirement) -> str:

@@ -162,7 +162,7 @@ def _retry_or_escalate(requirement: Requirement, report: dict[str, Any]) -> None
     code = list(requirement.artifacts.filter(kind__in=[ArtifactKind.SOURCE_FILE, ArtifactKind.TEST_FILE],
                                              metadata__attempt=requirement.dev_attempts).values_list("name", "id"))
     review_open(
-        requirement, kind=ReviewKind.ESCALATION, round=requirement.dev_attempts,
+        requirement, kind=ReviewKind.ESCALATION,
         question=f"The self-tests failed {requirement.dev_attempts} times. Give the engineer guidance (request "
         "changes with feedback) to try again, or reject to cancel the requirement.",
         reasoning="; ".join(failing[:10]),

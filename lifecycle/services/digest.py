@@ -5,12 +5,17 @@ every event that matters and once a day from beat.
 """
 from __future__ import annotations
 
+import logging
+
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
 from lifecycle.models import Requirement
 from lifecycle.services.artifacts import artifact_store
 from lifecycle.states import NON_TERMINAL_STATES, ArtifactKind, ReviewKind
+
+log = logging.getLogger(__name__)
 
 
 def digest_facts(requirement: Requirement) -> dict:
@@ -36,16 +41,23 @@ def digest_facts(requirement: Requirement) -> dict:
 
 
 def digest_refresh(requirement: Requirement) -> None:
+    """Store a new digest version; the lock serializes versions when events and the beat race."""
+    requirement = Requirement.objects.select_for_update().get(pk=requirement.pk)
     facts = digest_facts(requirement)
     artifact_store(requirement, kind=ArtifactKind.STATUS_DIGEST, name="digest", content=facts,
                    summary=facts["headline"], role="project_manager")
 
 
 def digests_refresh_all() -> int:
-    active = Requirement.objects.filter(state__in=NON_TERMINAL_STATES)
-    for requirement in active.iterator():
-        digest_refresh(requirement)
-    return active.count()
+    refreshed = 0
+    for requirement in Requirement.objects.filter(state__in=NON_TERMINAL_STATES).iterator():
+        try:
+            with transaction.atomic():
+                digest_refresh(requirement)
+            refreshed += 1
+        except DatabaseError:  # one requirement's problem must not cost the others their digest
+            log.exception("status digest of %s failed", requirement.pk)
+    return refreshed
 
 
 def _headline(requirement: Requirement, pending: list[dict]) -> str:

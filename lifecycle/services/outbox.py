@@ -24,7 +24,8 @@ RELAY_BATCH = 100
 def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | None = None) -> OutboxEvent:
     """Record an event in the caller's transaction and relay it once that commits."""
     event = OutboxEvent.objects.create(requirement=requirement, name=name, payload=payload or {})
-    transaction.on_commit(lambda: relay(ids=[event.pk]))
+    # robust: the change is committed; a relay error after it must not fail the caller (the beat re-relays)
+    transaction.on_commit(lambda: relay(ids=[event.pk]), robust=True)
     return event
 
 

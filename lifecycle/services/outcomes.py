@@ -52,7 +52,7 @@ def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
         emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
         return
     review_open(
-        requirement, kind=ReviewKind.ESCALATION, round=requirement.story_round,
+        requirement, kind=ReviewKind.ESCALATION,
         question=f"The stories were sent back {requirement.story_round} times. Give guidance for one more "
         "round (request changes with feedback), or reject to cancel the requirement.",
         context={"last_decision": task.decision, "last_text": task.reason or task.feedback},

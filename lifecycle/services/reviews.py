@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from lifecycle.actors import Actor
@@ -30,10 +31,15 @@ REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback"
 
 
 def review_open(
-    requirement: Requirement, *, kind: str, round: int, question: str, reasoning: str = "",
+    requirement: Requirement, *, kind: str, question: str, round: int | None = None, reasoning: str = "",
     context: dict[str, Any] | None = None, resume_target: str = "",
 ) -> ReviewTask:
-    """Open a review task inside the caller's transaction and announce it after commit."""
+    """Open a review task inside the caller's transaction (which holds the requirement's lock) and
+    announce it after commit. Without a `round`, the task takes the next free round of its kind: kinds
+    raised from several places (escalations, failed steps) must never collide on (requirement, kind, round)."""
+    if round is None:
+        latest_round = requirement.review_tasks.filter(kind=kind).aggregate(top=Max("round"))["top"] or 0
+        round = latest_round + 1
     policy = policy_for(kind, requirement.project.settings)  # per project, e.g. stories 24 h, deployment 4 h
     task = ReviewTask.objects.create(
         organization_id=requirement.organization_id, requirement=requirement, kind=kind, round=round,
@@ -55,15 +61,17 @@ def review_decide(
     origin: dict[str, Any] | None = None,
 ) -> ReviewTask:
     """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
+    requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
     with transaction.atomic():
-        task = ReviewTask.objects.select_for_update().select_related("organization").get(pk=task_id)
+        # Requirement first, then the task: the order every service uses, so two deciders cannot deadlock.
+        requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
+        task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization").get(pk=task_id)
         if actor.is_human:
             ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
         texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip()}
         _validate(task, decision, texts)
         if not task.is_pending:
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
-        requirement = Requirement.objects.select_for_update().get(pk=task.requirement_id)
         task.decision, task.reason, task.feedback = decision, texts["reason"], texts["feedback"] or texts["answer"]
         task.decided_by = actor.user
         task.decided_by_policy = "" if actor.is_human else actor.role

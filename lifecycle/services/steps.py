@@ -135,12 +135,13 @@ def step_finish(step: Step) -> None:
     log.info("step %s of %s done", step, step.requirement_id)
 
 
-def step_release(lease: Lease, *, error: str) -> None:
-    """Give the lease back after a transient failure so a retry can claim it at once."""
+def step_release(lease: Lease, *, error: str, retry_in_s: float = 0) -> None:
+    """Give the lease back after a transient failure. `enqueued_at` is set to when the retry is due, so the
+    reaper does not treat a step waiting out its backoff as a lost message and send it early."""
     with transaction.atomic():
         step = lock_fenced(lease)
         step.state, step.lease_expires_at, step.error = StepState.QUEUED, None, error[:4000]
-        step.enqueued_at = timezone.now()
+        step.enqueued_at = timezone.now() + timedelta(seconds=retry_in_s)
         step.save()
 
 

@@ -34,7 +34,8 @@ def test_redelivery_after_a_kill_mid_push_pushes_once_and_opens_one_pull_request
         project.repo_url = str(bare)
         project.settings = {"github": {"repository": "acme/readinglist", "api_url": github.url}}
         project.save()
-        env = {"AITEAM_WORKSPACE_ROOT": str(settings.AITEAM_WORKSPACE_ROOT), "GITHUB_TOKEN": TOKEN}
+        env = {"AITEAM_WORKSPACE_ROOT": str(settings.AITEAM_WORKSPACE_ROOT), "GITHUB_TOKEN": TOKEN,
+               "AITEAM_GITHUB_API_URLS": github.url}
         doomed = start_worker("pusher", **env)
         req = submit(alice)
         wait_for(lambda: state_of(req) == "user_stories_created", what="stories", timeout=30)
