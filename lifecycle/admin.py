@@ -227,8 +227,32 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
         return admin_of.filter(organization_id=obj.organization_id).exists() if obj else admin_of.exists()
 
 
+class SuperuserOnly:
+    """Cross-tenant operational tables (every organization's rows, prompts, recipients): operators only,
+    whatever Django model permissions a staff member was given."""
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+
+class OperatorAdmin(SuperuserOnly, admin.ModelAdmin):
+    pass
+
+
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(SuperuserOnly, admin.ModelAdmin):
     list_display = ["created_at", "event", "channel", "recipient", "state", "attempts", "last_error"]
     list_filter = ["state", "channel", "event"]
     list_select_related = True
@@ -236,11 +260,11 @@ class NotificationAdmin(admin.ModelAdmin):
 
 
 @admin.register(StoryEdit)
-class StoryEditAdmin(admin.ModelAdmin):
+class StoryEditAdmin(SuperuserOnly, admin.ModelAdmin):
     list_display = ["created_at", "story", "edited_by", "via"]
     list_select_related = ["story", "edited_by"]
     readonly_fields = [f.name for f in StoryEdit._meta.fields]
 
 
 for model in (Organization, Membership, Artifact, OutboxEvent, Step, LLMCall):
-    admin.site.register(model)
+    admin.site.register(model, OperatorAdmin)

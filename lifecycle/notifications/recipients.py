@@ -14,7 +14,9 @@ def reviewers(task: ReviewTask) -> list[Any]:
     if task.assignee_id:
         return [task.assignee]
     if task.assignee_group_id:
-        return list(task.assignee_group.user_set.filter(is_active=True).order_by("username"))
+        # Django groups are global: only the group's members who belong to the task's organization hear of it.
+        members = task.assignee_group.user_set.filter(is_active=True, memberships__organization_id=task.organization_id)
+        return list(members.order_by("username"))
     return assignable_users(task)
 
 
@@ -22,6 +24,6 @@ def managers(task: ReviewTask, manager_id: Any = None) -> list[Any]:
     """The manager a policy named, else the organization's admins (whoever holds the task is told apart)."""
     users = get_user_model().objects.filter(is_active=True)
     if manager_id is not None:
-        return list(users.filter(pk=manager_id))
+        return list(users.filter(pk=manager_id, memberships__organization_id=task.organization_id))
     return list(users.filter(memberships__organization_id=task.organization_id, memberships__role=Role.ADMIN)
                 .order_by("username"))

@@ -43,5 +43,7 @@ def send(notification: Notification) -> None:
         raise ChannelError(f"webhook answered HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise ChannelError(f"webhook unreachable: {getattr(exc, 'reason', exc)}") from None
+    except ValueError:  # a malformed URL; its text may hold the secret path, so it is not repeated
+        raise ChannelError("the webhook URL is malformed") from None
     if not 200 <= status < 300:
         raise ChannelError(f"webhook answered HTTP {status}")

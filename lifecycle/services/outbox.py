@@ -31,7 +31,8 @@ def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | N
 
 def relay(ids: list[int] | None = None, limit: int = RELAY_BATCH) -> int:
     """Deliver unsent events (the given ones, or the oldest `limit`); returns how many were delivered."""
-    pending = OutboxEvent.objects.filter(sent_at=None).order_by("id")
+    # Fewest failed attempts first: events that keep failing must not starve newer ones of the batch.
+    pending = OutboxEvent.objects.filter(sent_at=None).order_by("relay_attempts", "id")
     if ids is not None:
         pending = pending.filter(id__in=ids)
     return sum(_relay_one(pk) for pk in pending.values_list("id", flat=True)[:limit])

@@ -33,7 +33,10 @@ def story_edit(
         ensure_may_review(actor.user, task)
         if task.kind != ReviewKind.STORIES_APPROVAL or not task.is_pending:
             raise IllegalTransition("stories can be edited only while their approval task is pending")
-        story = UserStory.objects.select_for_update().get(pk=story_id, requirement_id=task.requirement_id, round=task.round)
+        story = UserStory.objects.select_for_update().filter(pk=story_id, requirement_id=task.requirement_id,
+                                                             round=task.round).first()
+        if story is None:
+            raise DomainError("no such story in this task", "story")
         if story.state != StoryState.DRAFT:
             raise IllegalTransition(f"the story is {story.state}; only draft stories can be edited")
         before = {field: getattr(story, field) for field in EDITABLE}

@@ -54,3 +54,41 @@ def test_project_settings_cannot_send_another_secret_to_another_host(alice, rita
     step = Step.objects.get(requirement=fresh(req), key="deliver")
     assert step.state == "failed" and "AITEAM_GITHUB_TOKEN_ENVS" in step.error
     assert fresh(req).state == "ready_to_deploy" and latest(req, "delivery") is None
+
+
+def test_a_group_hand_over_notifies_only_members_of_the_tasks_organization(alice, rita, oscar):
+    from django.contrib.auth.models import Group
+
+    from lifecycle.models import ReviewTask
+    from lifecycle.notifications.recipients import reviewers
+
+    group = Group.objects.create(name="shared-reviewers")
+    group.user_set.add(rita, oscar)
+    task = pending(submit(alice), "stories_approval")
+    ReviewTask.objects.filter(pk=task.pk).update(assignee_group=group)
+    assert reviewers(ReviewTask.objects.get(pk=task.pk)) == [rita]
+
+
+def test_relay_serves_fresh_events_before_ones_that_keep_failing(acme_project, monkeypatch):
+    from lifecycle import handlers
+    from lifecycle.models import OutboxEvent, Requirement
+    from lifecycle.services import outbox
+
+    req = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+    OutboxEvent.objects.bulk_create(OutboxEvent(requirement=req, name="Broken", relay_attempts=5) for _ in range(3))
+    fresh_event = OutboxEvent.objects.create(requirement=req, name="Ping")
+    monkeypatch.setitem(handlers.HANDLERS, "Broken", [lambda event: 1 / 0])
+    assert outbox.relay(limit=1) == 1
+    fresh_event.refresh_from_db()
+    assert fresh_event.sent_at is not None
+
+
+def test_staff_with_model_permissions_still_cannot_browse_other_tenants_llm_calls(rita):
+    from django.contrib.auth.models import Permission
+
+    from tests.conftest import staff_client
+
+    rita.user_permissions.add(*Permission.objects.filter(codename__in=["view_llmcall", "change_membership"]))
+    client = staff_client(rita)
+    assert client.get("/admin/lifecycle/llmcall/").status_code == 403
+    assert client.get("/admin/lifecycle/membership/add/").status_code == 403
