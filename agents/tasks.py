@@ -168,4 +168,5 @@ def _llm(lease: steps.Lease):
     def sink(record) -> None:
         llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id)
 
-    return llm_from_settings(RecordingProvider(provider_from_settings(), sink))
+    bundle = Requirement.objects.filter(pk=lease.requirement_id).values_list("prompt_bundle__prompts", flat=True).first()
+    return llm_from_settings(RecordingProvider(provider_from_settings(), sink), prompts=bundle)

@@ -170,8 +170,8 @@ class RequirementAdmin(MemberAccess, admin.ModelAdmin):
     list_display = ["__str__", "project", "state", "created_at"]
     list_filter = ["state", "organization"]
     search_fields = ["title", "brief"]
-    readonly_fields = ["state", "status_digest", "story_round", "clarification_round", "design_round", "dev_attempts",
-                       "code_review_round", "clarifications", "created_at"]
+    readonly_fields = ["state", "prompt_bundle", "status_digest", "story_round", "clarification_round", "design_round",
+                       "dev_attempts", "code_review_round", "clarifications", "created_at"]
     inlines = [StoryInline, TransitionInline]
 
     @admin.display(description="PM status digest")

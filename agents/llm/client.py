@@ -17,6 +17,12 @@ class LLM:
     provider: Provider
     models: dict[str, str]  # role → model name
     default_model: str
+    prompts: dict[str, str] | None = None  # the requirement's prompt bundle; None reads the files
+
+    def prompt(self, name: str) -> str:
+        from agents.prompts import load_prompt
+
+        return self.prompts[name] if self.prompts and name in self.prompts else load_prompt(name)
 
     def model_for(self, role: str) -> str:
         return self.models.get(role, self.default_model)

@@ -21,7 +21,7 @@ def provider_from_settings() -> Provider:
     raise LLMConfigError(f"AITEAM_LLM_PROVIDER={name!r}: use 'anthropic' (with ANTHROPIC_API_KEY) or 'replay'")
 
 
-def llm_from_settings(provider: Provider) -> LLM:
+def llm_from_settings(provider: Provider, prompts: dict[str, str] | None = None) -> LLM:
     classes = settings.AITEAM_MODELS
     models = {role: classes[kind] for role, kind in settings.AITEAM_ROLE_MODELS.items()}
-    return LLM(provider=provider, models=models, default_model=classes["strong"])
+    return LLM(provider=provider, models=models, default_model=classes["strong"], prompts=prompts)

@@ -8,7 +8,6 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 
 from agents.llm.client import LLM
-from agents.prompts import load_prompt
 
 C = TypeVar("C", bound=BaseModel)
 Out = TypeVar("O", bound=BaseModel)
@@ -22,12 +21,13 @@ class Agent(Generic[C, Out]):
     prompt: str = ""  # prompt file name when one role has several jobs; defaults to the role
 
     @property
-    def system(self) -> str:
-        return load_prompt(self.prompt or self.role)
+    def prompt_name(self) -> str:
+        return self.prompt or self.role
 
     def messages(self, context: C) -> list[dict]:
         body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)
         return [{"role": "user", "content": f"{self.task}\n\n<context>\n{body}\n</context>"}]
 
     def run(self, context: C, llm: LLM) -> Out:
-        return llm.generate(role=self.role, system=self.system, messages=self.messages(context), schema=self.output)
+        return llm.generate(role=self.role, system=llm.prompt(self.prompt_name), messages=self.messages(context),
+                            schema=self.output)

@@ -84,10 +84,11 @@ class ReviewTaskOut(serializers.ModelSerializer):
 
 class RequirementSummaryOut(serializers.ModelSerializer):
     project = serializers.UUIDField(source="project_id")
+    prompt_bundle = serializers.CharField(source="prompt_bundle_id", allow_null=True)
 
     class Meta:
         model = Requirement
-        fields = ["id", "title", "state", "project", "playbook", "created_at", "state_changed_at"]
+        fields = ["id", "title", "state", "project", "playbook", "prompt_bundle", "created_at", "state_changed_at"]
 
 
 class RequirementOut(RequirementSummaryOut):

@@ -4,6 +4,7 @@ from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
 from lifecycle.models.notifications import Notification
 from lifecycle.models.plan import ImplementationTask
+from lifecycle.models.prompts import PromptBundle
 from lifecycle.models.requirement import Requirement, RequirementDoc
 from lifecycle.models.review import ReviewTask
 from lifecycle.models.steps import Step
@@ -12,6 +13,7 @@ from lifecycle.models.tenancy import Membership, Organization, Project
 
 __all__ = [
     "Artifact", "ArtifactBlob", "ImplementationTask", "LLMCall", "Membership", "Organization", "OutboxEvent", "Project",
+    "PromptBundle",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
     "Notification", "StoryEdit",
 ]

@@ -21,6 +21,8 @@ class Requirement(FSMModelMixin, models.Model):
     brief = models.TextField()
     state = FSMField(default=S.RECEIVED, choices=S.choices, protected=True, db_index=True)
     playbook = models.CharField(max_length=40, default="new_feature")
+    prompt_bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
+                                      help_text="the prompts this requirement runs with, fixed at submission")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     clarifications = models.JSONField(default=list, blank=True, help_text="questions asked and answers given")
     clarification_round = models.PositiveIntegerField(default=1)

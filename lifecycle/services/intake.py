@@ -9,6 +9,7 @@ from django.db import transaction
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Project, Requirement, StateTransition
 from lifecycle.services.outbox import emit
+from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
 
 
@@ -26,7 +27,7 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
     with transaction.atomic():
         requirement = Requirement.objects.create(
             organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
-            submitted_by=user,
+            submitted_by=user, prompt_bundle=prompt_bundle_for(project),
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",

@@ -1,0 +1,18 @@
+"""The prompt bundle a requirement starts with: the files, with the project's overrides applied."""
+from __future__ import annotations
+
+from agents.prompts import bundle_hash, prompt_files
+from lifecycle.errors import DomainError
+from lifecycle.models import Project, PromptBundle
+
+
+def prompt_bundle_for(project: Project) -> PromptBundle:
+    prompts = prompt_files()
+    overrides = project.settings.get("prompts") or {}
+    unknown = sorted(set(overrides) - set(prompts))
+    if unknown or not all(isinstance(text, str) and text.strip() for text in overrides.values()):
+        raise DomainError(f"project prompt overrides must be non-empty texts for known prompts; unknown: {unknown}",
+                          "project")
+    prompts.update(overrides)
+    bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
+    return bundle

@@ -1,0 +1,57 @@
+"""Prompt versions: a requirement keeps the bundle it started with, identified by its hash."""
+import pytest
+
+from agents import prompts
+from agents.prompts import bundle_hash, prompt_files
+from lifecycle.errors import DomainError
+from lifecycle.models import LLMCall, Project, Step
+from lifecycle.services import steps
+from tests.conftest import api_for
+from tests.flows import submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_bundle_hash_is_recorded_at_submission_and_shown(alice):
+    req = submit(alice)
+    assert req.prompt_bundle_id == bundle_hash(prompt_files())
+    assert api_for(alice).get(f"/api/v1/requirements/{req.pk}/").data["prompt_bundle"] == req.prompt_bundle_id
+    po_call = LLMCall.objects.get(requirement=req, role="product_owner")
+    assert po_call.system == prompt_files()["product_owner"]
+
+
+def test_a_running_requirement_keeps_its_prompts_when_the_files_change(alice, monkeypatch, tmp_path):
+    held = []
+    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": held.append(step_id))
+    req = submit(alice)
+    monkeypatch.undo()
+    edited = tmp_path / "prompts"
+    edited.mkdir()
+    for name, text in prompt_files().items():
+        (edited / f"{name}.md").write_text(text + "\nEDITED AFTER SUBMISSION")
+    monkeypatch.setattr(prompts, "PROMPT_DIR", edited)
+    prompts.load_prompt.cache_clear()
+    steps.enqueue(held[0])
+    assert "EDITED" not in LLMCall.objects.get(requirement=req, role="product_owner").system
+    later = submit(alice)
+    assert later.prompt_bundle_id != req.prompt_bundle_id  # a new requirement gets the new bundle
+    assert "EDITED" in LLMCall.objects.get(requirement=later, role="product_owner").system
+    prompts.load_prompt.cache_clear()
+
+
+def test_a_project_override_changes_the_bundle_and_the_prompt_used(alice):
+    project = Project.objects.get(organization__slug="acme")
+    project.settings = {"prompts": {"product_owner": "You are a terse Product Owner. Use the tool."}}
+    project.save()
+    req = submit(alice)
+    assert req.prompt_bundle.prompts["product_owner"].startswith("You are a terse")
+    assert LLMCall.objects.get(requirement=req, role="product_owner").system.startswith("You are a terse")
+    assert Step.objects.filter(requirement=req).exists()
+
+
+def test_unknown_prompt_overrides_are_refused(alice):
+    project = Project.objects.get(organization__slug="acme")
+    project.settings = {"prompts": {"poet": "Write a sonnet."}}
+    project.save()
+    with pytest.raises(DomainError, match="poet"):
+        submit(alice)
