@@ -11,6 +11,7 @@ from lifecycle.api import serializers as s
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.origin import request_origin
+from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.intake import requirement_submit
 from lifecycle.services.reviews import review_decide
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
@@ -65,3 +66,19 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         decided = review_decide(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request),
                                 **data.validated_data)
         return Response(s.ReviewTaskOut(decided).data)
+
+    @extend_schema(request=None, responses={200: s.ReviewTaskOut})
+    @action(detail=True, methods=["post"])
+    def claim(self, request, pk=None):
+        """Take the task to work on (409 while someone else holds it)."""
+        task = get_object_or_404(self.get_queryset(), pk=pk)
+        claimed = review_claim(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request))
+        return Response(s.ReviewTaskOut(claimed).data)
+
+    @extend_schema(request=None, responses={200: s.ReviewTaskOut})
+    @action(detail=True, methods=["post"])
+    def unassign(self, request, pk=None):
+        """Put the task back in the open pool."""
+        task = get_object_or_404(self.get_queryset(), pk=pk)
+        released = review_unassign(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request))
+        return Response(s.ReviewTaskOut(released).data)

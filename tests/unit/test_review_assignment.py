@@ -124,3 +124,17 @@ def test_a_project_can_narrow_deciding_to_one_group(acme_project, rita, rosa):
     assert response.status_code == 200
     resolve = StateTransition.objects.get(subject_id=str(task.pk), event="resolve")
     assert (resolve.actor_user, resolve.via, resolve.metadata["origin"]["ip"]) == (rosa, "api", "10.9.8.7")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claim_and_unassign_over_the_api(alice, rita, sam, oscar):
+    from tests.flows import pending, submit
+
+    task = pending(submit(alice), "stories_approval")
+    url = f"/api/v1/review-tasks/{task.pk}"
+    claimed = api_for(rita).post(f"{url}/claim/")
+    assert claimed.status_code == 200 and claimed.data["assignee"] == "rita" and claimed.data["state"] == "claimed"
+    assert api_for(sam).post(f"{url}/claim/").status_code == 403  # a submitter may read but not review
+    assert api_for(oscar).post(f"{url}/claim/").status_code == 404
+    released = api_for(rita).post(f"{url}/unassign/")
+    assert released.status_code == 200 and released.data["assignee"] is None and released.data["state"] == "open"
