@@ -4,10 +4,12 @@ Pure Python (no Django): the caller builds a DeliveryPlan from the project's set
 ``DeliveryResult.to_dict()`` as the delivery's record.
 """
 from agents.delivery.errors import DeliveryError, strip_credentials
+from agents.delivery.git_remote import ensure_bare_remote
 from agents.delivery.github import GitHubClient, GitHubSettings
 from agents.delivery.saga import CompensationRecord, DeliveryPlan, DeliveryResult, deliver
 
 __all__ = [
+    "ensure_bare_remote",
     "CompensationRecord", "DeliveryError", "DeliveryPlan", "DeliveryResult", "GitHubClient", "GitHubSettings",
     "deliver", "strip_credentials",
 ]

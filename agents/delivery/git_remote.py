@@ -88,6 +88,14 @@ def branch_commits(workspace: Path, commit: str, base_commit: str | None) -> lis
     return [(sha, subject) for sha, _, subject in (line.partition("\t") for line in out.splitlines() if line)]
 
 
+def ensure_bare_remote(path: Path) -> str:
+    """A local bare repository to deliver to (the embedded default's remote); created on first use."""
+    if not (path / "HEAD").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        _git(path, "init", "-q", "--bare", str(path))
+    return str(path)
+
+
 def _has_commit(workspace: Path, sha: str) -> bool:
     try:
         _git(workspace, "cat-file", "-e", f"{sha}^{{commit}}")

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents.delivery import DeliveryPlan, GitHubSettings
+from agents.delivery import DeliveryPlan, GitHubSettings, ensure_bare_remote
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
 from lifecycle.models import Requirement
@@ -32,12 +32,7 @@ def remote_url(requirement: Requirement) -> str:
     if requirement.project.repo_url:
         return requirement.project.repo_url
     bare = Path(settings.AITEAM_REMOTES_ROOT) / f"{requirement.organization.slug}-{requirement.project.slug}.git"
-    if not bare.exists():
-        import subprocess
-
-        bare.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=60)
-    return str(bare)
+    return ensure_bare_remote(bare)
 
 
 def delivery_plan(requirement_id) -> DeliveryPlan:

@@ -56,7 +56,7 @@ def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
         requirement = requirement_for_update(lease)  # serializes commits to the workspace
         task = requirement.plan_tasks.get(key=lease.task_key)
         commit = _write_and_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
-        _store_code(requirement, output.files, step, lease.attempt, commit)
+        store_code(requirement, output.files, step, lease.attempt, commit)
         emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit})
         step_finish(step)
         schedule_ready_tasks(requirement, attempt=lease.attempt)
@@ -70,7 +70,7 @@ def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
         touched = {f.path for f in output.files}
         keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
         commit = _write_and_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
-        _store_code(requirement, output.files, step, lease.attempt, commit)
+        store_code(requirement, output.files, step, lease.attempt, commit)
         emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit})
         step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=lease.attempt)
         step_finish(step)
@@ -179,7 +179,7 @@ def _write_and_commit(requirement: Requirement, files: list[SourceFile], message
     return workspace.commit(message)
 
 
-def _store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:
+def store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:
     for file in files:
         is_test = file.path.startswith("tests/") or Path(file.path).name.startswith("test_")
         artifact_store(requirement, kind=ArtifactKind.TEST_FILE if is_test else ArtifactKind.SOURCE_FILE, name=file.path,

@@ -14,7 +14,7 @@ from lifecycle.actors import Actor
 from lifecycle.models import Requirement
 from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, content_json, latest
-from lifecycle.services.development import _store_code, next_attempt, workspace_for
+from lifecycle.services.development import next_attempt, store_code, workspace_for
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
@@ -41,7 +41,7 @@ def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
         workspace = workspace_for(requirement)
         workspace.write(output.files)
         commit = workspace.commit(f"QC: acceptance tests ({len(output.files)} file(s))")
-        _store_code(requirement, output.files, step, requirement.dev_attempts, commit)
+        store_code(requirement, output.files, step, requirement.dev_attempts, commit)
         artifact_store(requirement, kind=ArtifactKind.ACCEPTANCE_COVERAGE, name="acceptance", content=output.coverage,
                        summary=output.reasoning, step=step, role=QC.role)
         step_schedule(requirement_id=requirement.pk, key=steps.QC_RUN, attempt=_qc_round(requirement) + 1)

@@ -2,7 +2,7 @@
 import pytest
 
 from tests.conftest import staff_client
-from tests.flows import SAMPLE, pending, submit
+from tests.flows import pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,7 +59,3 @@ def test_the_inbox_lists_only_the_reviewers_organizations_tasks(alice, rita, osc
     submit(alice)
     assert "Reading list" in staff_client(rita).get("/admin/lifecycle/reviewtask/").content.decode()
     assert "Reading list" not in staff_client(oscar).get("/admin/lifecycle/reviewtask/").content.decode()
-
-
-def test_sample_brief_is_the_demo_brief():
-    assert "reading list" in SAMPLE
