@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -117,35 +118,53 @@ def backoff_seconds(retries: int) -> int:
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              max_retries=settings.AITEAM_STEP_MAX_RUNS)
 def run_step(self, step_id: int) -> None:
-    lease = steps.step_claim(step_id=step_id, worker=f"{self.request.hostname or 'eager'} pid {os.getpid()}")
-    if lease is None:
-        return
+    """Run the step, then, while the chain is young, the next step it scheduled on this queue (inline)."""
+    worker = f"{self.request.hostname or 'eager'} pid {os.getpid()}"
+    inline_until = time.monotonic() + settings.STEP_TIMEOUTS.inline_window
+    lease = steps.step_claim(step_id=step_id, worker=worker)
+    while lease is not None:
+        inline = not self.request.is_eager and time.monotonic() < inline_until
+        lease = _run_one(self, lease, worker=worker, inline=inline, delivered=lease.step_id == step_id)
+
+
+def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: bool) -> steps.Lease | None:
+    """One step under its lease; returns the lease of the next step when it was claimed for running inline."""
     spec = STEPS[lease.kind]
     try:
         output = spec.execute(lease)
     except (LLMTransientError, SoftTimeLimitExceeded) as exc:
-        delay = 0 if self.request.is_eager else backoff_seconds(self.request.retries)
-        steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"), retry_in_s=delay)
-        _retry_later(self, step_id, lease)
-        return
+        eager = task.request.is_eager
+        retries = task.request.retries if delivered else 0
+        steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"),
+                           retry_in_s=0 if eager else backoff_seconds(retries))
+        _retry_later(task, lease, retries=retries, delivered=delivered)
+        return None
     except LLMError as exc:
         steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
-        return
+        return None
     except Exception as exc:  # a bug or a broken workspace: stop the step and ask a human, lose nothing
         log.exception("step %s crashed", lease.step_id)
         steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
-        return
-    _apply(spec, lease, output)
+        return None
+    if not inline:
+        _apply(spec, lease, output)
+        return None
+    with steps.inline_slot(queue=steps.queue_for(lease.key), worker=worker) as slot:
+        _apply(spec, lease, output)
+    return slot.lease
 
 
-def _retry_later(task, step_id: int, lease: steps.Lease) -> None:
-    if task.request.retries >= task.max_retries:
+def _retry_later(task, lease: steps.Lease, *, retries: int, delivered: bool) -> None:
+    if retries >= task.max_retries:
         log.warning("step %s: retries used up; the reaper re-queues it until its run limit", lease.step_id)
         return
     if task.request.is_eager:  # no broker to come back through: run the retry now
-        task.apply((step_id,), retries=task.request.retries + 1)
+        task.apply((lease.step_id,), retries=retries + 1)
         return
-    raise task.retry(countdown=backoff_seconds(task.request.retries))
+    if not delivered:  # an inline step: its own message, so the chain's message is acked as done
+        run_step.apply_async((lease.step_id,), queue=steps.queue_for(lease.key), countdown=backoff_seconds(retries))
+        return
+    raise task.retry(countdown=backoff_seconds(retries))
 
 
 def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:

@@ -1,8 +1,14 @@
 """Per-step orchestration cost: aiteam's real step machinery against LangGraph with a Postgres checkpointer.
 
-aiteam: N requirements (default 20) through the first 8 steps of the real chain, on a scratch PostgreSQL
-database, Redis (database 12) and one real Celery worker (prefork, -c 2), with the replay provider at
-AITEAM_REPLAY_LATENCY_MS=0 (a zero-latency fake LLM) and AITEAM_AUTONOMOUS=true:
+aiteam, machinery (the headline, like for like with LangGraph's trivial nodes): N requirements (default 20)
+through bench/_machinery.py's 8 steps — each a Step row run by the real run_step task (lease, fence, inline
+continuation or broker hop), loading its ~2 KB state, rotating it, and applying it in one transaction through
+the real services (guarded FSM transition + audit row, outbox event with the state, step done, next scheduled) —
+on a scratch PostgreSQL database, Redis (database 12) and one real Celery worker (prefork, -c 2).
+
+aiteam, agents (for scale: what the real roles add on top of the machinery): the same N through the first 8
+steps of the real chain, with the replay provider at AITEAM_REPLAY_LATENCY_MS=0 (a zero-latency fake LLM)
+and AITEAM_AUTONOMOUS=true — context queries, prompt rendering, output validation, artifacts, git commits:
 
     po_clarify → ba_stories → architect_spec → tl_design_review → tl_plan → engineer:T1 / engineer:T2 → engineer:T3
 
@@ -19,6 +25,7 @@ consecutive node starts (the first from invoke() start, the last to invoke() ret
 intervals holds one node and one checkpoint write.
 
     .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
+        [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
 """
 from __future__ import annotations
 
@@ -58,7 +65,8 @@ def main() -> None:
         env = {"DATABASE_URL": url, "CELERY_BROKER_URL": BENCH_BROKER, "AITEAM_AUTONOMOUS": "true",
                "AITEAM_LLM_PROVIDER": "replay", "AITEAM_REPLAY_LATENCY_MS": "0",
                "AITEAM_WORKSPACE_ROOT": f"{tmp}/ws", "AITEAM_REMOTES_ROOT": f"{tmp}/remotes",
-               "AITEAM_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "aiteam.settings"}
+               "AITEAM_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "aiteam.settings",
+               "AITEAM_STEP_INLINE_WINDOW_S": str(args.inline_window)}
         os.environ.update(env)
         import django
 
@@ -69,8 +77,10 @@ def main() -> None:
                       "langgraph-checkpoint-postgres", "psycopg-pool", database_url=url, broker_url=BENCH_BROKER)
         redis.Redis.from_url(BENCH_BROKER).flushdb()
         log = Path(tmp) / "worker.log"
-        worker = start_worker("steps", env, args.concurrency, log, queues="llm,default", wait_ready=30)
+        worker = start_worker("steps", env, args.concurrency, log, queues="llm,default", wait_ready=30,
+                              app="bench._machinery")
         try:
+            machinery = run_machinery(args)
             aiteam = run_aiteam(args)
         except BaseException:
             print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -82,12 +92,53 @@ def main() -> None:
 
             connections.close_all()
         langgraph = run_langgraph(args, lg_url)
-    report(args, aiteam, langgraph)
+    report(args, machinery, aiteam, langgraph)
     print(f"\nbenchmark wall time: {time.monotonic() - began:.1f} s")
     print_load_after()
 
 
 # --- aiteam -------------------------------------------------------------------------------------------------
+
+
+def run_machinery(args) -> dict:
+    from bench import _machinery
+    from lifecycle.models import Organization, Project, Requirement
+
+    org = Organization.objects.create(slug="machinery", name="machinery")
+    project = Project.objects.create(organization=org, slug="default", name="machinery")
+    keys, last = _machinery.KEYS, _machinery.KEYS[-1]
+    predecessors = {key: [prev] for prev, key in zip(keys, keys[1:], strict=False)} | {keys[0]: []}
+
+    def submit_one(title: str):
+        t0 = now()
+        requirement = Requirement.objects.create(organization=org, project=project, title=title, brief="x" * 2048)
+        _machinery.start(requirement)
+        return requirement.pk, t0
+
+    warm = [submit_one(f"warm-up {i}") for i in range(3)]
+    wait_done([rid for rid, _ in warm], args.timeout, last=last)
+    sequential = []
+    for i in range(args.requirements):
+        rid, t0 = submit_one(f"sequential {i}")
+        wait_done([rid], args.timeout, last=last)
+        sequential.append((rid, t0))
+    burst_start = now()
+    burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
+    submitted = now()
+    wait_done([rid for rid, _ in burst], args.timeout * args.requirements, last=last)
+    analyse_keys = {"keys": keys, "predecessors": predecessors}
+    return {"warm": analyse(warm, **analyse_keys), "sequential": analyse(sequential, **analyse_keys),
+            "burst": analyse(burst, **analyse_keys), "burst_start": burst_start, "burst_submitted": submitted,
+            "keys": keys, "inline": inline_share(sequential)}
+
+
+def inline_share(runs: list) -> float:
+    """The share of steps after the first that ran inline (claimed by the worker that scheduled them)."""
+    from lifecycle.models import Step
+
+    rows = Step.objects.filter(requirement_id__in=[rid for rid, _ in runs]).exclude(key__endswith="_1")
+    inline = sum(1 for started, enqueued in rows.values_list("started_at", "enqueued_at") if started <= enqueued)
+    return inline / max(1, rows.count())
 
 
 def run_aiteam(args) -> dict:
@@ -114,7 +165,7 @@ def run_aiteam(args) -> dict:
     submitted = now()
     wait_done([rid for rid, _ in burst], args.timeout * args.requirements)
     return {"warm": analyse(warm), "sequential": analyse(sequential), "burst": analyse(burst),
-            "burst_start": burst_start, "burst_submitted": submitted}
+            "burst_start": burst_start, "burst_submitted": submitted, "keys": KEYS, "inline": inline_share(sequential)}
 
 
 def now() -> datetime:
@@ -131,18 +182,18 @@ def submit(user, title: str):
     return requirement_submit(user=user, brief=SAMPLE, title=title).pk, t0
 
 
-def wait_done(ids: list, timeout: float) -> None:
+def wait_done(ids: list, timeout: float, last: str = LAST) -> None:
     from lifecycle.models import Requirement, Step
 
     deadline = time.monotonic() + timeout
     while True:
-        if Step.objects.filter(requirement_id__in=ids, key=LAST, state="done").count() == len(ids):
+        if Step.objects.filter(requirement_id__in=ids, key=last, state="done").count() == len(ids):
             return
         failed = list(Step.objects.filter(requirement_id__in=ids, state="failed").values_list("key", "error")[:3])
         stuck = list(Requirement.objects.filter(pk__in=ids, state__in=STOPPED).values_list("pk", "state")[:3])
         if failed or stuck or time.monotonic() > deadline:
             states = list(Step.objects.filter(requirement_id__in=ids).values_list("key", "state")[:40])
-            sys.exit(f"aiteam run did not reach {LAST}: failed steps {failed}, stopped requirements {stuck}, "
+            sys.exit(f"aiteam run did not reach {last}: failed steps {failed}, stopped requirements {stuck}, "
                      f"steps {states}")
         time.sleep(0.01)
 
@@ -151,14 +202,14 @@ def ms(a: datetime, b: datetime) -> float:
     return (b - a).total_seconds() * 1000
 
 
-def analyse(runs: list) -> dict:
+def analyse(runs: list, keys: list[str] = KEYS, predecessors: dict = PREDECESSORS) -> dict:
     from lifecycle.models import Step
 
     deltas, totals, run_ms, handoff_ms, queue_ms, last_finish = [], [], {}, {}, {}, []
     for rid, t0 in runs:
-        rows = {s.key: s for s in Step.objects.filter(requirement_id=rid, key__in=KEYS)}
-        if sorted(rows) != sorted(KEYS):
-            sys.exit(f"requirement {rid}: expected the steps {KEYS}, found {sorted(rows)}")
+        rows = {s.key: s for s in Step.objects.filter(requirement_id=rid, key__in=keys)}
+        if sorted(rows) != sorted(keys):
+            sys.exit(f"requirement {rid}: expected the steps {keys}, found {sorted(rows)}")
         ordered = sorted(rows.values(), key=lambda s: s.finished_at)
         previous = t0
         for step in ordered:
@@ -167,7 +218,7 @@ def analyse(runs: list) -> dict:
         totals.append(ms(t0, ordered[-1].finished_at))
         last_finish.append(ordered[-1].finished_at)
         for key, step in rows.items():
-            before = max((rows[p].finished_at for p in PREDECESSORS[key]), default=t0)
+            before = max((rows[p].finished_at for p in predecessors[key]), default=t0)
             run_ms.setdefault(key, []).append(ms(step.started_at, step.finished_at))
             handoff_ms.setdefault(key, []).append(ms(before, step.started_at))
             queue_ms.setdefault(key, []).append(ms(step.enqueued_at, step.started_at))
@@ -254,48 +305,56 @@ def run_langgraph(args, url: str) -> dict:
 # --- report -------------------------------------------------------------------------------------------------
 
 
-def report(args, aiteam: dict, lg: dict) -> None:
-    seq = aiteam["sequential"]
-    a_med, a_p95 = statistics.median(seq["deltas"]), percentile(seq["deltas"], 95)
-    a_per = [t / NODES for t in seq["totals"]]
-    l_med, l_p95 = statistics.median(lg["deltas"]), percentile(lg["deltas"], 95)
-    l_per = [t / NODES for t in lg["totals"]]
-    print(f"\naiteam: {args.requirements} requirements one at a time, 8 steps each, replay at 0 ms, autonomous, "
-          f"1 Celery worker (prefork -c {args.concurrency}, queues llm,default), broker {BENCH_BROKER}")
+def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
+    print(f"\naiteam: {args.requirements} requirements one at a time, 8 steps each, 1 Celery worker "
+          f"(prefork -c {args.concurrency}, queues llm,default), broker {BENCH_BROKER}, "
+          f"inline window {args.inline_window:g} s")
+    print("  machinery = bench/_machinery.py (trivial work, real step machinery); agents = the real roles, replay "
+          "at 0 ms, autonomous")
     print(f"LangGraph: {args.langgraph_runs} runs one at a time of an 8-node StateGraph (~2 KB state), "
           f"PostgresSaver, durability={lg['durability']}")
     print()
-    rows = [("harness", "per-step median ms", "p95 ms", "total/8 median ms"),
-            (f"aiteam (Celery -c {args.concurrency})", f"{a_med:.2f}", f"{a_p95:.2f}",
-             f"{statistics.median(a_per):.2f}"),
-            ("LangGraph + PostgresSaver", f"{l_med:.2f}", f"{l_p95:.2f}", f"{statistics.median(l_per):.2f}"),
-            ("ratio aiteam/LangGraph", f"{a_med / l_med:.1f}x", f"{a_p95 / l_p95:.1f}x",
-             f"{statistics.median(a_per) / statistics.median(l_per):.1f}x")]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    l_med, l_p95 = statistics.median(lg["deltas"]), percentile(lg["deltas"], 95)
+    l_per = statistics.median([t / NODES for t in lg["totals"]])
+    rows = [("harness", "per-step median ms", "p95 ms", "total/8 median ms", "ratio to LangGraph (median)",
+             "steps run inline")]
+    for name, result in ((f"aiteam machinery (Celery -c {args.concurrency})", machinery),
+                         (f"aiteam agents (Celery -c {args.concurrency})", aiteam)):
+        seq = result["sequential"]
+        med, p95 = statistics.median(seq["deltas"]), percentile(seq["deltas"], 95)
+        per = statistics.median([t / NODES for t in seq["totals"]])
+        rows.append((name, f"{med:.2f}", f"{p95:.2f}", f"{per:.2f}", f"{med / l_med:.2f}x",
+                     f"{result['inline']:.0%}"))
+    rows.append(("LangGraph + PostgresSaver", f"{l_med:.2f}", f"{l_p95:.2f}", f"{l_per:.2f}", "1.00x", "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    print(f"\naiteam per step (finish_i − finish_i−1, ms):       {summary(seq['deltas'])}")
-    print(f"aiteam per requirement (submit → {LAST}, ms): {summary(seq['totals'])}")
+    for name, result in (("machinery", machinery), ("agents", aiteam)):
+        seq = result["sequential"]
+        print(f"\naiteam {name} per step (finish_i − finish_i−1, ms): {summary(seq['deltas'])}")
+        print(f"aiteam {name} per requirement (submit → last step, ms): {summary(seq['totals'])}")
+        print(f"warm-up requirement (not counted): {seq_line(result['warm'])}")
     print(f"LangGraph per step (ms):                           {summary(lg['deltas'])}")
     print(f"LangGraph per run (invoke → return, ms):           {summary(lg['totals'])}")
-    print(f"warm-up requirement (not counted): {seq_line(aiteam['warm'])}")
 
-    print("\naiteam by step key, sequential run, median ms (p95):")
-    print(f"  {'step':18} {'hand-off':>16} {'of it: queued':>16} {'run':>16}")
-    for key in KEYS:
-        h, q, r = seq["handoff"][key], seq["queue"][key], seq["run"][key]
-        print(f"  {key:18} {fmt(h):>16} {fmt(q):>16} {fmt(r):>16}")
-    print("  hand-off = predecessor's finished_at → started_at (commit, on-commit relay, Redis, worker pick-up, claim);")
+    for name, result in (("machinery", machinery), ("agents", aiteam)):
+        seq = result["sequential"]
+        print(f"\naiteam {name} by step key, sequential run, median ms (p95):")
+        print(f"  {'step':18} {'hand-off':>16} {'of it: queued':>16} {'run':>16}")
+        for key in result["keys"]:
+            h, q, r = seq["handoff"][key], seq["queue"][key], seq["run"][key]
+            print(f"  {key:18} {fmt(h):>16} {fmt(q):>16} {fmt(r):>16}")
+    print("  hand-off = predecessor's finished_at → started_at (commit, on-commit relay, Redis or inline, claim);")
     print("  queued = Step.enqueued_at → started_at; run = started_at → finished_at (context, agent, apply).")
 
-    burst = aiteam["burst"]
-    wall = (burst["last_finish"] - aiteam["burst_start"]).total_seconds()
     n_steps = NODES * args.requirements
     print(f"\nthroughput, all {args.requirements} submitted at once:")
-    print(f"  aiteam:    {n_steps} steps in {wall:.2f} s = {n_steps / wall:.1f} steps/s "
-          f"({wall * 1000 / n_steps:.2f} ms/step); submit of all took "
-          f"{(aiteam['burst_submitted'] - aiteam['burst_start']).total_seconds() * 1000:.0f} ms; "
-          f"per requirement median {statistics.median(burst['totals']) / 1000:.2f} s")
+    for name, result in (("machinery", machinery), ("agents", aiteam)):
+        burst = result["burst"]
+        wall = (burst["last_finish"] - result["burst_start"]).total_seconds()
+        print(f"  aiteam {name}: {n_steps} steps in {wall:.2f} s = {n_steps / wall:.1f} steps/s "
+              f"({wall * 1000 / n_steps:.2f} ms/step); per requirement median "
+              f"{statistics.median(burst['totals']) / 1000:.2f} s")
     print(f"  LangGraph: {n_steps} steps in {lg['burst_wall']:.2f} s = {n_steps / lg['burst_wall']:.1f} steps/s "
           f"({lg['burst_wall'] * 1000 / n_steps:.2f} ms/step), {args.concurrency} threads, pooled connections")
 
@@ -314,6 +373,8 @@ def parse():
     parser.add_argument("--langgraph-runs", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=30, help="seconds one requirement may take")
+    parser.add_argument("--inline-window", type=float, default=5.0,
+                        help="AITEAM_STEP_INLINE_WINDOW_S for the worker (0: every step through the broker)")
     return parser.parse_args()
 
 

@@ -4,7 +4,9 @@ Relaying claims one row at a time with SELECT … FOR UPDATE SKIP LOCKED and mar
 the same transaction as its handlers' writes, so a relay killed half-way leaves the row
 unsent and its writes rolled back: the next relay (on commit or the beat) applies it once.
 Two relays never take the same row. Handlers must be idempotent all the same, because
-what they queue after commit (Celery messages) is at-least-once.
+what they queue after commit (Celery messages) is at-least-once. An event nobody subscribes
+to is delivered to all none of its handlers when it is written: it is stored as sent, and no
+relay runs for it.
 """
 from __future__ import annotations
 
@@ -23,18 +25,23 @@ RELAY_BATCH = 100
 
 def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | None = None) -> OutboxEvent:
     """Record an event in the caller's transaction and relay it once that commits."""
-    event = OutboxEvent.objects.create(requirement=requirement, name=name, payload=payload or {})
-    # robust: the change is committed; a relay error after it must not fail the caller (the beat re-relays)
-    transaction.on_commit(lambda: relay(ids=[event.pk]), robust=True)
+    from lifecycle.handlers import handlers_for
+
+    subscribed = bool(handlers_for(name))
+    event = OutboxEvent.objects.create(requirement=requirement, name=name, payload=payload or {},
+                                       sent_at=None if subscribed else timezone.now())
+    if subscribed:
+        # robust: the change is committed; a relay error after it must not fail the caller (the beat re-relays)
+        transaction.on_commit(lambda: relay(ids=[event.pk]), robust=True)
     return event
 
 
 def relay(ids: list[int] | None = None, limit: int = RELAY_BATCH) -> int:
     """Deliver unsent events (the given ones, or the oldest `limit`); returns how many were delivered."""
+    if ids is not None:  # just emitted: _relay_one skips any that another relay already sent
+        return sum(_relay_one(pk) for pk in ids[:limit])
     # Fewest failed attempts first: events that keep failing must not starve newer ones of the batch.
     pending = OutboxEvent.objects.filter(sent_at=None).order_by("relay_attempts", "id")
-    if ids is not None:
-        pending = pending.filter(id__in=ids)
     return sum(_relay_one(pk) for pk in pending.values_list("id", flat=True)[:limit])
 
 

@@ -8,12 +8,16 @@ is still running; the reaper re-queues steps whose lease expired or whose messag
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import ChannelError
 
 from lifecycle.errors import StaleStep
 from lifecycle.models import Requirement, Step
@@ -76,9 +80,17 @@ class Lease:
 
 
 def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
-    """Create the step row once and queue it after commit; a second call returns the same row."""
-    step, created = Step.objects.get_or_create(requirement_id=requirement_id, key=key, attempt=attempt)
-    if created:
+    """Create the step row once and queue it after commit; a second call returns the same row.
+
+    Inside a worker's inline slot (see inline_slot) the first new step on the slot's queue, when nothing
+    else waits on that queue, is created already claimed by this worker and run next without a broker hop.
+    """
+    slot = _inline_candidate(key)
+    step, created = Step.objects.get_or_create(
+        requirement_id=requirement_id, key=key, attempt=attempt, defaults=slot.claim_fields() if slot else {})
+    if created and slot:
+        slot.reserve(step)
+    elif created:
         # robust: a broker hiccup must not undo or fail the caller; the reaper re-sends lost steps
         transaction.on_commit(lambda: enqueue(step.pk, queue_for(key)), robust=True)
     return step
@@ -88,6 +100,65 @@ def enqueue(step_id: int, queue: str = "llm") -> None:
     from agents.tasks import run_step  # the task module is the one glue point between the apps
 
     run_step.apply_async((step_id,), queue=queue)
+
+
+class InlineSlot:
+    """Room for one step a worker runs next, in the same task, instead of sending it through the broker.
+
+    The step row is inserted already claimed (running, fence 1, a fresh lease) in the scheduling transaction;
+    the slot hands its lease over only once that transaction commits. A worker that dies before running it
+    leaves a running step whose lease expires: the reaper re-queues it, as for any other step.
+    """
+
+    def __init__(self, *, queue: str, worker: str) -> None:
+        self.queue, self.worker = queue, worker
+        self.reserved = False
+        self.lease: Lease | None = None
+
+    def claim_fields(self) -> dict:
+        now = timezone.now()
+        return {"state": StepState.RUNNING, "fence": 1, "runs": 1, "worker": self.worker, "started_at": now,
+                "lease_expires_at": now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)}
+
+    def reserve(self, step: Step) -> None:
+        self.reserved = True
+        lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
+        transaction.on_commit(lambda: setattr(self, "lease", lease))
+        log.info("step %s of %s started inline in %s", step, step.requirement_id, self.worker)
+
+
+_slot: ContextVar[InlineSlot | None] = ContextVar("inline_slot", default=None)
+
+
+@contextmanager
+def inline_slot(*, queue: str, worker: str) -> Iterator[InlineSlot]:
+    slot = InlineSlot(queue=queue, worker=worker)
+    token = _slot.set(slot)
+    try:
+        yield slot
+    finally:
+        _slot.reset(token)
+
+
+def _inline_candidate(key: str) -> InlineSlot | None:
+    slot = _slot.get()
+    if slot is None or slot.reserved or queue_for(key) != slot.queue:
+        return None
+    return slot if queue_idle(slot.queue) else None
+
+
+def queue_idle(queue: str) -> bool:
+    """Nothing waits on the broker queue: running the next step here takes no work from another worker."""
+    from aiteam.celery import app
+
+    try:
+        with app.pool.acquire(block=True) as connection:
+            return connection.default_channel.queue_declare(queue=queue, passive=True).message_count == 0
+    except ChannelError:  # the broker has no such queue (Redis drops an empty list): nothing waits on it
+        return True
+    except Exception:  # a broker hiccup: send through the broker as usual
+        log.debug("could not size queue %s", queue, exc_info=True)
+        return False
 
 
 def step_claim(*, step_id: int, worker: str) -> Lease | None:

@@ -26,6 +26,17 @@ def test_a_lease_shorter_than_the_hard_limit_is_refused_by_the_system_check(sett
         call_command("check")
 
 
+def test_the_task_soft_limit_leaves_every_inline_step_its_whole_budget(settings):
+    t = settings.STEP_TIMEOUTS
+    assert t.inline_window > 0
+    assert settings.CELERY_TASK_SOFT_TIME_LIMIT == t.soft_time_limit + t.inline_window
+
+
+def test_an_inline_window_that_pushes_past_the_hard_limit_is_refused():
+    problems = StepTimeouts(10, 0, 100, 130, 200, 3600, inline_window=40).problems()
+    assert problems == ["soft time limit plus the inline window (140s) must be below hard time limit (130s)"]
+
+
 def test_env_helpers_fail_loudly(monkeypatch):
     monkeypatch.setenv("X_BOOL", "maybe")
     monkeypatch.setenv("X_INT", "1.5")
