@@ -129,14 +129,14 @@ def run_machinery(args) -> dict:
     analyse_keys = {"keys": keys, "predecessors": predecessors}
     return {"warm": analyse(warm, **analyse_keys), "sequential": analyse(sequential, **analyse_keys),
             "burst": analyse(burst, **analyse_keys), "burst_start": burst_start, "burst_submitted": submitted,
-            "keys": keys, "inline": inline_share(sequential)}
+            "keys": keys, "inline": inline_share(sequential, keys)}
 
 
-def inline_share(runs: list) -> float:
-    """The share of steps after the first that ran inline (claimed by the worker that scheduled them)."""
+def inline_share(runs: list, keys: list[str]) -> float:
+    """The share of steps after the first that ran inline (inserted already started by the worker that ran them)."""
     from lifecycle.models import Step
 
-    rows = Step.objects.filter(requirement_id__in=[rid for rid, _ in runs]).exclude(key__endswith="_1")
+    rows = Step.objects.filter(requirement_id__in=[rid for rid, _ in runs], key__in=keys[1:])
     inline = sum(1 for started, enqueued in rows.values_list("started_at", "enqueued_at") if started <= enqueued)
     return inline / max(1, rows.count())
 
@@ -165,7 +165,7 @@ def run_aiteam(args) -> dict:
     submitted = now()
     wait_done([rid for rid, _ in burst], args.timeout * args.requirements)
     return {"warm": analyse(warm), "sequential": analyse(sequential), "burst": analyse(burst),
-            "burst_start": burst_start, "burst_submitted": submitted, "keys": KEYS, "inline": inline_share(sequential)}
+            "burst_start": burst_start, "burst_submitted": submitted, "keys": KEYS, "inline": inline_share(sequential, KEYS)}
 
 
 def now() -> datetime:

@@ -14,7 +14,8 @@ from django.conf import settings
 # Short budgets so a lost step is recovered within seconds; they keep the invariant in order.
 FAST_STEPS = {
     "AITEAM_LLM_TIMEOUT_S": "0.5", "AITEAM_LLM_MAX_RETRIES": "0",
-    "AITEAM_STEP_SOFT_LIMIT_S": "8", "AITEAM_STEP_HARD_LIMIT_S": "9", "AITEAM_STEP_LEASE_S": "10",
+    "AITEAM_STEP_SOFT_LIMIT_S": "8", "AITEAM_STEP_INLINE_WINDOW_S": "1", "AITEAM_STEP_HARD_LIMIT_S": "10",
+    "AITEAM_STEP_LEASE_S": "11",
     "AITEAM_VISIBILITY_TIMEOUT_S": "3600", "AITEAM_REAPER_INTERVAL_S": "1", "AITEAM_RELAY_INTERVAL_S": "2",
     "AITEAM_AUTONOMOUS": "false",
 }

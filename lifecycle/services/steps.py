@@ -166,7 +166,8 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
     from lifecycle.services import failures
 
     with transaction.atomic():
-        step = Step.objects.select_for_update().select_related("requirement").filter(pk=step_id).first()
+        # of=self: lock the step only; the requirement row is read, not locked (its writers lock it themselves)
+        step = Step.objects.select_for_update(of=("self",)).select_related("requirement").filter(pk=step_id).first()
         if step is None:
             log.warning("step %s no longer exists (its requirement was deleted); dropping the message", step_id)
             return None
@@ -187,7 +188,7 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
         step.runs += 1
         step.started_at = now
         step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
-        step.save()
+        step.save(update_fields=["state", "worker", "fence", "runs", "started_at", "lease_expires_at"])
     log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
     return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
 
@@ -267,7 +268,7 @@ def steps_reap(now=None) -> list[int]:
 
 def _close(step: Step, state: str, error: str) -> None:
     step.state, step.error, step.finished_at, step.lease_expires_at = state, error[:4000], timezone.now(), None
-    step.save()
+    step.save(update_fields=["state", "error", "finished_at", "lease_expires_at"])
 
 
 def requirement_for_update(lease: Lease) -> Requirement:

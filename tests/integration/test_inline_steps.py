@@ -1,0 +1,94 @@
+"""A worker runs the next step of a chain inline (no broker hop) when it is on the same queue and nothing
+waits there. The step row still carries a lease and a fence, its output still writes the audit row and the
+outbox event, and a worker killed during the inline step loses nothing: the reaper resumes it."""
+import re
+
+import pytest
+import redis
+from django.utils import timezone
+
+from lifecycle.models import Step
+from tests.integration.test_worker_crash import assert_applied_exactly_once, reached_stories, running_step, submit
+from tests.workers import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SLOW_MODEL_WIDE_WINDOW = {"AITEAM_REPLAY_LATENCY_MS": "1500", "AITEAM_STEP_INLINE_WINDOW_S": "5",
+                          "AITEAM_STEP_HARD_LIMIT_S": "14", "AITEAM_STEP_LEASE_S": "15"}
+
+
+def run_step_messages(worker) -> int:
+    return len(re.findall(r"Task agents\.tasks\.run_step\[[0-9a-f-]+\] received", worker.output()))
+
+
+def the_analyst_runs_inline(req) -> Step:
+    analyst = running_step(req, key="ba_stories")
+    product_owner = Step.objects.get(requirement=req, key="po_clarify")
+    assert analyst.worker == product_owner.worker  # the same pool process went straight on
+    assert analyst.started_at <= analyst.enqueued_at  # inserted already claimed: it never waited in a queue
+    assert (analyst.fence, analyst.runs) == (1, 1)
+    assert analyst.lease_expires_at > timezone.now()
+    return analyst
+
+
+def test_an_inline_step_holds_a_lease_and_writes_its_audit_row_and_events_without_a_broker_hop(
+        start_worker, broker_url, alice):
+    redis.Redis.from_url(broker_url).flushdb()
+    worker = start_worker("inline", **SLOW_MODEL_WIDE_WINDOW)
+    req = submit(alice)
+    the_analyst_runs_inline(req)
+    wait_for(lambda: reached_stories(req), timeout=60, what="the stories")
+    assert_applied_exactly_once(req)  # the inline step's transition, audit row and ReviewTaskOpened event, once
+    audit = req.transitions.get(subject="requirement", event="create_stories")
+    assert audit.actor_role == "business_analyst"
+    assert run_step_messages(worker) == 1  # two steps, one message: the analyst's came inline
+
+
+def test_a_worker_killed_during_an_inline_step_loses_nothing(start_worker, alice):
+    doomed = start_worker("doomed-inline", **SLOW_MODEL_WIDE_WINDOW)
+    req = submit(alice)
+    analyst = the_analyst_runs_inline(req)
+    doomed.kill_group()
+    start_worker("rescuer", beat=True, **SLOW_MODEL_WIDE_WINDOW)
+    wait_for(lambda: reached_stories(req), timeout=60, what="the reaper to resume the inline step")
+    analyst.refresh_from_db()
+    assert (analyst.state, analyst.runs, analyst.fence) == ("done", 2, 2)
+    assert_applied_exactly_once(req)
+    assert req.llm_calls.filter(role="business_analyst").count() == 1  # the killed call never finished
+
+
+def test_with_no_inline_window_every_step_goes_through_the_broker(start_worker, broker_url, alice):
+    redis.Redis.from_url(broker_url).flushdb()  # no message left over from an earlier test's killed worker
+    worker = start_worker("hops", AITEAM_STEP_INLINE_WINDOW_S="0")
+    req = submit(alice)
+    wait_for(lambda: reached_stories(req), timeout=60, what="the stories")
+    analyst = Step.objects.get(requirement=req, key="ba_stories")
+    assert analyst.started_at > analyst.enqueued_at
+    assert run_step_messages(worker) == 2
+
+
+def test_the_slot_takes_one_step_on_its_queue_only_when_the_queue_is_idle_and_only_after_commit(broker_url, alice):
+    from django.db import transaction
+
+    from lifecycle.services import steps
+
+    req = submit(alice)  # no worker: its first step's message waits on the llm queue
+    with steps.inline_slot(queue="llm", worker="here") as busy:
+        with transaction.atomic():
+            queued = steps.step_schedule(requirement_id=req.pk, key="ba_stories", attempt=1)
+    assert busy.lease is None and queued.state == "queued"  # another message waits: leave it to the broker
+
+    redis.Redis.from_url(broker_url).flushdb()
+    with steps.inline_slot(queue="llm", worker="here") as rolled_back:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            steps.step_schedule(requirement_id=req.pk, key="tl_plan", attempt=1)
+            raise RuntimeError("the apply failed")
+    assert rolled_back.lease is None and not Step.objects.filter(requirement=req, key="tl_plan").exists()
+
+    with steps.inline_slot(queue="llm", worker="here") as slot:
+        with transaction.atomic():
+            first = steps.step_schedule(requirement_id=req.pk, key="tl_plan", attempt=1)
+            other_queue = steps.step_schedule(requirement_id=req.pk, key="self_test", attempt=1)
+            second = steps.step_schedule(requirement_id=req.pk, key="devops", attempt=1)
+    assert slot.lease and slot.lease.step_id == first.pk
+    assert (first.state, first.fence, first.runs, first.worker) == ("running", 1, 1, "here")
+    assert other_queue.state == second.state == "queued"  # fan-out and queue changes keep the broker hop
