@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import ChannelError
 
@@ -86,14 +87,23 @@ def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
     else waits on that queue, is created already claimed by this worker and run next without a broker hop.
     """
     slot = _inline_candidate(key)
-    step, created = Step.objects.get_or_create(
-        requirement_id=requirement_id, key=key, attempt=attempt, defaults=slot.claim_fields() if slot else {})
+    step, created = _create_once(requirement_id=requirement_id, key=key, attempt=attempt,
+                                 **(slot.claim_fields() if slot else {}))
     if created and slot:
         slot.reserve(step)
     elif created:
         # robust: a broker hiccup must not undo or fail the caller; the reaper re-sends lost steps
         transaction.on_commit(lambda: enqueue(step.pk, queue_for(key)), robust=True)
     return step
+
+
+def _create_once(*, requirement_id, key: str, attempt: int, **fields) -> tuple[Step, bool]:
+    """get_or_create with the insert first: a new step (the usual case) costs no SELECT."""
+    try:
+        with transaction.atomic():
+            return Step.objects.create(requirement_id=requirement_id, key=key, attempt=attempt, **fields), True
+    except IntegrityError:  # (requirement, key, attempt) exists: scheduling twice is harmless
+        return Step.objects.get(requirement_id=requirement_id, key=key, attempt=attempt), False
 
 
 def enqueue(step_id: int, queue: str = "llm") -> None:
@@ -149,16 +159,22 @@ def _inline_candidate(key: str) -> InlineSlot | None:
 
 def queue_idle(queue: str) -> bool:
     """Nothing waits on the broker queue: running the next step here takes no work from another worker."""
-    from aiteam.celery import app
-
     try:
-        with app.pool.acquire(block=True) as connection:
-            return connection.default_channel.queue_declare(queue=queue, passive=True).message_count == 0
+        return _broker_channel().queue_declare(queue=queue, passive=True).message_count == 0
     except ChannelError:  # the broker has no such queue (Redis drops an empty list): nothing waits on it
         return True
-    except Exception:  # a broker hiccup: send through the broker as usual
+    except Exception:  # a broker hiccup: send through the broker as usual, and reconnect next time
         log.debug("could not size queue %s", queue, exc_info=True)
+        _broker_channel.cache_clear()
         return False
+
+
+@lru_cache(maxsize=1)
+def _broker_channel():
+    """One broker channel per process for sizing queues (connecting each time costs more than the step)."""
+    from aiteam.celery import app
+
+    return app.connection_for_read().default_channel
 
 
 def step_claim(*, step_id: int, worker: str) -> Lease | None:
