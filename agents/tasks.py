@@ -11,33 +11,36 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from agents.llm.base import LLMError, LLMTransientError
+from agents.llm.base import LLMError
 from agents.llm.factory import llm_from_settings, provider_from_settings
 from agents.llm.recording import RecordingProvider
 from agents.llm.redact import redact
 from agents.roles import (
     BUSINESS_ANALYST,
+    CLARIFY_JOBS,
     CODE_REVIEWER,
     DESIGN_REVIEWER,
     DEVOPS_ENGINEER,
     ENGINEER,
     FIXER,
-    PLANNER,
-    PRODUCT_OWNER,
+    PLAN_JOBS,
     QC_ENGINEER,
     TECH_ARCHITECT,
 )
-from agents.roles.base import Agent
-from lifecycle import contexts, selectors
+from agents.roles.base import Agent, AgentByContext
+from agents.schemas.constraints import with_constraints
+from lifecycle import contexts, recordings, selectors
 from lifecycle.errors import IllegalTransition, StaleStep
-from lifecycle.models import Requirement
-from lifecycle.services import delivery, design, development, product, quality, steps
+from lifecycle.failure_rules import Route
+from lifecycle.models import PromptBundle, Requirement
+from lifecycle.services import budgets, delivery, design, development, product, quality, routing, steps
 from lifecycle.services.development import workspace_for
 from lifecycle.services.llm_calls import llm_call_record
 
@@ -50,13 +53,13 @@ class StepSpec:
 
     apply: Callable[..., None]
     context: Callable[[steps.Lease], Any] | None = None
-    agent: Agent | None = None
+    agent: Agent | AgentByContext | None = None
     run: Callable[[steps.Lease], Any] | None = None
 
-    def execute(self, lease: steps.Lease) -> Any:
+    def execute(self, lease: steps.Lease, constraints: tuple[str, ...] = ()) -> Any:
         if self.run is not None:
             return self.run(lease)
-        return self.agent.run(self.context(lease), _llm(lease))
+        return self.agent.run(with_constraints(self.context(lease), constraints), _llm(lease))
 
 
 def _sandbox(path):
@@ -68,33 +71,42 @@ def _sandbox(path):
 
 
 def _self_test(lease: steps.Lease) -> dict:
-    return _sandbox(workspace_for(Requirement.objects.get(pk=lease.requirement_id)).path).to_dict()
+    requirement = Requirement.objects.get(pk=lease.requirement_id)
+    if requirement.replay_of_id:  # a replay: the source's recorded report, the sandbox is not run
+        return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
+    return _sandbox(workspace_for(requirement).path).to_dict()
 
 
 def _qc_run(lease: steps.Lease) -> dict:
     """Every test (the engineer's and QC's) in the sandbox, and ruff over the code: the gate's inputs."""
     from agents.lint import ruff_findings
 
-    path = workspace_for(Requirement.objects.get(pk=lease.requirement_id)).path
+    requirement = Requirement.objects.get(pk=lease.requirement_id)
+    if requirement.replay_of_id:
+        return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
+    path = workspace_for(requirement).path
     return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path)}
 
 
 def _deliver(lease: steps.Lease) -> dict:
     from agents.delivery import deliver
 
+    source_id = Requirement.objects.values_list("replay_of_id", flat=True).get(pk=lease.requirement_id)
+    if source_id:  # a replay pushes nothing: it applies the source's recorded delivery result
+        return recordings.recorded_output(source_id=source_id, lease=lease)
     return deliver(delivery.delivery_plan(lease.requirement_id)).to_dict()
 
 
 STEPS: dict[str, StepSpec] = {
     steps.PO_CLARIFY: StepSpec(product.product_owner_apply, lambda lease: selectors.product_owner_context(
-        lease.requirement_id), PRODUCT_OWNER),
+        lease.requirement_id), CLARIFY_JOBS),
     steps.BA_STORIES: StepSpec(product.business_analyst_apply, lambda lease: selectors.business_analyst_context(
         lease.requirement_id, lease.attempt), BUSINESS_ANALYST),
     steps.ARCHITECT: StepSpec(design.architect_apply, lambda lease: contexts.architect_context(
         lease.requirement_id, lease.attempt), TECH_ARCHITECT),
     steps.DESIGN_REVIEW: StepSpec(design.design_review_apply, lambda lease: contexts.design_review_context(
         lease.requirement_id, lease.attempt), DESIGN_REVIEWER),
-    steps.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLANNER),
+    steps.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLAN_JOBS),
     steps.ENGINEER: StepSpec(development.engineer_apply, lambda lease: contexts.engineer_context(
         lease.requirement_id, lease.task_key, lease.attempt), ENGINEER),
     steps.FIX: StepSpec(development.fix_apply, lambda lease: contexts.fix_context(
@@ -129,22 +141,18 @@ def run_step(self, step_id: int) -> None:
 
 def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: bool) -> steps.Lease | None:
     """One step under its lease; returns the lease of the next step when it was claimed for running inline."""
+    allowance = budgets.budget_allows(lease)  # one query; a spent budget parks the step and escalates
+    if not allowance:
+        return None
     spec = STEPS[lease.kind]
     try:
-        output = spec.execute(lease)
-    except (LLMTransientError, SoftTimeLimitExceeded) as exc:
-        eager = task.request.is_eager
-        retries = task.request.retries if delivered else 0
-        steps.step_release(lease, error=redact(f"{type(exc).__name__}: {exc}"),
-                           retry_in_s=0 if eager else backoff_seconds(retries))
-        _retry_later(task, lease, retries=retries, delivered=delivered)
-        return None
-    except LLMError as exc:
-        steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
-        return None
-    except Exception as exc:  # a bug or a broken workspace: stop the step and ask a human, lose nothing
-        log.exception("step %s crashed", lease.step_id)
-        steps.step_fail(lease, error=redact(f"{type(exc).__name__}: {exc}"))
+        output = spec.execute(lease, allowance.constraints)
+    except Exception as exc:  # the failure classifier decides: retry with backoff (infrastructure), else a human
+        if not isinstance(exc, (LLMError, SoftTimeLimitExceeded)):
+            log.exception("step %s crashed", lease.step_id)
+        error = redact(f"{type(exc).__name__}: {exc}")
+        if routing.step_failure_route(lease=lease, exc=exc, error=error, resend=False) == Route.RETRY:
+            _retry_later(task, lease, retries=task.request.retries if delivered else 0, delivered=delivered)
         return None
     if not inline:
         _apply(spec, lease, output)
@@ -175,10 +183,11 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:
     except IllegalTransition as exc:
         log.warning("step %s no longer applies: %s", lease.step_id, exc)
         steps.step_skip(lease, reason=str(exc))
-    except Exception as exc:  # a database conflict, a git failure…: stop the step and ask a human, lose nothing
+    except Exception as exc:  # git failed, the sandbox timed out, a database conflict…: the classifier decides
         log.exception("applying step %s failed", lease.step_id)
         try:
-            steps.step_fail(lease, error=redact(f"while applying the output: {type(exc).__name__}: {exc}"))
+            routing.step_failure_route(lease=lease, exc=exc, resend=True,
+                                       error=redact(f"while applying the output: {type(exc).__name__}: {exc}"))
         except StaleStep:
             log.warning("step %s was taken over while failing", lease.step_id)
 
@@ -187,5 +196,14 @@ def _llm(lease: steps.Lease):
     def sink(record) -> None:
         llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id)
 
-    bundle = Requirement.objects.filter(pk=lease.requirement_id).values_list("prompt_bundle__prompts", flat=True).first()
-    return llm_from_settings(RecordingProvider(provider_from_settings(), sink), prompts=bundle)
+    bundle_sha, source_id = Requirement.objects.filter(pk=lease.requirement_id).values_list(
+        "prompt_bundle_id", "replay_of_id").first() or (None, None)
+    # A replay never reaches the configured provider: its answers come from the source run's recorded calls.
+    provider = recordings.replay_provider(source_id=source_id, lease=lease) if source_id else provider_from_settings()
+    return llm_from_settings(RecordingProvider(provider, sink), prompts=bundle_prompts(bundle_sha) if bundle_sha else None)
+
+
+@lru_cache(maxsize=32)
+def bundle_prompts(sha256: str) -> dict[str, str]:
+    """A bundle's prompts, read once per process: a bundle is named by its content hash, so it never changes."""
+    return PromptBundle.objects.values_list("prompts", flat=True).get(pk=sha256)

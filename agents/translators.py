@@ -10,12 +10,14 @@ from agents.schemas import (
     AcceptanceCriterion,
     EngineerContext,
     FunctionalRequirement,
+    Interface,
     PlanContext,
     PlannedTask,
     QCContext,
     SourceFile,
     StoryOut,
     TechnicalSpecOutput,
+    Ticket,
 )
 
 
@@ -69,3 +71,25 @@ def _lower_first(text: str) -> str:
         if text.startswith(prefix):
             text = text[len(prefix):]
     return text[:1].lower() + text[1:]
+
+
+# --- the bug_fix playbook: the ticket stands in for stories and spec -------------------
+def ticket_task_to_engineer_context(
+    task: PlannedTask, ticket: Ticket, interfaces: list[Interface], files: list[SourceFile], attempt: int
+) -> EngineerContext:
+    """story_refs of a ticket's plan name acceptance criteria by number."""
+    criteria = ticket.acceptance_criteria
+    acceptance = [criteria[ref - 1] for ref in task.story_refs if 0 < ref <= len(criteria)]
+    return EngineerContext(task=task, interfaces=interfaces, acceptance=acceptance, existing_files=files,
+                           attempt=attempt)
+
+
+def ticket_to_criteria(ticket: Ticket) -> list[AcceptanceCriterion]:
+    return [AcceptanceCriterion(id=f"AC-{i}", story=ticket.title or "the ticket", criterion=criterion)
+            for i, criterion in enumerate(ticket.acceptance_criteria, start=1)]
+
+
+def ticket_qc_context(ticket: Ticket, interfaces: list[Interface], files: list[SourceFile]) -> QCContext:
+    """As for stories: the criteria, the interfaces (the plan's) and the module layout, never the engineer's tests."""
+    modules = [f.path for f in files if not _is_test(f.path)]
+    return QCContext(criteria=ticket_to_criteria(ticket), interfaces=interfaces, modules=modules)

@@ -17,7 +17,11 @@ AUTHOR = {"GIT_AUTHOR_NAME": "aiteam", "GIT_AUTHOR_EMAIL": "aiteam@localhost",
 
 
 class WorkspaceError(Exception):
-    """git failed; the message holds its output."""
+    """The workspace refused an operation (a path outside it) or git failed."""
+
+
+class GitError(WorkspaceError):
+    """git itself failed; the message holds its output. Infrastructure to the failure classifier."""
 
 
 class Workspace:
@@ -77,5 +81,5 @@ class Workspace:
                "LANG": "C.UTF-8", **AUTHOR}
         done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
-            raise WorkspaceError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+            raise GitError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout

@@ -40,3 +40,10 @@ def env_int(name: str, default: int) -> int:
     if value != int(value):
         raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number")
     return int(value)
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default).strip()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected one of {', '.join(choices)}")
+    return value

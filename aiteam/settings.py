@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from aiteam.env import env_bool, env_float, env_int, env_str
+from aiteam.env import env_bool, env_choice, env_float, env_int, env_str
 from aiteam.timeouts import StepTimeouts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -151,6 +151,9 @@ AITEAM_ROLE_MODELS = {
     "tech_lead": "fast",
 }
 AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
+# What autonomous mode does when a budget runs out (lifecycle/services/budget_gate.py); logged as a policy decision.
+AITEAM_BUDGET_POLICY = env_choice("AITEAM_BUDGET_POLICY", "terminate", ("terminate", "approve_partial", "override_budget"))
+AITEAM_BUDGET_POLICY_MAX_OVERRIDES = env_int("AITEAM_BUDGET_POLICY_MAX_OVERRIDES", 1)
 AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
 # Which secrets a project's GitHub settings may use, and where they may be sent (comma-separated).
 AITEAM_GITHUB_TOKEN_ENVS = [v for v in env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN").split(",") if v]
@@ -179,7 +182,8 @@ LOGGING = {
 # --- review inbox, SLA, notifications ---
 # SLA hours per review kind; a project overrides them (and the policies below) in
 # Project.settings["review_policies"] = {"<kind>" or "*": {"sla_hours": 8, "action": "escalate", …}}.
-AITEAM_REVIEW_SLA_HOURS = {"design_review": 24, "code_review": 24, "deployment_approval": 4, **AITEAM_REVIEW_SLA_HOURS}
+AITEAM_REVIEW_SLA_HOURS = {"design_review": 24, "code_review": 24, "deployment_approval": 4, "budget_exhausted": 8,
+                           **AITEAM_REVIEW_SLA_HOURS}
 # What happens when a task is overdue (lifecycle/services/sla_policies.py documents every field). Whatever the
 # action, after decide_after_hours the stated default_decision is applied and marked as a policy decision.
 AITEAM_REVIEW_POLICIES = {
@@ -187,6 +191,7 @@ AITEAM_REVIEW_POLICIES = {
     "step_failed": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 24},
     "escalation": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 48},
     "deployment_approval": {"action": "escalate", "remind_every_hours": 1, "decide_after_hours": 24},
+    "budget_exhausted": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 48},  # reject = terminate
 }
 # The sweep runs every minute as the django-celery-beat PeriodicTask "every-minute-sweep-review-slas", created by
 # migration lifecycle 0004 and edited in the admin (Periodic tasks). It is deliberately not in CELERY_BEAT_SCHEDULE:

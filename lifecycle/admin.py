@@ -13,9 +13,12 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from lifecycle.actors import Actor
+from lifecycle.budget_limits import DIMENSIONS
+from lifecycle.budget_limits import problems as budget_problems
 from lifecycle.inbox import columns, filters, views
 from lifecycle.models import (
     Artifact,
+    FailureRoute,
     LLMCall,
     Membership,
     Notification,
@@ -30,8 +33,10 @@ from lifecycle.models import (
     UserStory,
 )
 from lifecycle.origin import request_origin
+from lifecycle.replay_admin import ReplayAdminMixin
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
+from lifecycle.services.budgets import budget_report
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
@@ -165,14 +170,60 @@ class TransitionInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+def routing_trace(route: FailureRoute) -> str:
+    """Every rule the classifier evaluated, in order: ✔ matched (the first one decided), · did not."""
+    rows = ((("✔" if step["matched"] else "·"), step["rule"], step["route"], step["because"]) for step in route.trace)
+    return format_html("<ol>{}</ol>", format_html_join("", "<li>{} {} → {}: {}</li>", rows))
+
+
+class FailureRouteInline(ReadOnlyInline):
+    model = FailureRoute
+    verbose_name_plural = "failure routing (classifier trace)"
+    fields = ["created_at", "source", "route", "rule", "summary", "action", "trace_display"]
+    readonly_fields = fields
+
+    @admin.display(description="trace")
+    def trace_display(self, route):
+        return routing_trace(route)
+
+
+@admin.register(FailureRoute)
+class FailureRouteAdmin(MemberAccess, admin.ModelAdmin):
+    """Every routed failure across your organizations: filter by route, source or deciding rule."""
+
+    list_display = ["created_at", "requirement", "source", "route", "rule", "summary", "action"]
+    list_filter = ["route", "source", "rule"]
+    list_select_related = ["requirement"]
+    search_fields = ["summary", "requirement__title"]
+    fields = ["created_at", "requirement", "step", "source", "route", "rule", "matched", "summary", "signature",
+              "action", "trace_display", "facts"]
+    readonly_fields = fields
+
+    @admin.display(description="trace")
+    def trace_display(self, route):
+        return routing_trace(route)
+
+
 @admin.register(Requirement)
-class RequirementAdmin(MemberAccess, admin.ModelAdmin):
-    list_display = ["__str__", "project", "state", "created_at"]
-    list_filter = ["state", "organization"]
+class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
+    list_display = ["__str__", "project", "playbook", "state", "created_at"]
+    list_filter = ["state", "playbook", "organization"]
     search_fields = ["title", "brief"]
-    readonly_fields = ["state", "prompt_bundle", "status_digest", "story_round", "clarification_round", "design_round",
-                       "dev_attempts", "code_review_round", "clarifications", "created_at"]
-    inlines = [StoryInline, TransitionInline]
+    readonly_fields = ["state", "playbook", "prompt_bundle", "status_digest", "story_round", "clarification_round",
+                       "design_round", "dev_attempts", "code_review_round", "clarifications", "created_at", "budget_standing"]
+    inlines = [StoryInline, TransitionInline, FailureRouteInline]
+
+    @admin.display(description="budget: spent / limit (remaining)")
+    def budget_standing(self, requirement):
+        """Spend against limits per scope and dimension; a limit of "∞" is unlimited (escaped, never |safe)."""
+        report = budget_report(requirement)
+        rows = ((scope, *(_budget_cell(report["standing"][scope][d]) for d in DIMENSIONS)) for scope in report["standing"])
+        head = format_html("<tr><th>scope</th>{}</tr>", format_html_join("", "<th>{}</th>", ((d,) for d in DIMENSIONS)))
+        body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows)
+        notes = format_html_join("", "<li>constraint: {}</li>", ((c,) for c in report["constraints"]))
+        paused = format_html("<p><b>Paused</b> in {} until the budget task is decided.</p>", report["paused_from"]) \
+            if report["exhausted"] else ""
+        return format_html("{}<table>{}{}</table><ul>{}</ul>", paused, head, body, notes)
 
     @admin.display(description="PM status digest")
     def status_digest(self, requirement):
@@ -188,13 +239,21 @@ class RequirementAdmin(MemberAccess, admin.ModelAdmin):
                            ", ".join(f"{k} {v}" for k, v in facts["loops"].items()), f"{spend:.4f}")
 
 
+def _budget_cell(cell: dict) -> str:
+    limit = "∞" if cell["limit"] is None else cell["limit"]
+    remaining = "" if cell["remaining"] is None else f" ({cell['remaining']} left)"
+    return f"{cell['spent']} / {limit}{remaining}"
+
+
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", "repo_url", "settings"]
         help_texts = {"settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
                                   '"deployment_approval": {"sla_hours": 4, "action": "escalate", "manager": "maria"}}, '
-                                  '"reviewers_group": "web-reviewers", "notifications": {"webhook_url": "https://…"}}'}
+                                  '"reviewers_group": "web-reviewers", "notifications": {"webhook_url": "https://…"}, '
+                                  '"budgets": {"requirement": {"cost_usd": "20", "tokens": 2000000}, '
+                                  '"roles": {"senior_engineer": {"steps": 40}}}}'}
 
     def clean_settings(self):
         value = self.cleaned_data["settings"] or {}
@@ -204,6 +263,7 @@ class ProjectForm(forms.ModelForm):
         group = value.get("reviewers_group")
         if group and not Group.objects.filter(name=group).exists():
             problems.append(f"reviewers_group: there is no group '{group}'")
+        problems += [f"budgets: {p}" for p in budget_problems(value.get("budgets") or {})]
         url = (value.get("notifications") or {}).get("webhook_url", "")
         if url and not str(url).startswith(("https://", "http://")):
             problems.append("notifications.webhook_url must be an http(s) URL")

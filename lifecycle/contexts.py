@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from agents import translators
 from agents.schemas import (
+    AcceptanceCriterion,
     ArchitectContext,
     CodeReviewContext,
     DesignReviewContext,
@@ -18,9 +19,13 @@ from agents.schemas import (
     QCContext,
     StoryOut,
     TechnicalSpecOutput,
+    Ticket,
+    TicketPlanContext,
+    TicketPlanOutput,
 )
 from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
 from lifecycle.models import Requirement
+from lifecycle.playbooks import playbook_named
 from lifecycle.services import steps
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_for
@@ -42,6 +47,29 @@ def spec_of(req: Requirement) -> TechnicalSpecOutput:
     return TechnicalSpecOutput(**content_json(spec), adrs=[content_json(a) for a in adrs])
 
 
+def from_ticket(req: Requirement) -> bool:
+    """The playbook skips stories and design (bug_fix): later agents work from the clarified ticket."""
+    return not playbook_named(req.playbook).writes_stories
+
+
+def ticket_of(req: Requirement) -> Ticket:
+    doc = req.docs.order_by("-version").first()
+    return Ticket(title=req.title, summary=doc.summary, objectives=doc.objectives, constraints=doc.constraints,
+                  acceptance_criteria=doc.acceptance_criteria)
+
+
+def ticket_plan_of(req: Requirement) -> TicketPlanOutput:
+    """The Tech Lead's plan of a bug fix: it names the interfaces and tech stack a spec would have."""
+    return TicketPlanOutput(**content_json(latest(req, ArtifactKind.IMPLEMENTATION_PLAN, "plan")))
+
+
+def acceptance_criteria_of(req: Requirement) -> list[AcceptanceCriterion]:
+    """What QC must cover and the reviewer checks: the approved stories' criteria, or the ticket's."""
+    if from_ticket(req):
+        return translators.ticket_to_criteria(ticket_of(req))
+    return translators.stories_to_criteria(approved_stories(req))
+
+
 def architect_context(requirement_id, round: int) -> ArchitectContext:
     req = Requirement.objects.get(pk=requirement_id)
     doc = req.docs.order_by("-version").first()
@@ -57,8 +85,10 @@ def design_review_context(requirement_id, round: int) -> DesignReviewContext:
                                spec=spec_of(req), round=round)
 
 
-def plan_context(requirement_id) -> PlanContext:
+def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
     req = Requirement.objects.get(pk=requirement_id)
+    if from_ticket(req):
+        return TicketPlanContext(ticket=ticket_of(req))
     return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
 
 
@@ -67,6 +97,9 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
     row = req.plan_tasks.get(key=task_key)
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
+    if from_ticket(req):
+        return translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
+                                                           workspace_for(req).files(), attempt)
     return translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
                                                 workspace_for(req).files(), attempt)
 
@@ -77,7 +110,7 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
     review = latest(req, ArtifactKind.REVIEW, "code_review")
     failed = content_json(report) if report and not report.metadata.get("ok") else {}
     newer_review = review and (not report or review.created_at > report.created_at)
-    notes = content_json(review)["notes"] if newer_review and review.metadata.get("verdict") != "approve" else []
+    notes = _review_notes(review) if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
     own = [f for f in workspace_for(req).files() if not f.path.startswith(ENGINEER_MAY_NOT_WRITE)]
     return FixContext(
@@ -93,19 +126,28 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
     return CodeReviewContext(
         diff_summary=content_json(diff) if diff else [], files=workspace_for(req).files(),
         tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
-        acceptance=[c for story in approved_stories(req) for c in story.acceptance_criteria],
+        acceptance=[c.criterion for c in acceptance_criteria_of(req)],
+        spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
     )
 
 
 def qc_context(requirement_id) -> QCContext:
     req = Requirement.objects.get(pk=requirement_id)
-    return translators.qc_context(approved_stories(req), spec_of(req), workspace_for(req).files())
+    if from_ticket(req):
+        context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_for(req).files())
+    else:
+        context = translators.qc_context(approved_stories(req), spec_of(req), workspace_for(req).files())
+    return context.model_copy(update={"guidance": _restated_criteria(req)})
 
 
 def devops_context(requirement_id) -> DevOpsContext:
     req = Requirement.objects.select_related("project").get(pk=requirement_id)
-    spec = spec_of(req)
-    return DevOpsContext(project=req.project.name, summary=spec.summary, tech_stack=spec.tech_stack,
+    if from_ticket(req):
+        summary, tech_stack = ticket_of(req).summary, ticket_plan_of(req).tech_stack
+    else:
+        spec = spec_of(req)
+        summary, tech_stack = spec.summary, spec.tech_stack
+    return DevOpsContext(project=req.project.name, summary=summary, tech_stack=tech_stack,
                          files=[f.path for f in workspace_for(req).files()], test_command=TEST_COMMAND)
 
 
@@ -114,7 +156,23 @@ def _design_notes(req: Requirement) -> list[str]:
     notes = [note for review in reviews.select_related("blob") for note in content_json(review)["notes"]]
     human = req.review_tasks.filter(kind=ReviewKind.DESIGN_REVIEW, state=ReviewState.RESOLVED,
                                     decision=Decision.REQUEST_CHANGES).values_list("feedback", flat=True)
-    return notes + [f"From a human reviewer: {text}" for text in human]
+    code_reviews = req.artifacts.filter(kind=ArtifactKind.REVIEW, name="code_review").select_related("blob")
+    spec_issues = [issue for review in code_reviews for issue in content_json(review).get("spec_issues", [])]
+    return (notes + [f"From a human reviewer: {text}" for text in human]
+            + [f"Found in code review (the spec is inconsistent): {issue}" for issue in spec_issues])
+
+
+def _review_notes(review) -> list[str]:
+    """The code review's notes, and its spec issues (the spec, where there is one, was revised for them since)."""
+    verdict = content_json(review)
+    return verdict["notes"] + [f"Spec issue found in review: {issue}" for issue in verdict.get("spec_issues", [])]
+
+
+def _restated_criteria(req: Requirement) -> list[str]:
+    """What humans answered, for the BA, when QC could not test criteria as written (gate_routing)."""
+    return list(req.review_tasks.filter(kind=ReviewKind.ESCALATION, resume_target=steps.QC_TESTS,
+                                        state=ReviewState.RESOLVED, decision=Decision.REQUEST_CHANGES)
+                .order_by("created_at").values_list("feedback", flat=True))
 
 
 def _guidance(req: Requirement) -> list[str]:

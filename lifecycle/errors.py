@@ -19,3 +19,7 @@ class NotPermitted(Exception):
 
 class StaleStep(Exception):
     """A worker wrote with a fence or state that is no longer current; its write is refused."""
+
+
+class SandboxTimedOut(Exception):
+    """The sandbox killed a test run at its wall-clock limit: infrastructure, the step is retried (bounded)."""

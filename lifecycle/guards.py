@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lifecycle.playbooks import playbook_named
 from lifecycle.states import PENDING_REVIEW_STATES, ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 if TYPE_CHECKING:
@@ -64,18 +65,56 @@ def attempts_or_budget_exhausted(req: Requirement) -> bool:
     return req.dev_attempts >= MAX_DEV_ATTEMPTS or req.budget_exhausted
 
 
+def failure_routed_to_human(req: Requirement) -> bool:
+    """The failure classifier's latest route for this requirement sends it to a human (e.g. the same failure
+    again after a fix): escalate now rather than burn the remaining attempts."""
+    latest = req.failure_routes.order_by("-id").values_list("route", flat=True).first()
+    return latest == "human"
+
+
+def escalation_due(req: Requirement) -> bool:
+    return attempts_or_budget_exhausted(req) or failure_routed_to_human(req)
+
+
+def budget_is_exhausted(req: Requirement) -> bool:
+    return req.budget_exhausted
+
+
+def budget_decided(req: Requirement) -> bool:
+    """A human (or the logged policy) decided the budget task: the budget has room again and the state to go
+    back to is known."""
+    pending = req.review_tasks.filter(kind=ReviewKind.BUDGET_EXHAUSTED, state__in=PENDING_REVIEW_STATES)
+    return bool(req.budget_paused_from) and not req.budget_exhausted and not pending.exists()
+
+
 def escalation_resolved(req: Requirement) -> bool:
     tasks = req.review_tasks.filter(kind=ReviewKind.ESCALATION)
     return tasks.filter(state=ReviewState.RESOLVED).exists() and not tasks.filter(state__in=PENDING_REVIEW_STATES).exists()
 
 
 def deployment_approved_by_human(req: Requirement) -> bool:
-    """The latest deployment task approved by a reviewer, or by the operator's logged autonomous policy."""
+    """The latest deployment task approved by a reviewer, or by the operator's logged autonomous policy, or (in
+    a replay only) by the `replay` policy re-applying the source run's recorded approval."""
     task = req.review_tasks.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).order_by("-created_at").first()
     approved = task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE
-    return bool(approved and (task.decided_by_id or task.decided_by_policy == "autonomous"))
+    replayed = bool(req.replay_of_id) and task is not None and task.decided_by_policy == "replay"
+    return bool(approved and (task.decided_by_id or task.decided_by_policy == "autonomous" or replayed))
 
 
 def delivery_succeeded(req: Requirement) -> bool:
     return req.artifacts.filter(kind=ArtifactKind.DELIVERY, metadata__succeeded=True).exists()
 
+
+
+def playbook_writes_stories(req: Requirement) -> bool:
+    return playbook_named(req.playbook).writes_stories
+
+
+def playbook_skips_stories(req: Requirement) -> bool:
+    return not playbook_named(req.playbook).writes_stories
+
+
+def ticket_ready(req: Requirement) -> bool:
+    """The current clarified ticket states acceptance criteria: enough to plan a bug fix from."""
+    doc = req.docs.filter(version=req.clarification_round).first()
+    return bool(doc and doc.acceptance_criteria)

@@ -9,7 +9,7 @@ from django.conf import settings
 from lifecycle.actors import Actor
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
-from lifecycle.services import reviews, steps
+from lifecycle.services import replays, reviews, steps
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
@@ -46,12 +46,27 @@ AUTONOMOUS_KINDS = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
 
 
 def announce_review_task(event: OutboxEvent) -> None:
-    task = ReviewTask.objects.get(pk=event.payload["review_task"])
+    task = ReviewTask.objects.select_related("requirement").get(pk=event.payload["review_task"])
     log.info("review task opened: %s — %s", task, task.question)
+    if task.requirement.replay_of_id:  # a replay's gates get the source's recorded decisions, nothing else
+        replays.replay_review_answer(task)
+        return
+    if settings.AITEAM_AUTONOMOUS and task.kind == ReviewKind.BUDGET_EXHAUSTED:
+        from lifecycle.services.budget_gate import budget_policy_decide
+
+        budget_policy_decide(task)
+        return
     if settings.AITEAM_AUTONOMOUS and task.kind in AUTONOMOUS_KINDS and task.is_pending:
         log.info("autonomous mode: approving %s on the reviewer's behalf", task)
         reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE,
                               reason="autonomous mode (AITEAM_AUTONOMOUS=true)")
+
+
+def compare_replay(event: OutboxEvent) -> None:
+    """A replay that finished is compared with its source (the result shows in the admin and the API)."""
+    replay = Requirement.objects.filter(pk=event.requirement_id, replay_of__isnull=False).first()
+    if replay is not None:
+        replays.replay_compare(replay)
 
 
 HANDLERS: dict[str, list[Handler]] = {
@@ -67,9 +82,9 @@ HANDLERS: dict[str, list[Handler]] = {
     "CodeReviewPassed": [start_quality_gate],
     "TestsFailed": [refresh_digest],
     "SelfTestsFailed": [refresh_digest],
-    "Deployed": [refresh_digest],
+    "Deployed": [refresh_digest, compare_replay],
     "DeliveryFailed": [refresh_digest],
-    "RequirementCancelled": [refresh_digest],
+    "RequirementCancelled": [refresh_digest, compare_replay],
 }
 
 

@@ -5,8 +5,15 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from agents.schemas import BusinessAnalystContext, ProductOwnerContext, RequirementDocView, StoryFeedback
+from agents.schemas import (
+    BugTicketContext,
+    BusinessAnalystContext,
+    ProductOwnerContext,
+    RequirementDocView,
+    StoryFeedback,
+)
 from lifecycle.models import Requirement, ReviewTask
+from lifecycle.playbooks import playbook_named
 from lifecycle.states import Decision, ReviewKind, ReviewState
 
 
@@ -19,8 +26,10 @@ def review_tasks_visible_to(user: Any) -> QuerySet[ReviewTask]:
 
 
 def product_owner_context(requirement_id) -> ProductOwnerContext:
+    """A brief, or (in a playbook without stories) a bug ticket: the context's type picks the PO's job."""
     req = Requirement.objects.select_related("project").get(pk=requirement_id)
-    return ProductOwnerContext(title=req.title, brief=req.brief, project=req.project.name, clarifications=req.clarifications)
+    context = ProductOwnerContext if playbook_named(req.playbook).writes_stories else BugTicketContext
+    return context(title=req.title, brief=req.brief, project=req.project.name, clarifications=req.clarifications)
 
 
 def business_analyst_context(requirement_id, round: int) -> BusinessAnalystContext:

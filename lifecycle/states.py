@@ -19,6 +19,10 @@ class RequirementState(models.TextChoices):
 
 TERMINAL_STATES = (RequirementState.DEPLOYED, RequirementState.CANCELLED)
 NON_TERMINAL_STATES = [s for s in RequirementState.values if s not in TERMINAL_STATES]
+# Where steps run, so where a budget can run out: exhaust_budget → escalated, resume_budget → the same state.
+BUDGET_STATES = [RequirementState.RECEIVED, RequirementState.CLARIFIED, RequirementState.USER_STORIES_CREATED,
+                 RequirementState.DESIGN_READY, RequirementState.IN_DEVELOPMENT, RequirementState.IN_REVIEW,
+                 RequirementState.TEST_PENDING, RequirementState.READY_TO_DEPLOY]
 
 
 class StoryState(models.TextChoices):
@@ -48,6 +52,7 @@ class ReviewKind(models.TextChoices):
     DESIGN_REVIEW = "design_review"
     CODE_REVIEW = "code_review"
     DEPLOYMENT_APPROVAL = "deployment_approval"
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 class Decision(models.TextChoices):
@@ -55,6 +60,8 @@ class Decision(models.TextChoices):
     REJECT = "reject"
     REQUEST_CHANGES = "request_changes"
     ANSWER = "answer"
+    OVERRIDE_BUDGET = "override_budget"  # budget gate: new limits (approve = partial output, reject = terminate)
+    INJECT_CONSTRAINT = "inject_constraint"  # budget gate: a constraint for every later step, then continue
 
 
 class Role(models.TextChoices):

@@ -1,15 +1,21 @@
 """The team's roles and their jobs. Each is a pure function of its context and an LLM."""
-from agents.roles.base import Agent
+from agents.roles.base import Agent, AgentByContext
 from agents.schemas import (
+    BugTicketContext,
+    BugTicketOutput,
     BusinessAnalystOutput,
     CodeReviewVerdict,
     DevOpsOutput,
     EngineerOutput,
     ImplementationPlanOutput,
+    PlanContext,
+    ProductOwnerContext,
     ProductOwnerOutput,
     QCOutput,
     ReviewVerdict,
     TechnicalSpecOutput,
+    TicketPlanContext,
+    TicketPlanOutput,
 )
 
 PRODUCT_OWNER = Agent(
@@ -52,3 +58,15 @@ DEVOPS_ENGINEER = Agent(
     role="devops_engineer", output=DevOpsOutput,
     task="Write the CI workflow, the deployment runbook and the rollback procedure.",
 )
+
+# The bug_fix playbook (lifecycle/playbooks.py): a ticket instead of stories and a spec.
+TICKET_CLARIFIER = Agent(
+    role="product_owner", prompt="product_owner_ticket", output=BugTicketOutput,
+    task="Clarify this bug ticket: what is wrong, and what must hold once it is fixed.",
+)
+TICKET_PLANNER = Agent(
+    role="tech_lead", prompt="tech_lead_plan_ticket", output=TicketPlanOutput,
+    task="Break the fix of this bug ticket into implementation tasks.",
+)
+CLARIFY_JOBS = AgentByContext({ProductOwnerContext: PRODUCT_OWNER, BugTicketContext: TICKET_CLARIFIER})
+PLAN_JOBS = AgentByContext({PlanContext: PLANNER, TicketPlanContext: TICKET_PLANNER})

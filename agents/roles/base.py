@@ -31,3 +31,23 @@ class Agent(Generic[C, Out]):
     def run(self, context: C, llm: LLM) -> Out:
         return llm.generate(role=self.role, system=llm.prompt(self.prompt_name), messages=self.messages(context),
                             schema=self.output)
+
+
+@dataclass(frozen=True)
+class AgentByContext:
+    """One step, several jobs: the agent is chosen by the context's type (a brief or a bug ticket,
+    a plan from a spec or from a ticket), so the step registry keeps one entry per step."""
+
+    agents: dict[type[BaseModel], Agent]
+
+    @property
+    def role(self) -> str:
+        (role,) = {agent.role for agent in self.agents.values()}  # one role per step, whatever the job
+        return role
+
+    def run(self, context: BaseModel, llm: LLM) -> BaseModel:
+        # by the type or a base of it: a context carrying injected constraints is a subclass of its type
+        agent = next((self.agents[t] for t in type(context).__mro__ if t in self.agents), None)
+        if agent is None:
+            raise TypeError(f"no {self.role} job takes a {type(context).__name__}")
+        return agent.run(context, llm)

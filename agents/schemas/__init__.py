@@ -32,5 +32,6 @@ from agents.schemas.product import (
     StoryOut,
 )
 from agents.schemas.quality import AcceptanceCriterion, DevOpsContext, DevOpsOutput, QCContext, QCOutput
+from agents.schemas.tickets import BugTicketContext, BugTicketOutput, Ticket, TicketPlanContext, TicketPlanOutput
 
 __all__ = sorted(name for name in dir() if name[:1].isupper())

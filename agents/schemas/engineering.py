@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from agents.schemas.base import Strict
-from agents.schemas.design import SAFE_PATH, Interface, PlannedTask
+from agents.schemas.design import SAFE_PATH, Interface, PlannedTask, TechnicalSpecOutput
 
 # QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit.
 ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
@@ -65,17 +65,22 @@ class CodeReviewContext(Strict):
     tests_passed: int
     acceptance: list[str]
     round: int
+    spec: TechnicalSpecOutput | None = None  # what the code was built against, to spot an inconsistent spec
 
 
 class CodeReviewVerdict(Strict):
-    """A tech lead's code review: approve, or request changes with concrete notes."""
+    """A tech lead's code review: approve, or request changes with concrete notes on the code and, apart,
+    findings that the spec itself is inconsistent (those go to the architect, not the engineer)."""
 
     verdict: Literal["approve", "request_changes"]
     reasoning: str = Field(min_length=1, max_length=4000)
     notes: list[str] = []
+    spec_issues: list[str] = Field(default=[], description="contradictions or gaps in the spec itself, one per item")
 
     @model_validator(mode="after")
     def _notes_when_changes(self) -> CodeReviewVerdict:
-        if self.verdict == "request_changes" and not self.notes:
-            raise ValueError("a request_changes verdict needs at least one note")
+        if self.verdict == "request_changes" and not (self.notes or self.spec_issues):
+            raise ValueError("a request_changes verdict needs at least one note or spec issue")
+        if self.verdict == "approve" and self.spec_issues:
+            raise ValueError("an approve verdict cannot report spec issues; request changes instead")
         return self

@@ -32,6 +32,8 @@ class ProductOwnerOutput(Strict):
     assumptions: list[str] = []
     constraints: list[str] = []
     success_metrics: list[str] = []
+    acceptance_criteria: list[str] = Field(default=[], max_length=12,
+                                           description="checkable expected behaviours; required for a bug ticket")
     clarifying_questions: list[str] = Field(default=[], max_length=10)
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ class QCContext(Strict):
     criteria: list[AcceptanceCriterion]
     interfaces: list[Interface]
     modules: list[str]
+    guidance: list[str] = []  # criteria restated by a human for the BA, after QC could not test them as written
 
 
 class QCOutput(Strict):

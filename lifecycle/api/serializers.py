@@ -3,7 +3,20 @@ from django.conf import settings
 from django.db.models import Sum
 from rest_framework import serializers
 
-from lifecycle.models import Artifact, Project, Requirement, RequirementDoc, ReviewTask, StateTransition, UserStory
+from lifecycle import playbooks, replay_compare
+from lifecycle.failure_rules import Route, Source
+from lifecycle.models import (
+    Artifact,
+    FailureRoute,
+    Project,
+    Replay,
+    Requirement,
+    RequirementDoc,
+    ReviewTask,
+    StateTransition,
+    Step,
+    UserStory,
+)
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.states import ArtifactKind, Decision
 
@@ -29,6 +42,7 @@ class RequirementIn(StrictSerializer):
     brief = StrictCharField(max_length=settings.AITEAM_BRIEF_MAX_CHARS, trim_whitespace=True)
     title = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     project = serializers.UUIDField(required=False)
+    playbook = serializers.ChoiceField(choices=playbooks.CHOICES, required=False, default=playbooks.DEFAULT)
 
 
 class DecisionIn(StrictSerializer):
@@ -36,12 +50,17 @@ class DecisionIn(StrictSerializer):
     reason = StrictCharField(max_length=4000, required=False, allow_blank=True, default="")
     feedback = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
     answer = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
+    constraint = StrictCharField(max_length=2000, required=False, allow_blank=True, default="",
+                                 help_text="inject_constraint: the constraint every later agent step must follow")
+    budget = serializers.DictField(required=False, help_text='override_budget: new limits, e.g. {"requirement": '
+                                   '{"tokens": 800000, "cost_usd": "12"}, "roles": {"senior_engineer": {"steps": 30}}}')
 
 
 class DocOut(serializers.ModelSerializer):
     class Meta:
         model = RequirementDoc
-        fields = ["version", "summary", "objectives", "out_of_scope", "assumptions", "constraints", "success_metrics"]
+        fields = ["version", "summary", "objectives", "out_of_scope", "assumptions", "constraints", "success_metrics",
+                  "acceptance_criteria"]
 
 
 class StoryOut(serializers.ModelSerializer):
@@ -78,17 +97,19 @@ class ReviewTaskOut(serializers.ModelSerializer):
         model = ReviewTask
         fields = ["id", "requirement", "kind", "round", "state", "question", "reasoning", "context", "options",
                   "decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via", "decided_at",
-                  "sla_deadline", "assignee", "created_at",
+                  "sla_deadline", "assignee", "created_at", "decision_data",
                   "assignee_group", "escalation_policy", "decide_by", "escalation_count", "policy"]
 
 
 class RequirementSummaryOut(serializers.ModelSerializer):
     project = serializers.UUIDField(source="project_id")
+    replay_of = serializers.UUIDField(source="replay_of_id", allow_null=True, read_only=True)
     prompt_bundle = serializers.CharField(source="prompt_bundle_id", allow_null=True)
 
     class Meta:
         model = Requirement
-        fields = ["id", "title", "state", "project", "playbook", "prompt_bundle", "created_at", "state_changed_at"]
+        fields = ["id", "title", "state", "project", "playbook", "prompt_bundle", "replay_of", "created_at",
+                  "state_changed_at"]
 
 
 class RequirementOut(RequirementSummaryOut):
@@ -100,10 +121,12 @@ class RequirementOut(RequirementSummaryOut):
     open_review_tasks = serializers.SerializerMethodField()
     llm_usage = serializers.SerializerMethodField()
     status_digest = serializers.SerializerMethodField()
+    budget = serializers.SerializerMethodField()
+    replay = serializers.SerializerMethodField()
 
     class Meta(RequirementSummaryOut.Meta):
         fields = [*RequirementSummaryOut.Meta.fields, "brief", "clarifications", "requirement_doc", "stories",
-                  "artifacts", "transitions", "open_review_tasks", "llm_usage", "status_digest"]
+                  "artifacts", "transitions", "open_review_tasks", "llm_usage", "status_digest", "budget", "replay"]
 
     def get_requirement_doc(self, obj):
         doc = obj.docs.order_by("-version").first()
@@ -116,12 +139,60 @@ class RequirementOut(RequirementSummaryOut):
         digest = latest(obj, ArtifactKind.STATUS_DIGEST, "digest")
         return {"updated_at": digest.created_at, **content_json(digest)} if digest else None
 
+    def get_budget(self, obj):
+        """Spend against limits, per dimension, for the requirement and each role (lifecycle/services/budgets.py)."""
+        from lifecycle.services.budgets import budget_report
+
+        return budget_report(obj)
+
+    def get_replay(self, obj):
+        """On a replay: its verdict and the comparison with its source (None on any other requirement)."""
+        run = Replay.objects.filter(requirement=obj).first()
+        return ReplayOut(run).data if run else None
+
     def get_llm_usage(self, obj):
         totals = obj.llm_calls.aggregate(
             input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
             cache_read_tokens=Sum("cache_read_tokens"), cost_usd=Sum("cost_usd"),
         )
         return {"calls": obj.llm_calls.count(), **{k: v or 0 for k, v in totals.items()}}
+
+
+class RoutingQueryIn(StrictSerializer):
+    """Filters of GET /requirements/{id}/routing/ (query parameters)."""
+
+    route = serializers.ChoiceField(choices=[r.value for r in Route], required=False)
+    source = serializers.ChoiceField(choices=[s.value for s in Source], required=False)
+
+
+class StepRefOut(serializers.ModelSerializer):
+    class Meta:
+        model = Step
+        fields = ["id", "key", "attempt"]
+
+
+class FailureRouteOut(serializers.ModelSerializer):
+    step = StepRefOut(allow_null=True)
+
+    class Meta:
+        model = FailureRoute
+        fields = ["id", "created_at", "source", "step", "summary", "signature", "route", "rule", "matched", "trace",
+                  "facts", "action"]
+
+
+class ReplayIn(StrictSerializer):
+    """POST /requirements/{id}/replay/ takes no input: the recording decides everything."""
+
+
+class ReplayOut(serializers.ModelSerializer):
+    differences = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Replay
+        fields = ["verdict", "via", "created_at", "compared_at", "differences", "comparison"]
+
+    def get_differences(self, run):
+        return replay_compare.describe(run.comparison) if run.comparison else []
 
 
 class ProjectRef(serializers.ModelSerializer):

@@ -9,10 +9,11 @@ from lifecycle import selectors
 from lifecycle.actors import Actor
 from lifecycle.api import serializers as s
 from lifecycle.errors import DomainError
-from lifecycle.models import Project
+from lifecycle.models import Project, Requirement
 from lifecycle.origin import request_origin
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.intake import requirement_submit
+from lifecycle.services.replays import replay_start
 from lifecycle.services.reviews import review_decide
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
 
@@ -26,7 +27,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     def get_serializer_class(self):
         return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
 
-    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementOut})
+    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementSummaryOut})
     def create(self, request):
         data = s.RequirementIn(data=request.data)
         data.is_valid(raise_exception=True)
@@ -38,9 +39,33 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
             if project is None:
                 raise DomainError("no such project", "project")
         requirement = requirement_submit(
-            user=request.user, brief=data.validated_data["brief"], title=data.validated_data["title"], project=project
+            user=request.user, brief=data.validated_data["brief"], title=data.validated_data["title"], project=project,
+            playbook=data.validated_data["playbook"],
         )
-        return Response(s.RequirementOut(requirement).data, status=status.HTTP_201_CREATED)
+        # the summary: a new requirement has no stories, artifacts or calls yet, so no need to query for them
+        return Response(s.RequirementSummaryOut(requirement).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": f"{request.path}{requirement.pk}/"})
+
+    @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
+    @action(detail=True, methods=["get"])
+    def routing(self, request, pk=None):
+        """Every failure of the requirement, where the classifier sent it, and the trace of rules (oldest first)."""
+        requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
+        query = s.RoutingQueryIn(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        routes = requirement.failure_routes.select_related("step").filter(**query.validated_data)
+        return Response(s.FailureRouteOut(routes, many=True).data)
+
+
+    @extend_schema(request=s.ReplayIn, responses={202: s.RequirementOut})
+    @action(detail=True, methods=["post"])
+    def replay(self, request, pk=None):
+        """Replay this finished or failed run from its recordings as a new requirement (409 while it still runs);
+        the replay's `replay` field holds the comparison once it comes to rest."""
+        source = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
+        s.ReplayIn(data=request.data).is_valid(raise_exception=True)
+        replay = replay_start(source_id=source.pk, user=request.user, via="api")
+        return Response(s.RequirementOut(Requirement.objects.get(pk=replay.pk)).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

@@ -16,6 +16,17 @@ class DecisionForm(forms.Form):
     reason = forms.CharField(required=False, max_length=4000)
     feedback = forms.CharField(required=False, max_length=8000)
     answer = forms.CharField(required=False, max_length=8000)
+    constraint = forms.CharField(required=False, max_length=2000)
+    budget = forms.JSONField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        """The budget page posts every field with whichever button was pressed: keep only the chosen option's."""
+        data = super().clean()
+        if data.get("decision") != Decision.OVERRIDE_BUDGET:
+            data["budget"] = None
+        if data.get("decision") != Decision.INJECT_CONSTRAINT:
+            data["constraint"] = ""
+        return data
 
 
 class BulkDecisionForm(forms.Form):

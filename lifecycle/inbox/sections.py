@@ -13,7 +13,10 @@ from lifecycle.models import Artifact, Notification, ReviewTask, StateTransition
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
 
 DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
-SHOWN_ELSEWHERE = {"stories", "spec_summary"}
+SHOWN_ELSEWHERE = {"stories", "spec_summary", "budget", "suggested_override"}
+# The budget gate's options as a reviewer reads them (the values stay the API's decisions).
+BUDGET_OPTION_LABELS = {"override_budget": "Override the budget", "inject_constraint": "Inject a constraint",
+                        "approve": "Approve the partial output", "reject": "Terminate"}
 
 
 @dataclass
@@ -116,6 +119,28 @@ def other_context(task: ReviewTask) -> list[ContextItem]:
         else:
             shown.append(ContextItem(label, text=str(value)))
     return shown
+
+
+def decision_options(task: ReviewTask) -> list[tuple[str, str]]:
+    labels = BUDGET_OPTION_LABELS if task.kind == ReviewKind.BUDGET_EXHAUSTED else {}
+    return [(option, labels.get(option, option)) for option in task.options]
+
+
+def budget_standing(task: ReviewTask) -> dict[str, Any] | None:
+    """A budget task's pinned spend: one row per scope, "spent / limit (remaining left)" per dimension."""
+    table = task.context.get("budget") if task.kind == ReviewKind.BUDGET_EXHAUSTED else None
+    if not isinstance(table, dict):
+        return None
+    dimensions = list(next(iter(table.values()), {}))
+    rows = [{"scope": scope, "cells": [_budget_cell(cells.get(d, {})) for d in dimensions]} for scope, cells in table.items()]
+    suggestion = json.dumps(task.context.get("suggested_override") or {}, indent=1)
+    return {"dimensions": dimensions, "rows": rows, "suggestion": suggestion}
+
+
+def _budget_cell(cell: dict[str, Any]) -> str:
+    if cell.get("limit") is None:
+        return f"{cell.get('spent')} / unlimited"
+    return f"{cell.get('spent')} / {cell['limit']} ({cell.get('remaining')} left)"
 
 
 def history(task: ReviewTask) -> dict[str, list[Any]]:

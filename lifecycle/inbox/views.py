@@ -36,6 +36,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask) -> Tem
         "spec_summary": sections.spec_summary(task, artifacts),
         "changed_files": sections.changed_files(artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
+        "options": sections.decision_options(task), "budget": sections.budget_standing(task),
         "assign_form": AssignForm(users=assignable_users(task)) if may_act else None,
     }
     return TemplateResponse(request, "admin/lifecycle/reviewtask/review.html", context)

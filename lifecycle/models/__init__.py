@@ -5,15 +5,18 @@ from lifecycle.models.llm import LLMCall
 from lifecycle.models.notifications import Notification
 from lifecycle.models.plan import ImplementationTask
 from lifecycle.models.prompts import PromptBundle
+from lifecycle.models.replay import Replay
 from lifecycle.models.requirement import Requirement, RequirementDoc
 from lifecycle.models.review import ReviewTask
+from lifecycle.models.routing import FailureRoute
 from lifecycle.models.steps import Step
 from lifecycle.models.stories import UserStory
 from lifecycle.models.tenancy import Membership, Organization, Project
 
 __all__ = [
-    "Artifact", "ArtifactBlob", "ImplementationTask", "LLMCall", "Membership", "Organization", "OutboxEvent", "Project",
-    "PromptBundle",
+    "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
+    "OutboxEvent", "Project",
+    "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
     "Notification", "StoryEdit",
 ]

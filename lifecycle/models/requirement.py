@@ -6,10 +6,10 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django_fsm import FSMField, FSMModelMixin, transition
+from django_fsm import GET_STATE, FSMField, FSMModelMixin, transition
 
-from lifecycle import guards
-from lifecycle.states import NON_TERMINAL_STATES
+from lifecycle import guards, playbooks
+from lifecycle.states import BUDGET_STATES, NON_TERMINAL_STATES
 from lifecycle.states import RequirementState as S
 
 
@@ -20,9 +20,12 @@ class Requirement(FSMModelMixin, models.Model):
     title = models.CharField(max_length=200, blank=True)
     brief = models.TextField()
     state = FSMField(default=S.RECEIVED, choices=S.choices, protected=True, db_index=True)
-    playbook = models.CharField(max_length=40, default="new_feature")
+    playbook = models.CharField(max_length=40, default=playbooks.DEFAULT, choices=playbooks.CHOICES,
+                                help_text="the phases it goes through (lifecycle/playbooks.py), chosen at submission")
     prompt_bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
                                       help_text="the prompts this requirement runs with, fixed at submission")
+    replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="replays",
+                                  help_text="the run this one replays from its recordings (lifecycle/services/replays.py)")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     clarifications = models.JSONField(default=list, blank=True, help_text="questions asked and answers given")
     clarification_round = models.PositiveIntegerField(default=1)
@@ -31,6 +34,12 @@ class Requirement(FSMModelMixin, models.Model):
     dev_attempts = models.PositiveIntegerField(default=0)
     code_review_round = models.PositiveIntegerField(default=0)
     budget_exhausted = models.BooleanField(default=False)
+    budget_paused_from = models.CharField(max_length=40, blank=True,
+                                          help_text="the state a budget ran out in: where the budget gate resumes it")
+    budget_overrides = models.JSONField(default=dict, blank=True,
+                                        help_text="limits set by budget decisions, over the project's and playbook's")
+    injected_constraints = models.JSONField(default=list, blank=True,
+                                            help_text="constraints reviewers injected: in every later agent context")
     created_at = models.DateTimeField(auto_now_add=True)
     state_changed_at = models.DateTimeField(auto_now_add=True)
 
@@ -55,20 +64,28 @@ class Requirement(FSMModelMixin, models.Model):
     def request_clarification(self) -> None: ...
 
     # --- stories -------------------------------------------------------------------
-    @transition(state, source=S.CLARIFIED, target=S.USER_STORIES_CREATED, conditions=[guards.has_draft_stories])
+    # The story edges exist only in playbooks that write stories (new_feature).
+    @transition(state, source=S.CLARIFIED, target=S.USER_STORIES_CREATED,
+                conditions=[guards.playbook_writes_stories, guards.has_draft_stories])
     def create_stories(self) -> None: ...
 
-    @transition(state, source=S.USER_STORIES_CREATED, target=S.CLARIFIED, conditions=[guards.stories_rejected])
+    @transition(state, source=S.USER_STORIES_CREATED, target=S.CLARIFIED,
+                conditions=[guards.playbook_writes_stories, guards.stories_rejected])
     def reject_stories(self) -> None: ...
 
     @transition(
         state, source=S.USER_STORIES_CREATED, target=S.DESIGN_READY,
-        conditions=[guards.stories_approved_by_human, guards.has_approved_spec],
+        conditions=[guards.playbook_writes_stories, guards.stories_approved_by_human, guards.has_approved_spec],
     )
     def approve_design(self) -> None: ...
 
+    # A playbook without stories (bug_fix): the clarified ticket, with acceptance criteria, is ready to plan.
+    @transition(state, source=S.CLARIFIED, target=S.DESIGN_READY,
+                conditions=[guards.playbook_skips_stories, guards.ticket_ready])
+    def accept_ticket(self) -> None: ...
+
     # --- design and development ----------------------------------------------------
-    @transition(state, source=S.DESIGN_READY, target=S.USER_STORIES_CREATED)
+    @transition(state, source=S.DESIGN_READY, target=S.USER_STORIES_CREATED, conditions=[guards.playbook_writes_stories])
     def reopen_stories(self) -> None: ...
 
     @transition(state, source=S.DESIGN_READY, target=S.IN_DEVELOPMENT, conditions=[guards.has_implementation_plan])
@@ -80,11 +97,19 @@ class Requirement(FSMModelMixin, models.Model):
     @transition(state, source=S.IN_DEVELOPMENT, target=S.IN_DEVELOPMENT, conditions=[guards.attempts_left])
     def retry_development(self) -> None: ...
 
-    @transition(state, source=S.IN_DEVELOPMENT, target=S.ESCALATED, conditions=[guards.attempts_or_budget_exhausted])
+    @transition(state, source=S.IN_DEVELOPMENT, target=S.ESCALATED, conditions=[guards.escalation_due])
     def escalate(self) -> None: ...
 
     @transition(state, source=S.ESCALATED, target=S.IN_DEVELOPMENT, conditions=[guards.escalation_resolved])
     def resume_development(self) -> None: ...
+
+    # --- the budget gate: from any working state to escalated, and back to exactly that state ---
+    @transition(state, source=BUDGET_STATES, target=S.ESCALATED, conditions=[guards.budget_is_exhausted])
+    def exhaust_budget(self) -> None: ...
+
+    @transition(state, source=S.ESCALATED, target=GET_STATE(lambda req: req.budget_paused_from, states=BUDGET_STATES),
+                conditions=[guards.budget_decided])
+    def resume_budget(self) -> None: ...
 
     # --- review, QC, deployment ----------------------------------------------------
     @transition(state, source=S.IN_REVIEW, target=S.TEST_PENDING)
@@ -123,6 +148,8 @@ class RequirementDoc(models.Model):
     assumptions = models.JSONField(default=list)
     constraints = models.JSONField(default=list)
     success_metrics = models.JSONField(default=list)
+    acceptance_criteria = models.JSONField(default=list, blank=True,
+                                           help_text="expected behaviour: what a bug fix is planned and tested from")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

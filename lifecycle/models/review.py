@@ -39,6 +39,8 @@ class ReviewTask(FSMModelMixin, models.Model):
     decision = models.CharField(max_length=20, choices=Decision.choices, blank=True)
     reason = models.TextField(blank=True)
     feedback = models.TextField(blank=True)
+    decision_data = models.JSONField(default=dict, blank=True,
+                                     help_text="structured input the decision carried, e.g. the new budget limits")
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

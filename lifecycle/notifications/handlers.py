@@ -18,7 +18,8 @@ from lifecycle.notifications.delivery import notify
 from lifecycle.states import ReviewKind
 
 log = logging.getLogger(__name__)
-OPENED_AS = {ReviewKind.CLARIFICATION: "requirement_blocked", ReviewKind.ESCALATION: "requirement_escalated"}
+OPENED_AS = {ReviewKind.CLARIFICATION: "requirement_blocked", ReviewKind.ESCALATION: "requirement_escalated",
+             ReviewKind.BUDGET_EXHAUSTED: "requirement_escalated"}
 
 
 def queue_notifications(event: OutboxEvent) -> None:
@@ -44,7 +45,7 @@ def notify_for_event(event_id: int) -> None:
     task = ReviewTask.objects.select_related(
         "requirement__project__organization", "organization", "assignee", "assignee_group").filter(
         pk=event.payload.get("review_task")).first()
-    if task is not None:
+    if task is not None and not task.requirement.replay_of_id:  # a replay's gates are a record, nobody's work
         with transaction.atomic():
             notifier(event, task)
 

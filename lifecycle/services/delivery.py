@@ -16,11 +16,14 @@ from django.db import transaction
 from agents.delivery import DeliveryPlan, GitHubSettings, ensure_bare_remote
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
+from lifecycle.failure_rules import Failure, Source
 from lifecycle.models import Requirement
+from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.services.outbox import emit
-from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_fail_locked, step_finish
+from lifecycle.services.routing import step_failure_route_locked
+from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind
 
@@ -55,7 +58,10 @@ def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
                        role=DELIVERY.role)
         if not output["succeeded"]:
             emit(requirement, "DeliveryFailed", {"error": output["error"], "compensations": output["compensations"]})
-            step_fail_locked(step, error=f"delivery failed, compensated: {output['error']}")
+            error = f"delivery failed, compensated: {output['error']}"
+            step_failure_route_locked(  # git or GitHub refused: infrastructure, retried with backoff, then an operator
+                lease=lease, step=step, requirement=requirement, summary=error,
+                failure=Failure(source=Source.STEP, step=steps.DELIVER, error_classes=("DeliveryError",), error=error))
             return
         transition(requirement, "deploy", actor=DELIVERY, metadata={"branch": output["branch"],
                                                                     "pull_request": output.get("pull_request")})
@@ -79,10 +85,19 @@ def _github(requirement: Requirement) -> GitHubSettings | None:
 
 
 def _pull_body(requirement: Requirement) -> str:
-    stories = "\n".join(f"- {s.title}" for s in requirement.stories.filter(round=requirement.story_round))
-    spec = latest(requirement, ArtifactKind.TECHNICAL_SPEC, "technical_spec")
     qc = latest(requirement, ArtifactKind.TEST_REPORT, "qc")
     tests = latest(requirement, ArtifactKind.TEST_REPORT, "self_test")
-    return (f"Requirement {requirement.pk}\n\n## Stories\n{stories}\n\n## Spec\n{spec.summary if spec else '-'} "
-            f"(artifact {spec.pk if spec else '-'})\n\n## Tests\n- self-tests: {tests.summary if tests else '-'}\n"
-            f"- QC: {qc.summary if qc else '-'}\n")
+    return (f"Requirement {requirement.pk}\n\n{_what_was_built(requirement)}\n\n## Tests\n"
+            f"- self-tests: {tests.summary if tests else '-'}\n- QC: {qc.summary if qc else '-'}\n")
+
+
+def _what_was_built(requirement: Requirement) -> str:
+    """The stories and spec, or for a bug fix (no stories, no spec) the ticket and its acceptance criteria."""
+    from lifecycle.contexts import from_ticket, ticket_of
+
+    if from_ticket(requirement):
+        ticket = ticket_of(requirement)
+        return f"## Ticket\n{ticket.summary}\n\n" + "\n".join(f"- {c}" for c in ticket.acceptance_criteria)
+    stories = "\n".join(f"- {s.title}" for s in requirement.stories.filter(round=requirement.story_round))
+    spec = latest(requirement, ArtifactKind.TECHNICAL_SPEC, "technical_spec")
+    return f"## Stories\n{stories}\n\n## Spec\n{spec.summary if spec else '-'} (artifact {spec.pk if spec else '-'})"

@@ -14,7 +14,7 @@ from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
 from lifecycle.services.transitions import transition
-from lifecycle.states import ArtifactKind, ReviewKind
+from lifecycle.states import ArtifactKind, RequirementState, ReviewKind
 
 ARCHITECT = Actor.agent("tech_architect")
 TECH_LEAD = Actor.agent("tech_lead")
@@ -22,7 +22,9 @@ SPEC = "technical_spec"
 
 
 def architect_apply(*, lease: Lease, output: TechnicalSpecOutput) -> None:
-    """Spec version n and its ADRs; the tech lead reviews version n next."""
+    """Spec version n and its ADRs; the tech lead reviews version n next. In development (a code review found
+    the spec inconsistent) the revision goes straight to the engineer's fix, whose code the tech lead reviews
+    again against it: the table has no in_review/in_development → design edge, and none is needed."""
     with transaction.atomic():
         step = lock_fenced(lease)
         requirement = requirement_for_update(lease)
@@ -35,7 +37,13 @@ def architect_apply(*, lease: Lease, output: TechnicalSpecOutput) -> None:
             artifact_store(requirement, kind=ArtifactKind.ADR, name=slugify(adr.title)[:200], content=adr.model_dump(),
                            summary=adr.decision, metadata={"round": lease.attempt}, step=step, role=ARCHITECT.role)
         emit(requirement, "SpecProduced", {"round": lease.attempt, "adrs": len(output.adrs)})
-        step_schedule(requirement_id=requirement.pk, key=steps.DESIGN_REVIEW, attempt=lease.attempt)
+        if requirement.state == RequirementState.IN_DEVELOPMENT:
+            from lifecycle.services.development import next_attempt
+
+            emit(requirement, "SpecRevisedInDevelopment", {"round": lease.attempt})
+            next_attempt(requirement)
+        else:
+            step_schedule(requirement_id=requirement.pk, key=steps.DESIGN_REVIEW, attempt=lease.attempt)
         step_finish(step)
 
 

@@ -13,11 +13,14 @@ from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
 from agents.workspace import Workspace
 from lifecycle import guards
 from lifecycle.actors import Actor
+from lifecycle.errors import SandboxTimedOut
+from lifecycle.failure_rules import Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
 from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
+from lifecycle.services.routing import failure_route_record, failure_with_history
 from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind, StepState
@@ -77,7 +80,9 @@ def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
 
 
 def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
-    """Record the sandbox's report; passing → in_review, failing → retry or escalate."""
+    """Record the sandbox's report; passing → in_review, failing → the failure classifier decides (a fix, or
+    a human). A run the sandbox stopped at its time limit is an infrastructure failure: raised, retried."""
+    ensure_not_timed_out(output)
     with transaction.atomic():
         step = lock_fenced(lease)
         requirement = requirement_for_update(lease)
@@ -98,7 +103,7 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
             _start_code_review(requirement)
         else:
             emit(requirement, "SelfTestsFailed", {"attempt": lease.attempt, "failing": output["failing_tests"][:50]})
-            _retry_or_escalate(requirement, output)
+            _route_failed_self_test(requirement, step, output)
 
 
 def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
@@ -111,14 +116,19 @@ def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
         step_finish(step)
         if output.verdict == "approve":
             code_review_pass(requirement, actor=TECH_LEAD)
-        elif lease.attempt < settings.AITEAM_MAX_CODE_REVIEW_ROUNDS:
-            code_review_fail(requirement, actor=TECH_LEAD, notes=output.notes)
+            return
+        route = _route_code_review(requirement, step, output, round=lease.attempt)
+        if route == Route.ARCHITECT:
+            code_review_to_architect(requirement, actor=TECH_LEAD, notes=output.notes, spec_issues=output.spec_issues)
+        elif route == Route.ENGINEER:
+            code_review_fail(requirement, actor=TECH_LEAD, notes=output.notes + output.spec_issues)
         else:
             review_open(
                 requirement, kind=ReviewKind.CODE_REVIEW, round=lease.attempt,
                 question=f"The tech lead requested changes {lease.attempt} times. Approve the code as it is, request "
                 "changes with your guidance (one more engineer attempt), or reject to cancel.",
-                reasoning=output.reasoning, context={"notes": output.notes}, resume_target=steps.FIX,
+                reasoning=output.reasoning, context={"notes": output.notes, "spec_issues": output.spec_issues},
+                resume_target=steps.FIX,
             )
 
 
@@ -133,6 +143,15 @@ def code_review_fail(requirement: Requirement, *, actor: Actor, notes: list[str]
     next_attempt(requirement)
 
 
+def code_review_to_architect(requirement: Requirement, *, actor: Actor, notes: list[str], spec_issues: list[str]) -> None:
+    """The review found the spec inconsistent: back to development, where the architect revises the spec
+    (a new spec version) before the engineer's fix; see design.architect_apply."""
+    transition(requirement, "fail_code_review", actor=actor, metadata={"notes": notes, "spec_issues": spec_issues})
+    emit(requirement, "CodeReviewFailed", {"round": requirement.code_review_round, "notes": notes,
+                                           "spec_issues": spec_issues})
+    step_schedule(requirement_id=requirement.pk, key=steps.ARCHITECT, attempt=requirement.design_round + 1)
+
+
 def resume_with_guidance(requirement: Requirement, *, actor: Actor, guidance: str) -> None:
     """A human answered an escalation: development resumes with another engineer attempt."""
     transition(requirement, "resume_development", actor=actor, metadata={"guidance": guidance})
@@ -145,28 +164,71 @@ def next_attempt(requirement: Requirement) -> None:
     step_schedule(requirement_id=requirement.pk, key=steps.FIX, attempt=requirement.dev_attempts)
 
 
+def _route_code_review(requirement: Requirement, step: Step, verdict: CodeReviewVerdict, *, round: int) -> Route:
+    """Spec issues → the architect; notes on the code → the engineer; the last allowed round → a human.
+    Without a spec (a bug-fix playbook) a spec issue is one more note for the engineer."""
+    has_spec = requirement.artifacts.filter(kind=ArtifactKind.TECHNICAL_SPEC).exists()
+    spec_issues = tuple(verdict.spec_issues) if has_spec else ()
+    failure = failure_with_history(requirement=requirement, failure=Failure(
+        source=Source.CODE_REVIEW, step=steps.CODE_REVIEW, review_notes=tuple(verdict.notes) + (() if has_spec else
+        tuple(verdict.spec_issues)), spec_issues=spec_issues,
+        loop_exhausted=round >= settings.AITEAM_MAX_CODE_REVIEW_ROUNDS))
+    routing = classify(failure)
+    actions = {Route.ARCHITECT: f"spec revision (design round {requirement.design_round + 1}) before the next fix",
+               Route.ENGINEER: f"fix attempt {requirement.dev_attempts + 1} with the review notes"}
+    failure_route_record(requirement=requirement, failure=failure, routing=routing, step=step,
+                         summary=f"code review round {round}: {verdict.reasoning}",
+                         action=actions.get(routing.route, "a code_review task asks a human"))
+    return routing.route
+
+
 def _start_code_review(requirement: Requirement) -> None:
     requirement.code_review_round += 1
     requirement.save(update_fields=["code_review_round"])
     step_schedule(requirement_id=requirement.pk, key=steps.CODE_REVIEW, attempt=requirement.code_review_round)
 
 
-def _retry_or_escalate(requirement: Requirement, report: dict[str, Any]) -> None:
+def ensure_not_timed_out(report: dict[str, Any]) -> None:
+    if report.get("timed_out"):
+        raise SandboxTimedOut(f"the sandbox stopped the test run at its limit ({report.get('killed_reason') or 'timeout'}"
+                              f" after {report.get('duration_s', 0)} s); output tail: {report.get('output_tail', '')[-500:]}")
+
+
+def _route_failed_self_test(requirement: Requirement, step: Step, report: dict[str, Any]) -> None:
+    """Failing tests → the engineer's next attempt; the same failure again after a fix, or the third failed
+    attempt → a human (escalation). The route is recorded first: the escalate guard reads it."""
     failing = report["failing_tests"][:50]
-    if guards.attempts_left(requirement):
+    failure = failure_with_history(requirement=requirement, failure=Failure(
+        source=Source.SELF_TEST, step=steps.SELF_TEST, tests_failed=True, failing_tests=tuple(failing),
+        loop_exhausted=not guards.attempts_left(requirement)))
+    routing = classify(failure)
+    to_engineer = routing.route == Route.ENGINEER
+    failure_route_record(
+        requirement=requirement, failure=failure, routing=routing, step=step,
+        summary=f"self-tests of attempt {requirement.dev_attempts}: {report['failed']} failed, {report['errors']} errors",
+        action=f"fix attempt {requirement.dev_attempts + 1} scheduled" if to_engineer else "escalated to a human")
+    if to_engineer:
         transition(requirement, "retry_development", actor=SANDBOX,
                    metadata={"attempt": requirement.dev_attempts + 1, "failing": failing})
         next_attempt(requirement)
-        return
-    transition(requirement, "escalate", actor=SANDBOX, metadata={"attempts": requirement.dev_attempts})
+    else:
+        development_escalate(requirement, report=report, reason=routing.first)
+
+
+def development_escalate(requirement: Requirement, *, report: dict[str, Any], reason: str) -> None:
+    """in_development → escalated: an escalation task shows the failing tests and the code, and asks for guidance."""
+    failing = report["failing_tests"][:50]
+    transition(requirement, "escalate", actor=SANDBOX, metadata={"attempts": requirement.dev_attempts, "rule": reason})
     code = list(requirement.artifacts.filter(kind__in=[ArtifactKind.SOURCE_FILE, ArtifactKind.TEST_FILE],
                                              metadata__attempt=requirement.dev_attempts).values_list("name", "id"))
+    why = ("failed the same way after a fix" if reason == "repeated_after_fix"
+           else f"failed {requirement.dev_attempts} times")
     review_open(
         requirement, kind=ReviewKind.ESCALATION,
-        question=f"The self-tests failed {requirement.dev_attempts} times. Give the engineer guidance (request "
-        "changes with feedback) to try again, or reject to cancel the requirement.",
+        question=f"The tests {why}. Give the engineer guidance (request changes with feedback) to try again, or "
+        "reject to cancel the requirement.",
         reasoning="; ".join(failing[:10]),
-        context={"attempts": requirement.dev_attempts, "failing_tests": failing,
+        context={"attempts": requirement.dev_attempts, "failing_tests": failing, "routing_rule": reason,
                  "output_tail": report.get("output_tail", "")[-OUTPUT_TAIL_IN_TASK:],
                  "code": [{"path": path, "artifact": str(pk)} for path, pk in code]},
         resume_target=steps.FIX,

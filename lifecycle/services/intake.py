@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from lifecycle import playbooks
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Project, Requirement, StateTransition
 from lifecycle.services.outbox import emit
@@ -14,7 +15,7 @@ from lifecycle.states import SUBMITTING_ROLES, RequirementState
 
 
 def requirement_submit(*, user: Any, brief: str, title: str = "", project: Project | None = None,
-                       via: str = "api") -> Requirement:
+                       via: str = "api", playbook: str = playbooks.DEFAULT) -> Requirement:
     """Accept a brief: Requirement(RECEIVED) + RequirementReceived, relayed after commit."""
     brief = brief.strip()
     if not brief:
@@ -27,7 +28,7 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
     with transaction.atomic():
         requirement = Requirement.objects.create(
             organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
-            submitted_by=user, prompt_bundle=prompt_bundle_for(project),
+            submitted_by=user, prompt_bundle=prompt_bundle_for(project), playbook=playbooks.playbook_named(playbook).name,
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
@@ -38,11 +39,10 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
 
 
 def _default_project(user: Any) -> Project:
-    projects = Project.objects.filter(organization__memberships__user=user)
-    count = projects.count()
-    if count == 1:
-        return projects.get()
-    if count == 0:
+    projects = list(Project.objects.filter(organization__memberships__user=user)[:2])
+    if len(projects) == 1:
+        return projects[0]
+    if not projects:
         raise DomainError("you belong to no organization with a project; ask an admin to add you", "project")
     raise DomainError("you can submit to several projects; name one", "project")
 

@@ -66,6 +66,11 @@ def _escalation(task: ReviewTask, requirement: Requirement, actor: Actor) -> Non
     if task.resume_target == steps.FIX:
         resume_with_guidance(requirement, actor=actor, guidance=task.feedback)
         return
+    if task.resume_target == steps.QC_TESTS:  # criteria restated for the BA (lifecycle/services/gate_routing.py)
+        from lifecycle.services.gate_routing import acceptance_criteria_restated
+
+        acceptance_criteria_restated(requirement, actor=actor, guidance=task.feedback)
+        return
     emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
 
 
@@ -108,6 +113,12 @@ def _deployment(task: ReviewTask, requirement: Requirement, actor: Actor) -> Non
         deployment_rejected(requirement, actor=actor, reason=task.reason)
 
 
+def _budget(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
+    from lifecycle.services.budget_gate import budget_decision_apply
+
+    budget_decision_apply(task, requirement, actor=actor)
+
+
 OUTCOMES = {
     ReviewKind.STORIES_APPROVAL: _stories,
     ReviewKind.ESCALATION: _escalation,
@@ -116,4 +127,5 @@ OUTCOMES = {
     ReviewKind.DESIGN_REVIEW: _design_review,
     ReviewKind.CODE_REVIEW: _code_review,
     ReviewKind.DEPLOYMENT_APPROVAL: _deployment,
+    ReviewKind.BUDGET_EXHAUSTED: _budget,  # reject (terminate) cancels, like every kind not in REJECT_HANDLED
 }

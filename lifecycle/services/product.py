@@ -5,10 +5,12 @@ from django.db import transaction
 
 from agents.schemas import BusinessAnalystOutput, ProductOwnerOutput
 from lifecycle.actors import Actor
-from lifecycle.models import RequirementDoc, UserStory
+from lifecycle.models import Requirement, RequirementDoc, UserStory
+from lifecycle.playbooks import playbook_named
+from lifecycle.services import steps
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish
+from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ReviewKind
 
@@ -27,9 +29,10 @@ def product_owner_apply(*, lease: Lease, output: ProductOwnerOutput) -> None:
                 requirement=requirement, version=requirement.clarification_round, summary=output.summary,
                 objectives=output.objectives, out_of_scope=output.out_of_scope, assumptions=output.assumptions,
                 constraints=output.constraints, success_metrics=output.success_metrics,
+                acceptance_criteria=output.acceptance_criteria,
             )
             transition(requirement, "clarify", actor=PRODUCT_OWNER, metadata=meta)
-            emit(requirement, "RequirementClarified", {"round": requirement.story_round + 1})
+            _hand_over(requirement, meta)
         else:
             review_open(
                 requirement, kind=ReviewKind.CLARIFICATION, round=requirement.clarification_round,
@@ -41,6 +44,17 @@ def product_owner_apply(*, lease: Lease, output: ProductOwnerOutput) -> None:
             )
             transition(requirement, "block", actor=PRODUCT_OWNER, metadata=meta)
         step_finish(step)
+
+
+def _hand_over(requirement: Requirement, meta: dict) -> None:
+    """new_feature: the BA writes stories next. bug_fix: the clarified ticket goes straight to the Tech Lead's
+    plan (clarified → design_ready, its own audited transition; the guard wants acceptance criteria)."""
+    if playbook_named(requirement.playbook).writes_stories:
+        emit(requirement, "RequirementClarified", {"round": requirement.story_round + 1})
+        return
+    transition(requirement, "accept_ticket", actor=PRODUCT_OWNER, metadata=meta)
+    emit(requirement, "TicketAccepted", {"round": requirement.clarification_round})
+    step_schedule(requirement_id=requirement.pk, key=steps.PLAN, attempt=1)
 
 
 def business_analyst_apply(*, lease: Lease, output: BusinessAnalystOutput) -> None:

@@ -7,14 +7,14 @@ from typing import Any
 from django.db import transaction
 
 from agents.ci_config import check_workflow
-from agents.quality import GateResult, QualityGates, evaluate
+from agents.quality import QualityGates, evaluate
 from agents.schemas import DevOpsOutput, QCOutput, SourceFile
-from agents.translators import stories_to_criteria
 from lifecycle.actors import Actor
 from lifecycle.models import Requirement
 from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, content_json, latest
-from lifecycle.services.development import next_attempt, store_code, workspace_for
+from lifecycle.services.development import ensure_not_timed_out, next_attempt, store_code, workspace_for
+from lifecycle.services.gate_routing import gate_failure_route
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
@@ -49,12 +49,14 @@ def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
 
 
 def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
-    """Decide the gate: pass → DevOps; fail → back to development with the failures (TestsFailed)."""
+    """Decide the gate: pass → DevOps; fail → the failure classifier decides (gate_routing)."""
+    ensure_not_timed_out(output["report"])  # the sandbox's limit, not the code: raised and retried
     with transaction.atomic():
         step = lock_fenced(lease)
         requirement = requirement_for_update(lease)
         report, lint = output["report"], output["lint"]
-        result = evaluate(_gates(requirement), report, lint_findings=lint, uncovered=_uncovered(requirement))
+        gates = _gates(requirement)
+        result = evaluate(gates, report, lint_findings=lint, uncovered=_uncovered(requirement))
         artifact_store(requirement, kind=ArtifactKind.TEST_REPORT, name="qc", content={**report, "lint": lint,
                        "gate": result.to_dict()}, summary=f"quality score {result.score}: {'; '.join(result.reasons) or 'pass'}",
                        metadata={"round": lease.attempt, "ok": result.passed, "score": result.score,
@@ -65,7 +67,7 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
             emit(requirement, "QualityGatePassed", {"round": lease.attempt, "score": result.score})
             step_schedule(requirement_id=requirement.pk, key=steps.DEVOPS, attempt=lease.attempt)
         else:
-            _back_to_development(requirement, result, report)
+            gate_failure_route(requirement, step=step, gates=gates, result=result, report=report)
 
 
 def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
@@ -110,23 +112,15 @@ def _ask_for_deployment(requirement: Requirement, diff: list[str], ci: str, roun
     )
 
 
-def _back_to_development(requirement: Requirement, result: GateResult, report: dict[str, Any]) -> None:
-    failures = report["failing_tests"][:50] + result.reasons
-    emit(requirement, "TestsFailed", {"source": "qc", "failures": failures})
-    transition(requirement, "fail_quality_gate", actor=QC, metadata={"reasons": result.reasons,
-                                                                     "failing": report["failing_tests"][:50]})
-    next_attempt(requirement)
-
-
 def _gates(requirement: Requirement) -> QualityGates:
     return QualityGates.from_settings(requirement.project.settings.get("quality_gates"))
 
 
 def _uncovered(requirement: Requirement) -> list[str]:
-    from lifecycle.contexts import approved_stories
+    from lifecycle.contexts import acceptance_criteria_of
 
     coverage = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE))
-    return [c.id for c in stories_to_criteria(approved_stories(requirement)) if not coverage.get(c.id)]
+    return [c.id for c in acceptance_criteria_of(requirement) if not coverage.get(c.id)]
 
 
 def _qc_round(requirement: Requirement) -> int:

@@ -25,9 +25,12 @@ OPTIONS = {
     ReviewKind.DESIGN_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
     ReviewKind.CODE_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
     ReviewKind.DEPLOYMENT_APPROVAL: [Decision.APPROVE, Decision.REJECT],
+    # approve = approve the partial output (offered only where there is one), reject = terminate
+    ReviewKind.BUDGET_EXHAUSTED: [Decision.OVERRIDE_BUDGET, Decision.INJECT_CONSTRAINT, Decision.APPROVE, Decision.REJECT],
 }
 # The text a decision must carry, by decision.
-REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback", Decision.ANSWER: "answer"}
+REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback", Decision.ANSWER: "answer",
+                 Decision.INJECT_CONSTRAINT: "constraint"}
 
 
 def review_open(
@@ -58,7 +61,7 @@ def ensure_can_decide(user: Any, organization: Organization, project_id: Any = N
 
 def review_decide(
     *, task_id, actor: Actor, decision: str, reason: str = "", feedback: str = "", answer: str = "",
-    origin: dict[str, Any] | None = None,
+    constraint: str = "", budget: dict[str, Any] | None = None, origin: dict[str, Any] | None = None,
 ) -> ReviewTask:
     """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
     requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
@@ -68,16 +71,20 @@ def review_decide(
         task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization").get(pk=task_id)
         if actor.is_human:
             ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
-        texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip()}
+        texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),
+                 "constraint": constraint.strip()}
         _validate(task, decision, texts)
+        _validate_budget(decision, budget)
         if not task.is_pending:
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
-        task.decision, task.reason, task.feedback = decision, texts["reason"], texts["feedback"] or texts["answer"]
+        task.decision, task.reason = decision, texts["reason"]
+        task.feedback = texts["feedback"] or texts["answer"] or texts["constraint"]
+        task.decision_data = {"budget": budget} if budget is not None else {}
         task.decided_by = actor.user
         task.decided_by_policy = "" if actor.is_human else actor.role
         task.decided_via = actor.via if actor.via in ReviewTask.Via.values else ReviewTask.Via.POLICY
         task.decided_at = timezone.now()
-        audit = {"decision": decision, **texts, **({"origin": origin} if origin else {})}  # who, what, from where
+        audit = {"decision": decision, **texts, **task.decision_data, **({"origin": origin} if origin else {})}
         transition(task, "resolve", actor=actor, metadata=audit)
         outcomes.apply(task, requirement, actor)
         emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
@@ -90,3 +97,18 @@ def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:
     needed = REQUIRED_TEXT.get(decision)
     if needed and not texts[needed]:
         raise DomainError(f"a '{decision}' decision needs a {needed}", needed)
+    if texts["constraint"] and decision != Decision.INJECT_CONSTRAINT:
+        raise DomainError("only an 'inject_constraint' decision takes a constraint", "constraint")
+
+
+def _validate_budget(decision: str, budget: dict[str, Any] | None) -> None:
+    """New limits come with an override and only with one; their shape is checked here, their room by the gate."""
+    from lifecycle.budget_limits import problems
+
+    if decision != Decision.OVERRIDE_BUDGET:
+        if budget is not None:
+            raise DomainError("only an 'override_budget' decision takes new limits", "budget")
+        return
+    found = ["an 'override_budget' decision needs the new limits"] if not budget else problems(budget)
+    if found:
+        raise DomainError("; ".join(found), "budget")

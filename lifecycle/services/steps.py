@@ -197,6 +197,7 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
             return None
         if step.runs >= settings.AITEAM_STEP_MAX_RUNS:
             _close(step, StepState.FAILED, f"gave up after {step.runs} runs: {step.error}")
+            _route_given_up(step)
             failures.open_step_failed_task(step)
             return None
         step.state, step.worker = StepState.RUNNING, worker
@@ -207,6 +208,16 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
         step.save(update_fields=["state", "worker", "fence", "runs", "started_at", "lease_expires_at"])
     log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
     return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
+
+
+def _route_given_up(step: Step) -> None:
+    """A step whose runs all ended without an outcome (its workers kept dying): routed like any failure."""
+    from lifecycle.failure_rules import Failure, Source, classify
+    from lifecycle.services.routing import failure_route_record
+
+    failure = Failure(Source.STEP, kind_of(step.key), ("WorkerLost",), error=step.error[:1000])
+    failure_route_record(requirement=step.requirement, failure=failure, routing=classify(failure), step=step,
+                         summary=step.error, action="step failed: a step_failed review task asks an operator")
 
 
 def lock_fenced(lease: Lease) -> Step:

@@ -3,7 +3,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS
-from tests.flows import pending, submit
+from tests.flows import decide, pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "correct horse battery staple"
@@ -42,3 +42,21 @@ def test_another_reviewer_rejects_with_a_reason(page, live_server, alice, rita):
     expect(page.get_by_text("reject recorded")).to_be_visible()
     task.refresh_from_db()
     assert (task.decision, task.reason, task.decided_via) == ("reject", "Listing must say what it prints", "admin")
+
+
+def test_a_reviewer_injects_a_constraint_on_a_spent_budget(page, live_server, alice, rita, acme_project):
+    acme_project.settings = {"budgets": {"roles": {"tech_lead": {"steps": 1}}}}
+    acme_project.save()
+    req = submit(alice)
+    decide(pending(req, "stories_approval"), rita, "approve")
+    task = pending(req, "budget_exhausted")
+    log_in(page, live_server, rita)
+    page.goto(f"{live_server.url}/admin/lifecycle/reviewtask/{task.pk}/change/")
+    expect(page.locator("#budget")).to_contain_text("role:tech_lead")
+    expect(page.get_by_role("button", name="Override the budget")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "review-task-budget.png"), full_page=True)
+    page.fill("textarea[name=constraint]", "No new dependencies")
+    page.get_by_role("button", name="Inject a constraint").click()
+    expect(page.get_by_text("inject_constraint recorded")).to_be_visible()
+    task.refresh_from_db()
+    assert (task.decision, task.feedback, task.decided_via) == ("inject_constraint", "No new dependencies", "admin")

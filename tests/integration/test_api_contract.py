@@ -32,6 +32,8 @@ def decision_url(task) -> str:
     ({"brief": "ok", "title": "t" * 201}, "title"),
     ({"brief": "ok", "project": "not-a-uuid"}, "project"),
     ({"brief": "ok", "priority": "high"}, "priority"),
+    ({"brief": "ok", "playbook": "hotfix"}, "playbook"),
+    ({"brief": "ok", "playbook": 3}, "playbook"),
 ])
 def test_bad_briefs_get_400_with_the_field_named(alice, body, field):
     response = api_for(alice).post(URL, body, format="json")

@@ -53,25 +53,41 @@ def test_every_attempt_has_code_artifacts_and_a_commit_naming_task_and_attempt(a
     assert commits == {sha for sha, subject in workspace_for(req).log() if not subject.startswith("DevOps")}
 
 
-def test_three_failed_attempts_escalate_and_guidance_resumes(alice, rita, scripted):
+def test_the_same_failure_after_a_fix_escalates_at_once_and_guidance_resumes(alice, rita, scripted):
     for item in (answer("product_owner"), answer("business_analyst"), SPEC, DESIGN_OK, PLAN, T1, T2_BUGGY, T3):
         scripted.enqueue(item)
-    still_buggy = {"reasoning": "retry", "files": T2_BUGGY["files"][:1]}
-    scripted.enqueue(still_buggy).enqueue(still_buggy)
+    scripted.enqueue({"reasoning": "retry", "files": T2_BUGGY["files"][:1]})  # the fix changes nothing that matters
     req = approved_stories(alice, rita)
-    assert req.state == "escalated" and req.dev_attempts == 3
+    assert req.state == "escalated" and req.dev_attempts == 2  # the third attempt is not burnt
     task = pending(req, "escalation")
     assert task.context["failing_tests"] == ["tests/test_store.py::test_a_second_book_with_the_same_isbn_is_refused"]
-    assert task.context["attempts"] == 3 and {c["path"] for c in task.context["code"]} == {"readinglist/store.py"}
+    assert task.context["routing_rule"] == "repeated_after_fix" and "the same way after a fix" in task.question
+    assert [(r.route, r.rule) for r in req.failure_routes.all()] == [("engineer", "failing_tests"),
+                                                                       ("human", "repeated_after_fix")]
     scripted.enqueue(FIX).enqueue(CODE_OK).enqueue(QC).enqueue(DEVOPS)
     decide(task, rita, "request_changes", feedback="Store.add must check the ISBN before saving")
     req = fresh(req)
-    assert req.state == "ready_to_deploy" and req.dev_attempts == 4
+    assert req.state == "ready_to_deploy" and req.dev_attempts == 3
     assert "Store.add must check the ISBN" in str(scripted.requests[-4].messages)
     assert [t[1] for t in transitions(req)][-6:] == [
         "retry_development", "escalate", "resume_development", "submit_for_review", "pass_code_review",
         "pass_quality_gate",
     ]
+
+
+def test_three_different_failures_escalate_after_the_third_attempt(alice, rita, scripted):
+    for item in (answer("product_owner"), answer("business_analyst"), SPEC, DESIGN_OK, PLAN, T1, T2_BUGGY, T3):
+        scripted.enqueue(item)
+    broken = {"reasoning": "rewrite", "files": [{"path": "readinglist/store.py", "content": "def broken(:\n"}]}
+    scripted.enqueue(broken).enqueue({"reasoning": "retry", "files": T2_BUGGY["files"][:1]})
+    req = approved_stories(alice, rita)
+    assert req.state == "escalated" and req.dev_attempts == 3
+    assert [(r.route, r.rule) for r in req.failure_routes.all()] == [
+        ("engineer", "failing_tests"), ("engineer", "failing_tests"), ("human", "loop_exhausted")]
+    last = req.failure_routes.last()
+    assert last.matched == ["loop_exhausted", "failing_tests"]
+    assert last.facts["after_fix"] and last.facts["previous_signature"] != last.signature  # a new failure, not a repeat
+    assert pending(req, "escalation").context["routing_rule"] == "loop_exhausted"
 
 
 def test_cancelling_an_escalation_cancels_the_requirement(alice, rita, scripted):

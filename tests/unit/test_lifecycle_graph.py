@@ -1,5 +1,6 @@
 """The requirement lifecycle matches DESIGN.md's table exactly: every row works with its guard,
-every other (state, event) pair is refused, and random walks never reach an illegal state."""
+every other (state, event) pair is refused, and random walks never reach an illegal state.
+The bug_fix playbook has its own table: no story edges, plus clarified → design_ready (accept_ticket)."""
 import hashlib
 
 import pytest
@@ -35,9 +36,18 @@ TABLE = {
     ("ready_to_deploy", "deploy", "deployed"),
     ("ready_to_deploy", "reject_deployment", "test_pending"),
 } | {(s, "cancel", "cancelled") for s in RequirementState.values if s not in ("deployed", "cancelled")}
-EVENTS = sorted({e for _, e, _ in TABLE})
+# The budget gate: from every state where steps run to escalated, and back to exactly the state it came from.
+WORKING = ["received", "clarified", "user_stories_created", "design_ready", "in_development", "in_review", "test_pending",
+           "ready_to_deploy"]
+TABLE |= {(s, "exhaust_budget", "escalated") for s in WORKING} | {("escalated", "resume_budget", s) for s in WORKING}
+# bug_fix writes no stories: every story edge is refused, and the clarified ticket goes to design_ready.
+STORY_EVENTS = {"create_stories", "reject_stories", "approve_design", "reopen_stories"}
+BUG_FIX_TABLE = {row for row in TABLE if row[1] not in STORY_EVENTS} | {("clarified", "accept_ticket", "design_ready")}
+TABLES = {"new_feature": TABLE, "bug_fix": BUG_FIX_TABLE}
+EVENTS = sorted({e for table in TABLES.values() for _, e, _ in table})
 GUARDED = {"clarify", "block", "answer", "create_stories", "approve_design", "reject_stories", "start_development",
-           "submit_for_review", "escalate", "resume_development", "deploy"}
+           "submit_for_review", "escalate", "resume_development", "deploy", "accept_ticket", "exhaust_budget",
+           "resume_budget"}
 ACTOR = Actor.system("test")
 
 
@@ -90,6 +100,9 @@ def satisfy(req: Requirement, event: str, user) -> None:
         if not req.stories.filter(round=req.story_round).exists():
             _story(req, "approved", decided_by=user)
         _artifact(req, "technical_spec", approved=True)
+    elif event == "accept_ticket":
+        RequirementDoc.objects.update_or_create(requirement=req, version=req.clarification_round,
+                                                defaults={"summary": "s", "acceptance_criteria": ["it works"]})
     elif event == "start_development":
         _artifact(req, "implementation_plan")
     elif event == "submit_for_review":
@@ -104,35 +117,51 @@ def satisfy(req: Requirement, event: str, user) -> None:
     elif event == "deploy":
         _task(req, "deployment_approval", "resolved", decision="approve", decided_by=user)
         _artifact(req, "delivery", metadata={"succeeded": True})
+    elif event == "exhaust_budget":
+        Requirement.objects.filter(pk=req.pk).update(budget_exhausted=True)
+    elif event == "resume_budget":  # decided: room again, and the state it paused in recorded
+        req.review_tasks.filter(kind="budget_exhausted").update(state="resolved")
+        Requirement.objects.filter(pk=req.pk).update(budget_exhausted=False,
+                                                     budget_paused_from=req.budget_paused_from or "in_development")
 
 
-@pytest.fixture
-def requirement(alice, acme_project):
-    return Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+def _requirement(project, playbook: str) -> Requirement:
+    return Requirement.objects.create(organization=project.organization, project=project, brief="b", playbook=playbook)
+
+
+ROWS = [(playbook, *row) for playbook, table in TABLES.items() for row in sorted(table)]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("source,event,target", sorted(TABLE))
-def test_each_row_of_the_table_works_once_its_guard_holds(requirement, rita, source, event, target):
-    req = _in_state(requirement, source)
+@pytest.mark.parametrize("playbook,source,event,target", ROWS)
+def test_each_row_of_the_table_works_once_its_guard_holds(acme_project, rita, playbook, source, event, target):
+    req = _in_state(_requirement(acme_project, playbook), source)
     if event in GUARDED:
         with pytest.raises(IllegalTransition, match="guard"):
             transition(req, event, actor=ACTOR)
         req = Requirement.objects.get(pk=req.pk)
     satisfy(req, event, rita)
+    if event == "resume_budget":
+        Requirement.objects.filter(pk=req.pk).update(budget_paused_from=target)
     req = Requirement.objects.get(pk=req.pk)
     row = transition(req, event, actor=ACTOR, metadata={"why": "test"})
     assert Requirement.objects.get(pk=req.pk).state == target
     assert (row.from_state, row.event, row.to_state, row.metadata) == (source, event, target, {"why": "test"})
 
 
-NOT_IN_TABLE = [(s, e) for s in RequirementState.values for e in EVENTS if not any(r[:2] == (s, e) for r in TABLE)]
+NOT_IN_TABLE = [(playbook, s, e) for playbook, table in TABLES.items() for s in RequirementState.values for e in EVENTS
+                if not any(r[:2] == (s, e) for r in table)]
+
+
+def test_the_bug_fix_edge_exists_only_for_bug_fix_and_the_story_edges_only_for_new_features():
+    assert ("new_feature", "clarified", "accept_ticket") in NOT_IN_TABLE
+    assert {("bug_fix", s, e) for s, e, _ in TABLE if e in STORY_EVENTS} <= set(NOT_IN_TABLE)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("source,event", NOT_IN_TABLE)
-def test_every_pair_outside_the_table_is_refused(requirement, rita, source, event):
-    req = _in_state(requirement, source)
+@pytest.mark.parametrize("playbook,source,event", NOT_IN_TABLE)
+def test_every_pair_outside_the_table_is_refused(acme_project, rita, playbook, source, event):
+    req = _in_state(_requirement(acme_project, playbook), source)
     satisfy(req, event, rita)
     req = Requirement.objects.get(pk=req.pk)
     with pytest.raises(IllegalTransition):
@@ -149,9 +178,11 @@ def test_the_state_field_is_protected():
 
 @pytest.mark.django_db
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(walk=st.lists(st.tuples(st.sampled_from(EVENTS), st.booleans()), min_size=1, max_size=25))
-def test_random_walks_only_follow_the_table(acme_project, rita, walk):
-    req = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+@given(playbook=st.sampled_from(sorted(TABLES)),
+       walk=st.lists(st.tuples(st.sampled_from(EVENTS), st.booleans()), min_size=1, max_size=25))
+def test_random_walks_only_follow_the_table(acme_project, rita, playbook, walk):
+    req = _requirement(acme_project, playbook)
+    table = TABLES[playbook]
     for event, prepare in walk:
         if prepare:
             satisfy(req, event, rita)
@@ -162,7 +193,7 @@ def test_random_walks_only_follow_the_table(acme_project, rita, walk):
         except IllegalTransition:
             assert Requirement.objects.get(pk=req.pk).state == before
             continue
-        assert (before, event, req.state) in TABLE
+        assert (before, event, req.state) in table
     rows = list(req.transitions.order_by("id"))
     assert all(a.to_state == b.from_state for a, b in zip(rows, rows[1:], strict=False))
-    assert all((r.from_state, r.event, r.to_state) in TABLE for r in rows)
+    assert all((r.from_state, r.event, r.to_state) in table for r in rows)

@@ -114,6 +114,8 @@ def test_a_step_that_keeps_dying_goes_to_a_human(held_step, settings):
     held_step.refresh_from_db()
     assert held_step.state == "failed" and "gave up after 2 runs" in held_step.error
     assert pending(held_step.requirement, "step_failed").context["step_id"] == held_step.pk
+    (route,) = held_step.requirement.failure_routes.all()
+    assert (route.route, route.step_id, route.facts["error_classes"]) == ("operator", held_step.pk, ["WorkerLost"])
 
 
 def test_the_model_is_never_called_inside_a_database_transaction(alice, scripted, monkeypatch):

@@ -1,0 +1,186 @@
+"""The budget gate: the review task a spent budget opens, its four options, and the autonomous policy.
+
+Options (ReviewTask decisions, decided through review_decide like every gate):
+- override_budget: new limits (`budget`, same shape as a project's) laid over the requirement's; they must
+  leave room in every dimension the parked steps use, else 400. The parked steps run again.
+- inject_constraint: the `constraint` text is stored on the requirement and put in every later agent
+  context; the exhausted dimensions get a grace (spent + half the limit) and the parked steps run again.
+- approve (approve partial output): the phase's output so far is accepted in place of the parked step,
+  with the same grace for what follows (PARTIAL below says what that means per step); offered only when
+  the parked step has such an output.
+- reject (terminate): the requirement is cancelled (outcomes.apply); the parked steps stay skipped.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from lifecycle import budget_limits as bl
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError
+from lifecycle.models import Requirement, ReviewTask, Step
+from lifecycle.services import budgets, reviews, steps
+from lifecycle.services.transitions import transition
+from lifecycle.states import Decision, ReviewKind
+
+log = logging.getLogger("aiteam.progress")
+AUTONOMOUS = Actor.policy("autonomous")
+# What "approve partial output" accepts, by the kind of the parked step.
+PARTIAL = {
+    steps.ENGINEER: "the plan tasks finished so far stand; the unfinished ones are dropped and the self-tests run "
+                    "on the code as it is (then the usual fix / 3-attempt rules apply)",
+    steps.FIX: "the fix is dropped and the self-tests run on the code as it is",
+    steps.DESIGN_REVIEW: "the latest technical spec is approved as it is (design_ready, then the plan)",
+    steps.CODE_REVIEW: "the code is approved as it is (test_pending, then the quality gate)",
+}
+POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
+                  "override_budget": Decision.OVERRIDE_BUDGET}
+
+
+def open_budget_task(requirement: Requirement, *, lease: steps.Lease, over: list, table: dict) -> ReviewTask:
+    """Inside the stop's transaction: the question, what was spent and what remains, and the options."""
+    partial = PARTIAL.get(lease.kind, "")
+    task = reviews.review_open(
+        requirement, kind=ReviewKind.BUDGET_EXHAUSTED, resume_target=lease.key,
+        question=f"The {lease.role.replace('_', ' ')} ran out of budget before step '{lease.key}' "
+        f"({', '.join(map(str, over))}). Override the budget with new limits, inject a constraint and continue, "
+        f"{'approve the partial output, ' if partial else ''}or terminate (reject with a reason).",
+        reasoning=f"The requirement paused in '{requirement.budget_paused_from}'; it resumes there.",
+        context={"step_id": lease.step_id, "step": lease.key, "role": lease.role,
+                 "paused_from": requirement.budget_paused_from, "exhausted": [e.to_dict() for e in over],
+                 "budget": table, "partial_output": partial, "suggested_override": _suggestion(over)},
+    )
+    if not partial:
+        task.options = [o for o in task.options if o != Decision.APPROVE]
+        task.save(update_fields=["options"])
+    return task
+
+
+def _suggestion(over: list) -> dict[str, Any]:
+    """Double each exhausted limit (at least spent + one unit): a starting point for the reviewer's override."""
+    budget: dict[str, Any] = {bl.REQUIREMENT: {}, "roles": {}}
+    for item in over:
+        doubled = max(item.limit * 2, bl.grace(item.limit, item.spent))
+        scope = budget[bl.REQUIREMENT] if item.scope == bl.REQUIREMENT else budget["roles"].setdefault(
+            item.scope.partition(":")[2], {})
+        scope[item.dimension] = doubled
+    return bl.as_json(budget)
+
+
+# --- the options -------------------------------------------------------------------------------
+def budget_decision_apply(task: ReviewTask, requirement: Requirement, *, actor: Actor) -> None:
+    """Called by outcomes inside review_decide's transaction (reject never gets here: it cancels)."""
+    if task.decision == Decision.OVERRIDE_BUDGET:
+        _lay_over(requirement, bl.normalize(task.decision_data["budget"]))
+        _ensure_room(requirement)
+    elif task.decision == Decision.INJECT_CONSTRAINT:
+        requirement.injected_constraints = [*requirement.injected_constraints, task.feedback]
+        _lay_over(requirement, _grace(requirement, task))
+    else:
+        _lay_over(requirement, _grace(requirement, task))
+    _resume(requirement, actor=actor, task=task)
+    if task.decision == Decision.APPROVE:
+        _accept_partial(requirement, actor=actor)
+    else:
+        _rerun_parked(requirement)
+
+
+def _lay_over(requirement: Requirement, budget: dict[str, Any]) -> None:
+    current = bl.normalize(requirement.budget_overrides or {})
+    requirement.budget_overrides = bl.as_json(bl.merge(current, budget))
+    requirement.save(update_fields=["budget_overrides", "injected_constraints"])
+
+
+def _grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
+    """Room again in every dimension that ran out: what is spent now plus half its limit."""
+    limits, spend = _standing(requirement)
+    budget: dict[str, Any] = {bl.REQUIREMENT: {}, "roles": {}}
+    for item in task.context.get("exhausted", []):
+        scope, dimension = item["scope"], item["dimension"]
+        limit = bl.limit_of(limits, scope, dimension)
+        if limit is None:
+            continue
+        spent = spend.get(scope, {}).get(dimension, 0)
+        target = budget[bl.REQUIREMENT] if scope == bl.REQUIREMENT else budget["roles"].setdefault(
+            scope.partition(":")[2], {})
+        target[dimension] = bl.grace(limit, spent) if spent >= limit else limit
+    return budget
+
+
+def _ensure_room(requirement: Requirement) -> None:
+    limits, spend = _standing(requirement)
+    roles = {steps.ROLE_OF_STEP[steps.kind_of(key)] for key in budgets.parked_steps(requirement).values_list("key", flat=True)}
+    still = [e for role in sorted(roles) for e in budgets.exhausted(limits, _with_role(spend, role), role)]
+    if still:
+        raise DomainError("the new limits leave no room: " + ", ".join(map(str, still)), "budget")
+
+
+def _standing(requirement: Requirement) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    limits = budgets.limits_for(requirement.playbook, requirement.project.settings, requirement.budget_overrides)
+    return limits, budgets.spend_of(requirement)
+
+
+def _with_role(spend: dict[str, dict[str, Any]], role: str) -> dict[str, dict[str, Any]]:
+    return {**spend, f"role:{role}": spend.get(f"role:{role}") or {**dict.fromkeys(bl.DIMENSIONS, 0)}}
+
+
+def _resume(requirement: Requirement, *, actor: Actor, task: ReviewTask) -> None:
+    requirement.budget_exhausted = False
+    back_to = requirement.budget_paused_from
+    transition(requirement, "resume_budget", actor=actor, metadata={"decision": task.decision, "to": back_to,
+                                                                  "overrides": requirement.budget_overrides})
+    requirement.budget_paused_from = ""
+    requirement.save(update_fields=["budget_paused_from"])
+
+
+def _rerun_parked(requirement: Requirement) -> None:
+    for step in budgets.parked_steps(requirement).select_for_update():
+        steps.step_retry_by_human(step)
+
+
+def _accept_partial(requirement: Requirement, *, actor: Actor) -> None:
+    from lifecycle.services.design import spec_approve
+    from lifecycle.services.development import code_review_pass
+
+    for step in list(budgets.parked_steps(requirement).select_for_update()):
+        kind = steps.kind_of(step.key)
+        if kind not in PARTIAL:
+            steps.step_retry_by_human(step)  # parked later, in another phase: it simply runs
+            continue
+        Step.objects.filter(pk=step.pk).update(error=f"{budgets.DROPPED} ({step.error})"[:4000])
+        if kind in (steps.ENGINEER, steps.FIX):
+            steps.step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=step.attempt)
+        elif kind == steps.DESIGN_REVIEW:
+            spec_approve(requirement, actor=actor)
+        elif kind == steps.CODE_REVIEW:
+            code_review_pass(requirement, actor=actor)
+
+
+# --- autonomous mode -------------------------------------------------------------------------
+def budget_policy_decide(task: ReviewTask) -> ReviewTask | None:
+    """Autonomous mode: decide as AITEAM_BUDGET_POLICY says, logged and recorded as the policy's decision.
+    approve_partial falls back to terminate where there is no partial output; override_budget grants the
+    grace (spent + half the limit) at most AITEAM_BUDGET_POLICY_MAX_OVERRIDES times per requirement."""
+    task = ReviewTask.objects.get(pk=task.pk)
+    if not task.is_pending:
+        return None
+    decision = POLICY_OPTIONS[settings.AITEAM_BUDGET_POLICY]
+    if decision not in task.options or (decision == Decision.OVERRIDE_BUDGET and _policy_overrides_used(task)):
+        decision = Decision.REJECT
+    reason = f"autonomous mode (AITEAM_BUDGET_POLICY={settings.AITEAM_BUDGET_POLICY}): {decision}"
+    log.info("autonomous mode: budget task %s decided by policy: %s", task, decision)
+    budget = _policy_override(task) if decision == Decision.OVERRIDE_BUDGET else None
+    return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=decision, reason=reason, budget=budget)
+
+
+def _policy_overrides_used(task: ReviewTask) -> bool:
+    used = ReviewTask.objects.filter(requirement_id=task.requirement_id, kind=ReviewKind.BUDGET_EXHAUSTED,
+                                     decided_by_policy=AUTONOMOUS.role, decision=Decision.OVERRIDE_BUDGET).count()
+    return used >= settings.AITEAM_BUDGET_POLICY_MAX_OVERRIDES
+
+
+def _policy_override(task: ReviewTask) -> dict[str, Any]:
+    return bl.as_json(_grace(Requirement.objects.select_related("project").get(pk=task.requirement_id), task))
+

@@ -1,0 +1,264 @@
+"""Budget accounting and the check every step passes before it uses the model or the sandbox.
+
+Spend is derived from the records, never kept as a counter that could drift:
+- steps: Step rows claimed at least once (runs > 0), not counting steps parked by this gate;
+- sandbox_runs: such steps of the sandbox kinds (self_test, qc_run);
+- tokens: input + output + cache read + cache write tokens of the requirement's LLMCall rows;
+- cost_usd: the cost_usd of those rows (agents/llm/pricing.py).
+A role's spend is the same, restricted to its steps (Step.key → ROLE_OF_STEP) and its calls (LLMCall.role).
+
+`budget_allows(lease)` costs one SELECT: the requirement's limits and every spend figure it needs
+come back as correlated subqueries of one statement. A step may start while every dimension it uses
+has spent < limit, for the requirement and for its role; the step that crosses a limit finishes
+(a model call is not cut off half-way), so spend can exceed a limit by at most one step's worth.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, DecimalField, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+
+from lifecycle import budget_limits as bl
+from lifecycle.actors import Actor
+from lifecycle.errors import StaleStep
+from lifecycle.models import LLMCall, Requirement, Step
+from lifecycle.services import steps
+from lifecycle.services.outbox import emit
+from lifecycle.services.transitions import transition
+from lifecycle.states import RequirementState as S
+from lifecycle.states import StepState
+
+log = logging.getLogger("aiteam.progress")
+BUDGET = Actor.system("budget")
+PARKED = "budget exhausted"  # the error prefix of a step this gate stopped; a decision re-queues or drops it
+DROPPED = "dropped: partial output approved"  # … of a parked step whose phase output a human accepted instead
+# The states in which steps run, so a budget can run out there (escalated → back to the same state on resume).
+WORKING_STATES = (S.RECEIVED, S.CLARIFIED, S.USER_STORIES_CREATED, S.DESIGN_READY, S.IN_DEVELOPMENT, S.IN_REVIEW,
+                  S.TEST_PENDING, S.READY_TO_DEPLOY)
+TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_creation_tokens")
+USES = {"sandbox": (bl.STEPS, bl.SANDBOX_RUNS), "delivery": (bl.STEPS,)}
+LLM_USES = (bl.STEPS, bl.TOKENS, bl.COST_USD)
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """The check's answer: truthy when the step may run, with the constraints its context must carry
+    (read by the same statement, so injecting them costs the step no query)."""
+
+    allowed: bool
+    constraints: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True)
+class Exhausted:
+    scope: str  # "requirement" or "role:<name>"
+    dimension: str
+    limit: Any
+    spent: Any
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.dimension} {self.spent}/{self.limit}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scope": self.scope, "dimension": self.dimension, "limit": _json(self.limit), "spent": _json(self.spent)}
+
+
+def uses(role: str) -> tuple[str, ...]:
+    """The dimensions a step of this role spends."""
+    return USES.get(role, LLM_USES)
+
+
+def kinds_q(kinds: Any) -> Q:
+    """Steps of these kinds: "engineer" matches "engineer:T1"."""
+    q = Q()
+    for kind in sorted(kinds):
+        q |= Q(key=kind) | Q(key__startswith=f"{kind}:")
+    return q
+
+
+def role_kinds(role: str) -> list[str]:
+    return [kind for kind, owner in steps.ROLE_OF_STEP.items() if owner == role]
+
+
+def started_steps() -> QuerySet[Step]:
+    """Steps that used their resources: claimed at least once, not stopped by this gate before they ran."""
+    stopped = Q(error__startswith=PARKED) | Q(error__startswith=DROPPED)
+    return Step.objects.filter(runs__gt=0).exclude(Q(state=StepState.SKIPPED) & stopped)
+
+
+def parked_steps(requirement: Requirement) -> QuerySet[Step]:
+    return Step.objects.filter(requirement=requirement, state=StepState.SKIPPED, error__startswith=PARKED)
+
+
+# --- the check: one statement ------------------------------------------------------------------
+def budget_allows(lease: steps.Lease) -> Allowance:
+    """Truthy when the step may run. Otherwise the step is parked and, the first time, the requirement
+    escalated with a budget_exhausted review task; the caller just returns."""
+    row = _snapshot(lease)
+    if row is None:
+        return Allowance(True)
+    go = Allowance(True, tuple(row["injected_constraints"] or ()))
+    if not row["budget_exhausted"] and row["state"] not in WORKING_STATES:
+        return go  # no gate outside the working states (nothing runs there in the flow)
+    limits = limits_for(row["playbook"], row["project__settings"], row["budget_overrides"])
+    spend = _spend_of_row(row, lease.role)
+    over = exhausted(limits, spend, lease.role)
+    if not over and not row["budget_exhausted"]:
+        return go
+    try:
+        budget_stop(lease=lease, over=over, limits=limits, spend=spend)
+    except StaleStep as exc:
+        log.warning("budget: %s", exc)
+    return Allowance(False)
+
+
+def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
+    others = started_steps().filter(requirement=OuterRef("pk")).exclude(pk=lease.step_id)
+    calls = LLMCall.objects.filter(requirement=OuterRef("pk"))
+    role_calls = calls.filter(role=lease.role)
+    figures = {
+        "r_steps": _count(others), "r_sandbox_runs": _count(others.filter(kinds_q(steps.SANDBOX_STEPS))),
+        "r_tokens": _sum(calls, TOKENS), "r_cost_usd": _cost(calls),
+        "o_steps": _count(others.filter(kinds_q(role_kinds(lease.role)))),
+        "o_sandbox_runs": _count(others.filter(kinds_q(steps.SANDBOX_STEPS)))
+        if lease.role == "sandbox" else Value(0),
+        "o_tokens": _sum(role_calls, TOKENS), "o_cost_usd": _cost(role_calls),
+    }
+    return (Requirement.objects.filter(pk=lease.requirement_id).annotate(**figures)
+            .values("state", "playbook", "budget_overrides", "budget_exhausted", "injected_constraints",
+                    "project__settings", *figures).first())
+
+
+def _count(rows: QuerySet) -> Coalesce:
+    grouped = rows.order_by().values("requirement").annotate(n=Count("pk")).values("n")[:1]
+    return Coalesce(Subquery(grouped, output_field=IntegerField()), Value(0))
+
+
+def _sum(rows: QuerySet, expression: Any) -> Coalesce:
+    grouped = rows.order_by().values("requirement").annotate(total=Sum(expression)).values("total")[:1]
+    return Coalesce(Subquery(grouped, output_field=IntegerField()), Value(0))
+
+
+def _cost(rows: QuerySet) -> Coalesce:
+    money = DecimalField(max_digits=14, decimal_places=6)
+    grouped = rows.order_by().values("requirement").annotate(total=Sum("cost_usd")).values("total")[:1]
+    return Coalesce(Subquery(grouped, output_field=money), Value(Decimal(0)), output_field=money)
+
+
+def _spend_of_row(row: dict[str, Any], role: str) -> dict[str, dict[str, Any]]:
+    scoped = {bl.REQUIREMENT: "r_", f"role:{role}": "o_"}
+    return {scope: {d: _typed(d, row[prefix + d]) for d in bl.DIMENSIONS} for scope, prefix in scoped.items()}
+
+
+# --- limits and verdicts -----------------------------------------------------------------------
+def limits_for(playbook: str, project_settings: dict[str, Any] | None, overrides: dict[str, Any] | None) -> dict:
+    """The effective limits; a broken project layer is logged and ignored (the admin form refuses one)."""
+    project = (project_settings or {}).get("budgets") or {}
+    if bl.problems(project):
+        log.error("project budgets are invalid, using the playbook's defaults: %s", "; ".join(bl.problems(project)))
+        project = {}
+    return bl.resolve(playbook, project, overrides or {})
+
+
+def exhausted(limits: dict[str, Any], spend: dict[str, dict[str, Any]], role: str) -> list[Exhausted]:
+    """Every dimension this role's step uses whose limit is reached, for the requirement and for the role."""
+    found = []
+    for scope in (bl.REQUIREMENT, f"role:{role}"):
+        for dimension in uses(role):
+            limit = bl.limit_of(limits, scope, dimension)
+            spent = spend[scope][dimension]
+            if limit is not None and spent >= limit:
+                found.append(Exhausted(scope, dimension, limit, spent))
+    return found
+
+
+def standing(limits: dict[str, Any], spend: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Spent, limit and remaining per scope and dimension (None = unlimited), ready for JSON."""
+    table = {}
+    for scope, spent in spend.items():
+        table[scope] = {}
+        for dimension in bl.DIMENSIONS:
+            limit = bl.limit_of(limits, scope, dimension)
+            remaining = None if limit is None else max(limit - spent[dimension], 0)
+            table[scope][dimension] = {"limit": _json(limit), "spent": _json(spent[dimension]),
+                                       "remaining": _json(remaining)}
+    return table
+
+
+# --- stopping a step --------------------------------------------------------------------------
+def budget_stop(*, lease: steps.Lease, over: list[Exhausted], limits: dict, spend: dict) -> None:
+    """Park the step (closed as skipped, found again by its error) and, unless the requirement is paused
+    already, escalate it from the state it is in with a budget_exhausted task stating spent and remaining."""
+    reason = f"{PARKED}: {', '.join(map(str, over)) or 'the requirement is paused for a budget decision'}"
+    with transaction.atomic():
+        steps.lock_fenced(lease)
+        requirement = steps.requirement_for_update(lease)
+        steps.step_skip(lease, reason=reason)
+        log.info("step %s of %s stopped: %s", lease.key, lease.requirement_id, reason)
+        if requirement.budget_exhausted or requirement.state not in WORKING_STATES or not over:
+            return
+        _escalate(requirement, lease, over, standing(limits, spend))
+
+
+def _escalate(requirement: Requirement, lease: steps.Lease, over: list[Exhausted], table: dict) -> None:
+    from lifecycle.services.budget_gate import open_budget_task
+
+    requirement.budget_exhausted, requirement.budget_paused_from = True, requirement.state
+    transition(requirement, "exhaust_budget", actor=BUDGET,
+               metadata={"step": lease.key, "attempt": lease.attempt, "exhausted": [e.to_dict() for e in over]})
+    emit(requirement, "BudgetExhausted", {"step": lease.key, "exhausted": [e.to_dict() for e in over]})
+    open_budget_task(requirement, lease=lease, over=over, table=table)
+
+
+# --- reading spend for display and decisions ---------------------------------------------------
+def spend_of(requirement: Requirement) -> dict[str, dict[str, Any]]:
+    """Spend per scope: the requirement and every role that spent anything (two grouped queries)."""
+    spend: dict[str, dict[str, Any]] = {bl.REQUIREMENT: dict.fromkeys(bl.DIMENSIONS, 0)}
+    spend[bl.REQUIREMENT][bl.COST_USD] = Decimal(0)
+    for role, tokens, cost in (LLMCall.objects.filter(requirement=requirement).order_by().values("role")
+                               .annotate(t=Sum(TOKENS), c=Sum("cost_usd")).values_list("role", "t", "c")):
+        _add(spend, role, {bl.TOKENS: tokens or 0, bl.COST_USD: cost or Decimal(0)})
+    for key in started_steps().filter(requirement=requirement).values_list("key", flat=True):
+        kind = steps.kind_of(key)
+        sandbox = int(kind in steps.SANDBOX_STEPS)
+        _add(spend, steps.ROLE_OF_STEP.get(kind, kind), {bl.STEPS: 1, bl.SANDBOX_RUNS: sandbox})
+    return spend
+
+
+def budget_report(requirement: Requirement) -> dict[str, Any]:
+    """What the API and the admin show: limits, spent and remaining per scope, and the gate's state."""
+    limits = limits_for(requirement.playbook, requirement.project.settings, requirement.budget_overrides)
+    spend = spend_of(requirement)
+    for role in limits["roles"]:
+        spend.setdefault(f"role:{role}", _zero())
+    return {"exhausted": requirement.budget_exhausted, "paused_from": requirement.budget_paused_from,
+            "constraints": list(requirement.injected_constraints), "overrides": requirement.budget_overrides,
+            "standing": standing(limits, spend)}
+
+
+def _add(spend: dict, role: str, amounts: dict[str, Any]) -> None:
+    scope = spend.setdefault(f"role:{role}", _zero())
+    for dimension, amount in amounts.items():
+        spend[bl.REQUIREMENT][dimension] += amount
+        scope[dimension] += amount
+
+
+def _zero() -> dict[str, Any]:
+    return {**dict.fromkeys(bl.DIMENSIONS, 0), bl.COST_USD: Decimal(0)}
+
+
+def _typed(dimension: str, value: Any) -> Any:
+    return Decimal(value or 0) if dimension == bl.COST_USD else int(value or 0)
+
+
+def _json(value: Any) -> Any:
+    return str(value.quantize(Decimal("0.000001"))) if isinstance(value, Decimal) else value
+

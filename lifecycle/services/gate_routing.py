@@ -1,0 +1,92 @@
+"""Where a failed quality gate goes, decided by the failure classifier (lifecycle.failure_rules):
+
+- acceptance criteria no QC test covers → the business analyst's question, put to a human: the table
+  has no edge from test_pending back to the stories, and changed criteria need a human anyway. The
+  requirement stays in test_pending; an escalation task (resume target qc_tests) asks the reviewer,
+  acting for the BA, to restate the criteria so they can be tested; QC then writes its tests again
+  with that text (or the reviewer rejects: cancelled);
+- the same failure as before the last fix → a human: test_pending → in_development → escalated
+  (two legal edges), with the usual escalation task;
+- anything else (failing tests, pass rate, coverage, lint) → the engineer's next attempt.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from agents.quality import GateResult, QualityGates
+from lifecycle.actors import Actor
+from lifecycle.failure_rules import Failure, Route, Source, classify
+from lifecycle.models import Requirement, Step
+from lifecycle.services import steps
+from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.development import development_escalate, next_attempt
+from lifecycle.services.outbox import emit
+from lifecycle.services.reviews import review_open
+from lifecycle.services.routing import failure_route_record, failure_with_history
+from lifecycle.services.steps import step_schedule
+from lifecycle.services.transitions import transition
+from lifecycle.states import ArtifactKind, ReviewKind
+
+QC = Actor.agent("qc_engineer")
+ACTIONS = {
+    Route.BUSINESS_ANALYST: "an escalation task asks a human, for the business analyst, to restate the criteria",
+    Route.HUMAN: "back to development and escalated to a human",
+    Route.ENGINEER: "back to development: the engineer's next attempt gets the failures",
+}
+
+
+def gate_failure_route(
+    requirement: Requirement, *, step: Step, gates: QualityGates, result: GateResult, report: dict[str, Any],
+) -> Route:
+    """Inside qc_run_apply's transaction: classify the failed gate, record the route, carry it out. An
+    uncovered criterion counts only where the project gates on coverage of the criteria."""
+    uncovered = tuple(result.uncovered) if gates.all_criteria_covered else ()
+    failure = failure_with_history(requirement=requirement, failure=Failure(
+        source=Source.QUALITY_GATE, step=steps.QC_RUN, tests_failed=not report.get("ok", False),
+        failing_tests=tuple(report["failing_tests"][:50]), uncovered_criteria=uncovered,
+        gate_reasons=tuple(result.reasons)))
+    routing = classify(failure)
+    route = routing.route if routing.route in ACTIONS else Route.ENGINEER
+    failure_route_record(requirement=requirement, failure=failure, routing=routing, step=step,
+                         summary=f"quality gate: {'; '.join(result.reasons)}", action=ACTIONS[route])
+    if route == Route.BUSINESS_ANALYST:
+        _ask_for_testable_criteria(requirement, uncovered=failure.uncovered_criteria)
+        return route
+    _back_to_development(requirement, result, report)
+    if route == Route.HUMAN:
+        development_escalate(requirement, report=report, reason=routing.first)
+    else:
+        next_attempt(requirement)
+    return route
+
+
+def acceptance_criteria_restated(requirement: Requirement, *, actor: Actor, guidance: str) -> None:
+    """A human answered for the BA: QC writes its acceptance tests again, with the restated criteria."""
+    emit(requirement, "AcceptanceCriteriaRestated", {"by": actor.role or "human", "guidance": guidance})
+    written = requirement.artifacts.filter(kind=ArtifactKind.ACCEPTANCE_COVERAGE).count()
+    step_schedule(requirement_id=requirement.pk, key=steps.QC_TESTS, attempt=written + 1)
+
+
+def _ask_for_testable_criteria(requirement: Requirement, *, uncovered: tuple[str, ...]) -> None:
+    from lifecycle.contexts import acceptance_criteria_of
+
+    criteria = [c.model_dump() for c in acceptance_criteria_of(requirement) if c.id in uncovered]
+    coverage = latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE)
+    emit(requirement, "AcceptanceGapFound", {"uncovered": list(uncovered)})
+    review_open(
+        requirement, kind=ReviewKind.ESCALATION,
+        question=f"QC wrote no acceptance test for {len(criteria)} criterion(s). Acting for the business analyst, "
+        "restate them so they can be tested (request changes with the restated criteria): QC then writes its "
+        "acceptance tests again. Or reject to cancel the requirement.",
+        reasoning=coverage.summary if coverage else "",
+        context={"routed_to": Route.BUSINESS_ANALYST.value, "uncovered_criteria": criteria,
+                 "coverage": content_json(coverage) if coverage else {}},
+        resume_target=steps.QC_TESTS,
+    )
+
+
+def _back_to_development(requirement: Requirement, result: GateResult, report: dict[str, Any]) -> None:
+    failures = report["failing_tests"][:50] + result.reasons
+    emit(requirement, "TestsFailed", {"source": "qc", "failures": failures})
+    transition(requirement, "fail_quality_gate", actor=QC, metadata={"reasons": result.reasons,
+                                                                     "failing": report["failing_tests"][:50]})

@@ -1,0 +1,144 @@
+"""Budget accounting and the check before each step: spend from LLMCall and Step rows, one query,
+a spent budget parks the step and escalates the requirement from the state it was in."""
+from decimal import Decimal
+
+import pytest
+
+from lifecycle.models import LLMCall, Requirement, Step
+from lifecycle.services import budgets, steps
+from tests.flows import transitions
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def requirement(alice, acme_project):
+    return Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b",
+                                      title="Budgeted")
+
+
+def in_state(req: Requirement, state: str) -> Requirement:
+    Requirement.objects.filter(pk=req.pk).update(state=state)
+    return Requirement.objects.get(pk=req.pk)
+
+
+def with_budget(req: Requirement, budget: dict) -> None:
+    req.project.settings = {"budgets": budget}
+    req.project.save()
+
+
+def call(req, role: str, tokens: int = 100, cost: str = "0.01") -> LLMCall:
+    return LLMCall.objects.create(requirement=req, role=role, provider="scripted", model="claude-sonnet-5-5",
+                                  input_tokens=tokens - 10, output_tokens=5, cache_read_tokens=3,
+                                  cache_creation_tokens=2, cost_usd=Decimal(cost))
+
+
+def ran(req, key: str, attempt: int = 1, state: str = "done") -> Step:
+    return Step.objects.create(requirement=req, key=key, attempt=attempt, runs=1, state=state)
+
+
+def lease_for(req, key: str, attempt: int = 1) -> steps.Lease:
+    step = Step.objects.create(requirement=req, key=key, attempt=attempt)
+    return steps.step_claim(step_id=step.pk, worker="test")
+
+
+def test_spend_adds_up_tokens_cost_steps_and_sandbox_runs_per_role(requirement):
+    call(requirement, "senior_engineer", 1000, "0.50")
+    call(requirement, "senior_engineer", 500, "0.25")
+    call(requirement, "tech_lead", 200, "0.02")
+    for key in ("engineer:T1", "engineer:T2", "self_test", "tl_plan"):
+        ran(requirement, key)
+    Step.objects.create(requirement=requirement, key="engineer:T3", attempt=1)  # queued, never ran: not spent
+    spend = budgets.spend_of(requirement)
+    assert spend["requirement"] == {"steps": 4, "tokens": 1700, "sandbox_runs": 1, "cost_usd": Decimal("0.77")}
+    assert spend["role:senior_engineer"] == {"steps": 2, "tokens": 1500, "sandbox_runs": 0, "cost_usd": Decimal("0.75")}
+    assert spend["role:sandbox"]["sandbox_runs"] == 1 and spend["role:tech_lead"]["tokens"] == 200
+
+
+def test_the_check_costs_one_query_and_lets_a_step_within_budget_run(requirement, django_assert_num_queries):
+    call(requirement, "product_owner", 1000)
+    lease = lease_for(in_state(requirement, "received"), "po_clarify")
+    with django_assert_num_queries(1):
+        allowance = budgets.budget_allows(lease)
+    assert allowance and allowance.constraints == ()
+    assert Step.objects.get(pk=lease.step_id).state == "running"
+
+
+def test_the_check_hands_over_the_injected_constraints(requirement):
+    Requirement.objects.filter(pk=requirement.pk).update(injected_constraints=["stdlib only"])
+    assert budgets.budget_allows(lease_for(in_state(requirement, "received"), "po_clarify")).constraints == ("stdlib only",)
+
+
+def test_spent_tokens_park_the_step_and_escalate_from_the_state_it_was_in(requirement):
+    with_budget(requirement, {"requirement": {"tokens": 1000}})
+    call(requirement, "business_analyst", 1200, "0.30")
+    ran(requirement, "po_clarify")
+    lease = lease_for(in_state(requirement, "clarified"), "ba_stories")
+    assert not budgets.budget_allows(lease)
+    req = Requirement.objects.get(pk=requirement.pk)
+    assert (req.state, req.budget_exhausted, req.budget_paused_from) == ("escalated", True, "clarified")
+    assert transitions(req) == [("clarified", "exhaust_budget", "escalated")]
+    step = Step.objects.get(pk=lease.step_id)
+    assert step.state == "skipped" and step.error.startswith("budget exhausted: requirement tokens 1200/1000")
+    task = req.review_tasks.get(kind="budget_exhausted")
+    assert task.options == ["override_budget", "inject_constraint", "reject"]  # no partial output of a BA step
+    assert task.context["exhausted"] == [{"scope": "requirement", "dimension": "tokens", "limit": 1000, "spent": 1200}]
+    assert task.context["budget"]["requirement"]["tokens"] == {"limit": 1000, "spent": 1200, "remaining": 0}
+    assert task.context["budget"]["requirement"]["steps"] == {"limit": 150, "spent": 1, "remaining": 149}
+    assert task.context["budget"]["requirement"]["cost_usd"]["spent"] == "0.300000"
+    assert task.context["budget"]["role:business_analyst"]["tokens"] == {"limit": None, "spent": 1200, "remaining": None}
+    assert task.context["suggested_override"] == {"requirement": {"tokens": 2000}, "roles": {}}
+    assert "business analyst ran out of budget" in task.question
+
+
+def test_a_role_limit_stops_only_that_roles_steps(requirement):
+    with_budget(requirement, {"roles": {"senior_engineer": {"cost_usd": "1"}}})
+    call(requirement, "senior_engineer", 100, "1.20")
+    in_state(requirement, "in_development")
+    assert budgets.budget_allows(lease_for(requirement, "self_test"))  # the sandbox does not spend dollars
+    assert not budgets.budget_allows(lease_for(requirement, "engineer:T2"))
+    task = requirement.review_tasks.get(kind="budget_exhausted")
+    assert task.context["exhausted"][0] == {"scope": "role:senior_engineer", "dimension": "cost_usd",
+                                            "limit": "1.000000", "spent": "1.200000"}
+    assert "approve" in task.options  # finished plan tasks are a partial output
+
+
+def test_the_step_limit_counts_the_steps_before_this_one(requirement):
+    with_budget(requirement, {"requirement": {"sandbox_runs": 2}})
+    in_state(requirement, "in_development")
+    ran(requirement, "self_test", 1)
+    assert budgets.budget_allows(lease_for(requirement, "self_test", 2))  # one run before: room for the second
+    assert budgets.budget_allows(lease_for(requirement, "engineer_fix", 3))  # an LLM step uses no sandbox run
+    assert not budgets.budget_allows(lease_for(requirement, "self_test", 3))
+
+
+def test_steps_parked_while_the_requirement_waits_for_a_decision_open_no_second_task(requirement):
+    with_budget(requirement, {"roles": {"senior_engineer": {"steps": 1}}})
+    in_state(requirement, "in_development")
+    ran(requirement, "engineer:T1")
+    assert not budgets.budget_allows(lease_for(requirement, "engineer:T2"))
+    assert not budgets.budget_allows(lease_for(requirement, "self_test"))  # within budget, but the run is paused
+    assert requirement.review_tasks.filter(kind="budget_exhausted").count() == 1
+    assert sorted(budgets.parked_steps(requirement).values_list("key", flat=True)) == ["engineer:T2", "self_test"]
+
+
+def test_parked_steps_are_not_counted_as_spent(requirement):
+    with_budget(requirement, {"requirement": {"steps": 1}})
+    in_state(requirement, "received")
+    ran(requirement, "po_clarify")
+    assert not budgets.budget_allows(lease_for(requirement, "ba_stories"))
+    assert budgets.spend_of(requirement)["requirement"]["steps"] == 1
+
+
+def test_an_invalid_project_budget_is_ignored_not_fatal(requirement):
+    with_budget(requirement, {"requirement": {"steps": "many"}})
+    assert budgets.budget_allows(lease_for(in_state(requirement, "received"), "po_clarify"))
+
+
+def test_the_report_shows_spent_limit_and_remaining_for_the_requirement_and_roles(requirement):
+    with_budget(requirement, {"roles": {"qc_engineer": {"tokens": 5000}}})
+    call(requirement, "qc_engineer", 1000)
+    report = budgets.budget_report(requirement)
+    assert report["standing"]["role:qc_engineer"]["tokens"] == {"limit": 5000, "spent": 1000, "remaining": 4000}
+    assert report["standing"]["role:senior_engineer"]["steps"] == {"limit": 80, "spent": 0, "remaining": 80}
+    assert (report["exhausted"], report["constraints"]) == (False, [])

@@ -1,0 +1,245 @@
+"""Replay of a recorded run: same transitions and artifact hashes, no model, no sandbox, no push, no network."""
+import os
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from agents.delivery import git_remote
+from lifecycle.errors import IllegalTransition
+from lifecycle.models import LLMCall, Replay, Requirement, Step
+from lifecycle.replay_compare import artifact_hashes, request_fingerprints, transition_sequence
+from lifecycle.services.replays import replay_start
+from tests.flows import decide, fresh, pending, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _refuse(what: str):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a replay must not use {what}")
+    return refuse
+
+
+@pytest.fixture
+def demo_run(settings, tmp_path) -> Requirement:
+    """`make demo`'s run (autonomous mode, the bundled cassette, the real sandbox, a local bare remote)."""
+    settings.AITEAM_AUTONOMOUS = True
+    settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
+    call_command("aiteam_demo", stdout=StringIO())
+    settings.AITEAM_AUTONOMOUS = False  # the replay re-applies the recorded decisions itself
+    return Requirement.objects.get(replay_of=None)
+
+
+@pytest.fixture
+def go_offline(settings, monkeypatch):
+    """After the source run: nothing a replay needs from outside, no model provider (the configured one would
+    need a key and the network, which the tests block), no API key, no sandbox, no delivery."""
+    def go() -> None:
+        settings.AITEAM_LLM_PROVIDER = "anthropic"
+        monkeypatch.setattr("agents.tasks.provider_from_settings", _refuse("the model provider"))
+        monkeypatch.setattr("agents.sandbox.run_tests", _refuse("the sandbox"))
+        monkeypatch.setattr("agents.delivery.deliver", _refuse("delivery"))
+        assert "ANTHROPIC_API_KEY" not in os.environ
+    return go
+
+
+def test_replay_of_the_demo_run_reproduces_its_transitions_and_artifact_hashes_offline(demo_run, go_offline):
+    go_offline()
+    remote = git_remote.remote_branches(_workspace(demo_run), _remote_of(demo_run))
+    out = StringIO()
+    call_command("aiteam_replay", str(demo_run.pk), stdout=out)
+    replay = Requirement.objects.get(replay_of=demo_run)
+    assert replay.state == "deployed"
+    assert transition_sequence(replay) == transition_sequence(demo_run)
+    events = [event for subject, event, *_ in transition_sequence(replay) if subject == "requirement"]
+    assert events == ["submit", "clarify", "create_stories", "approve_design", "start_development",
+                      "retry_development", "submit_for_review", "pass_code_review", "pass_quality_gate", "deploy"]
+    assert artifact_hashes(replay) == artifact_hashes(demo_run)
+    assert {kind for kind, *_ in artifact_hashes(replay)} >= {"source_file", "test_file", "test_report", "delivery"}
+    assert request_fingerprints(replay) == request_fingerprints(demo_run)  # the same requests were asked, too
+    assert replay.replay_run.verdict == Replay.Verdict.MATCHED
+    assert "verdict: matched" in out.getvalue() and "DIFFERS" not in out.getvalue()
+    assert set(replay.review_tasks.values_list("decided_by_policy", flat=True)) == {"replay"}
+    assert git_remote.remote_branches(_workspace(demo_run), _remote_of(demo_run)) == remote  # nothing pushed
+
+
+def test_a_missing_recorded_call_fails_the_step_naming_it_and_the_command_exits_non_zero(demo_run, go_offline):
+    go_offline()
+    LLMCall.objects.filter(requirement=demo_run, step__key="tl_plan").delete()
+    out = StringIO()
+    with pytest.raises(CommandError, match="differs"):
+        call_command("aiteam_replay", str(demo_run.pk), stdout=out)
+    replay = Requirement.objects.get(replay_of=demo_run)
+    step = Step.objects.get(requirement=replay, key="tl_plan")
+    assert step.state == "failed"
+    assert "replay: step tl_plan#1 asks for model call #1 (tech_lead, submit_implementation_plan_output) but the " \
+           "source run recorded 0 call(s) for that step" in step.error
+    assert replay.state == "design_ready" and replay.replay_run.verdict == Replay.Verdict.DIFFERS
+    held = pending(replay, "step_failed")
+    assert held.next_sweep_at is None  # the gate the source never had is held, not swept
+    assert "DIFFERS: transition #" in out.getvalue() and "replay step error: tl_plan#1" in out.getvalue()
+
+
+def test_a_run_decided_by_people_replays_their_decisions_and_delivers_nothing(alice, rita, settings, tmp_path,
+                                                                               go_offline):
+    settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
+    source = submit(alice)
+    decide(pending(source, "stories_approval"), rita, "approve")
+    decide(pending(fresh(source), "deployment_approval"), rita, "approve")
+    assert fresh(source).state == "deployed"
+    go_offline()
+    replay = fresh(replay_start(source_id=source.pk, user=alice, via="api"))
+    assert replay.state == "deployed" and replay.replay_run.verdict == Replay.Verdict.MATCHED
+    deployment = replay.review_tasks.get(kind="deployment_approval")
+    assert (deployment.decision, deployment.decided_by, deployment.decided_by_policy) == ("approve", None, "replay")
+    audit = replay.transitions.get(subject="review_task", subject_id=str(deployment.pk), event="resolve")
+    assert audit.actor_role == "replay" and audit.metadata["origin"]["decided_by"] == "rita"
+    assert replay.llm_calls.filter(provider="replay").count() == source.llm_calls.count()
+
+
+def test_a_rejection_replays_with_its_reason_and_the_replay_waits_where_the_source_waits(alice, rita):
+    source = submit(alice)
+    decide(pending(source, "stories_approval"), rita, "reject", reason="Listing must state the output format")
+    replay = fresh(replay_start(source_id=source.pk, via="cli"))
+    rejected = replay.review_tasks.get(kind="stories_approval", round=1)
+    assert (rejected.decision, rejected.reason, rejected.decided_by_policy) == (
+        "reject", "Listing must state the output format", "replay")
+    assert replay.story_round == fresh(source).story_round == 2
+    assert pending(replay, "stories_approval").round == 2
+    assert replay.replay_run.verdict == Replay.Verdict.MATCHED
+
+
+def test_a_run_waiting_for_a_human_replays_to_the_same_gate_and_leaves_it_open_even_in_autonomous_mode(alice, settings):
+    source = submit(alice)
+    settings.AITEAM_AUTONOMOUS = True  # would approve stories, but a replay only re-applies recorded decisions
+    replay = fresh(replay_start(source_id=source.pk, via="cli"))
+    assert replay.state == source.state == "user_stories_created"
+    held = pending(replay, "stories_approval")
+    assert held.next_sweep_at is None and held.decide_by is None
+    assert replay.replay_run.verdict == Replay.Verdict.MATCHED
+
+
+def test_a_run_still_working_cannot_be_replayed(alice):
+    source = submit(alice)
+    Step.objects.create(requirement=source, key="tl_plan", attempt=1)
+    with pytest.raises(IllegalTransition, match="still running"):
+        replay_start(source_id=source.pk, via="cli")
+    with pytest.raises(CommandError, match="still running"):
+        call_command("aiteam_replay", str(source.pk), stdout=StringIO())
+    assert not Requirement.objects.filter(replay_of=source).exists()
+
+
+def test_the_command_names_an_unknown_requirement(db):
+    with pytest.raises(CommandError, match="no requirement 00000000-0000-0000-0000-000000000000"):
+        call_command("aiteam_replay", "00000000-0000-0000-0000-000000000000", stdout=StringIO())
+
+
+def _workspace(requirement: Requirement):
+    from lifecycle.services.development import workspace_for
+
+    return workspace_for(requirement).path
+
+
+def _remote_of(requirement: Requirement) -> str:
+    from lifecycle.services.artifacts import content_json, latest
+
+    return content_json(latest(requirement, "delivery", "delivery"))["remote_url"]
+
+
+def test_the_admin_action_replays_the_selected_requirements_and_shows_the_comparison(alice):
+    from tests.conftest import staff_client
+
+    source = submit(alice)
+    client = staff_client(alice)
+    response = client.post("/admin/lifecycle/requirement/", {"action": "replay_selected",
+                                                             "_selected_action": [str(source.pk)]}, follow=True)
+    replay = Requirement.objects.get(replay_of=source)
+    assert f'replay <a href="/admin/lifecycle/requirement/{replay.pk}/change/">{replay.pk}</a> started' \
+        in response.content.decode()
+    page = client.get(f"/admin/lifecycle/requirement/{replay.pk}/change/").content.decode()
+    assert "<b>matched</b>" in page and str(source.pk) in page
+    assert str(replay.pk) in client.get(f"/admin/lifecycle/requirement/{source.pk}/change/").content.decode()
+
+
+def test_the_admin_action_reports_a_run_still_working_and_starts_nothing(alice):
+    from tests.conftest import staff_client
+
+    source = submit(alice)
+    Step.objects.create(requirement=source, key="tl_plan", attempt=1)
+    response = staff_client(alice).post("/admin/lifecycle/requirement/", {
+        "action": "replay_selected", "_selected_action": [str(source.pk)]}, follow=True)
+    assert "is still running" in response.content.decode()
+    assert not Requirement.objects.filter(replay_of=source).exists()
+
+
+def test_the_api_starts_a_replay_and_shows_its_verdict(alice):
+    from tests.conftest import api_for
+
+    source = submit(alice)
+    response = api_for(alice).post(f"/api/v1/requirements/{source.pk}/replay/", {}, format="json")
+    assert response.status_code == 202
+    body = response.json()
+    assert body["replay_of"] == str(source.pk) and body["state"] == "user_stories_created"
+    assert body["replay"]["verdict"] == "matched" and body["replay"]["differences"] == []
+    detail = api_for(alice).get(f"/api/v1/requirements/{body['id']}/").json()
+    assert detail["replay"]["comparison"]["transitions"]["equal"] is True
+    assert api_for(alice).get(f"/api/v1/requirements/{source.pk}/").json()["replay"] is None
+
+
+def test_the_api_refuses_other_tenants_reviewers_unknown_input_and_runs_still_working(alice, rita, oscar):
+    from tests.conftest import api_for
+
+    source = submit(alice)
+    url = f"/api/v1/requirements/{source.pk}/replay/"
+    assert api_for(oscar).post(url, {}, format="json").status_code == 404
+    assert api_for(rita).post(url, {}, format="json").status_code == 403  # a reviewer may not submit work
+    bad = api_for(alice).post(url, {"force": True}, format="json")
+    assert bad.status_code == 400 and bad.json() == {"force": ["unknown field"]}
+    Step.objects.create(requirement=source, key="tl_plan", attempt=1)
+    busy = api_for(alice).post(url, {}, format="json")
+    assert busy.status_code == 409 and "still running" in busy.json()["detail"]
+    assert not Requirement.objects.filter(replay_of=source).exists()
+
+
+def test_the_replay_command_reproduces_make_demo_in_a_process_with_no_network_and_no_key(tmp_path):
+    """`make demo`, then `manage.py aiteam_replay <id>`, each in a network namespace with no network where possible."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from tests.unit.test_commands import _unshare_works
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "ANTHROPIC_API_KEY", "DJANGO_SETTINGS_MODULE"}}
+    env |= {"AITEAM_VAR_DIR": str(tmp_path), "ANTHROPIC_BASE_URL": "http://192.0.2.1:9"}  # unroutable if ever used
+    isolate = ["unshare", "-n"] if shutil.which("unshare") and _unshare_works() else []
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*isolate, sys.executable, "manage.py", *args], env=env, cwd=settings.BASE_DIR,
+                              capture_output=True, text=True, timeout=180)
+
+    assert manage("migrate", "-v0").returncode == 0
+    demo = manage("aiteam_demo")
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    source = re.search(r"=== Requirement (\S+)", demo.stdout).group(1)
+    replay = manage("aiteam_replay", source)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    assert re.search(r"transitions: source (\d+), replay \1, identical", replay.stdout)
+    assert "identical hashes" in replay.stdout and "verdict: matched" in replay.stdout
+    assert "steps asked differently than recorded: none" in replay.stdout
+
+
+def test_a_missing_recorded_sandbox_report_is_a_clear_error_naming_the_step(alice):
+    from lifecycle.recordings import RecordingMissing, recorded_output
+    from lifecycle.services.steps import Lease
+
+    source = submit(alice)  # stopped before any test ran
+    lease = Lease(step_id=0, fence=1, requirement_id=None, key="self_test", attempt=2)
+    with pytest.raises(RecordingMissing, match="replay: step self_test#2 needs recorded test_report 'self_test' #1 "
+                                               "but the source run recorded 0"):
+        recorded_output(source_id=source.pk, lease=lease)
