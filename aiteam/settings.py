@@ -125,6 +125,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "lifecycle.tasks.relay_outbox",
         "schedule": env_float("AITEAM_RELAY_INTERVAL_S", 30.0),
     },
+    "every-minute-compare-settled-replays": {
+        "task": "lifecycle.tasks.compare_settled_replays",
+        "schedule": 60.0,
+    },
     "every-day-pm-status-digests": {
         "task": "lifecycle.tasks.refresh_status_digests",
         "schedule": 24 * 3600.0,

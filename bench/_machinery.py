@@ -42,8 +42,7 @@ def load_and_rotate(lease: steps.Lease) -> str:
 
 def apply(*, lease: steps.Lease, output: str) -> None:
     with transaction.atomic():
-        step = steps.lock_fenced(lease)
-        requirement = steps.requirement_for_update(lease)
+        step, requirement = steps.lock_for_apply(lease)
         transition(requirement, "retry_development", actor=ACTOR, metadata={"step": lease.key})
         emit(requirement, "BenchStepDone", {"step": lease.key, "state": output})
         steps.step_finish(step)

@@ -17,10 +17,6 @@ Handler = Callable[[OutboxEvent], None]
 AUTONOMOUS = Actor.policy("autonomous")
 
 
-def schedule_product_owner(event: OutboxEvent) -> None:
-    steps.step_schedule(requirement_id=event.requirement_id, key=steps.PO_CLARIFY, attempt=event.payload["round"])
-
-
 def schedule_business_analyst(event: OutboxEvent) -> None:
     steps.step_schedule(requirement_id=event.requirement_id, key=steps.BA_STORIES, attempt=event.payload["round"])
 
@@ -70,7 +66,6 @@ def compare_replay(event: OutboxEvent) -> None:
 
 
 HANDLERS: dict[str, list[Handler]] = {
-    "RequirementReceived": [schedule_product_owner],
     "RequirementClarified": [schedule_business_analyst],
     "StoriesReworkRequested": [schedule_business_analyst],
     "ReviewTaskOpened": [announce_review_task, notifying.queue_notifications, refresh_digest],

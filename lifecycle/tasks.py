@@ -19,6 +19,13 @@ def reap_steps() -> int:
 
 
 @shared_task(ignore_result=True)
+def compare_settled_replays() -> int:
+    from lifecycle.services.replays import replays_sweep
+
+    return replays_sweep()
+
+
+@shared_task(ignore_result=True)
 def refresh_status_digests() -> int:
     """The PM's daily digest for every requirement still in flight (events refresh it in between)."""
     from lifecycle.services.digest import digests_refresh_all

@@ -112,6 +112,13 @@ class RequirementSummaryOut(serializers.ModelSerializer):
                   "state_changed_at"]
 
 
+class RequirementCreatedOut(RequirementSummaryOut):
+    """What POST answers: the new requirement's own fields (it has no stories, artifacts or calls yet)."""
+
+    class Meta(RequirementSummaryOut.Meta):
+        fields = [*RequirementSummaryOut.Meta.fields, "brief"]
+
+
 class RequirementOut(RequirementSummaryOut):
     brief = serializers.CharField()
     requirement_doc = serializers.SerializerMethodField()

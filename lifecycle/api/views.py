@@ -27,7 +27,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     def get_serializer_class(self):
         return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
 
-    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementSummaryOut})
+    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementCreatedOut})
     def create(self, request):
         data = s.RequirementIn(data=request.data)
         data.is_valid(raise_exception=True)
@@ -42,8 +42,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
             user=request.user, brief=data.validated_data["brief"], title=data.validated_data["title"], project=project,
             playbook=data.validated_data["playbook"],
         )
-        # the summary: a new requirement has no stories, artifacts or calls yet, so no need to query for them
-        return Response(s.RequirementSummaryOut(requirement).data, status=status.HTTP_201_CREATED,
+        return Response(s.RequirementCreatedOut(requirement).data, status=status.HTTP_201_CREATED,
                         headers={"Location": f"{request.path}{requirement.pk}/"})
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})

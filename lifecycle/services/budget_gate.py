@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
@@ -23,7 +24,7 @@ from lifecycle.errors import DomainError
 from lifecycle.models import Requirement, ReviewTask, Step
 from lifecycle.services import budgets, reviews, steps
 from lifecycle.services.transitions import transition
-from lifecycle.states import Decision, ReviewKind
+from lifecycle.states import Decision, ReviewKind, StepState
 
 log = logging.getLogger("aiteam.progress")
 AUTONOMOUS = Actor.policy("autonomous")
@@ -140,6 +141,15 @@ def _rerun_parked(requirement: Requirement) -> None:
         steps.step_retry_by_human(step)
 
 
+def _drop_siblings_in_flight(requirement: Requirement, *, attempt: int) -> None:
+    """The partial output is what is finished now: plan tasks still queued or running stop (a running one's
+    late write is refused by its fence), so the self-tests see the code they accept and nothing lands after."""
+    in_flight = Step.objects.filter(requirement=requirement, attempt=attempt, key__startswith=f"{steps.ENGINEER}:",
+                                    state__in=[StepState.QUEUED, StepState.RUNNING])
+    in_flight.update(state=StepState.SKIPPED, error=f"{budgets.DROPPED} (still in flight)", lease_expires_at=None,
+                     finished_at=timezone.now())
+
+
 def _accept_partial(requirement: Requirement, *, actor: Actor) -> None:
     from lifecycle.services.design import spec_approve
     from lifecycle.services.development import code_review_pass
@@ -151,6 +161,7 @@ def _accept_partial(requirement: Requirement, *, actor: Actor) -> None:
             continue
         Step.objects.filter(pk=step.pk).update(error=f"{budgets.DROPPED} ({step.error})"[:4000])
         if kind in (steps.ENGINEER, steps.FIX):
+            _drop_siblings_in_flight(requirement, attempt=step.attempt)
             steps.step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=step.attempt)
         elif kind == steps.DESIGN_REVIEW:
             spec_approve(requirement, actor=actor)
@@ -172,7 +183,12 @@ def budget_policy_decide(task: ReviewTask) -> ReviewTask | None:
     reason = f"autonomous mode (AITEAM_BUDGET_POLICY={settings.AITEAM_BUDGET_POLICY}): {decision}"
     log.info("autonomous mode: budget task %s decided by policy: %s", task, decision)
     budget = _policy_override(task) if decision == Decision.OVERRIDE_BUDGET else None
-    return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=decision, reason=reason, budget=budget)
+    try:
+        return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=decision, reason=reason, budget=budget)
+    except DomainError as exc:  # the grace leaves another parked role still over: terminate rather than loop
+        log.warning("autonomous mode: %s cannot be decided as %s (%s); terminating", task, decision, exc)
+        return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.REJECT,
+                                     reason=f"{reason}, refused ({exc}): terminate")
 
 
 def _policy_overrides_used(task: ReviewTask) -> bool:

@@ -14,32 +14,29 @@ has spent < limit, for the requirement and for its role; the step that crosses a
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Count, DecimalField, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet, Sum
 
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import StaleStep
-from lifecycle.models import LLMCall, Requirement, Step
+from lifecycle.models import LLMCall, Project, Requirement, Step
 from lifecycle.services import steps
 from lifecycle.services.outbox import emit
 from lifecycle.services.transitions import transition
-from lifecycle.states import RequirementState as S
-from lifecycle.states import StepState
+from lifecycle.states import BUDGET_STATES, StepState
 
 log = logging.getLogger("aiteam.progress")
 BUDGET = Actor.system("budget")
 PARKED = "budget exhausted"  # the error prefix of a step this gate stopped; a decision re-queues or drops it
 DROPPED = "dropped: partial output approved"  # … of a parked step whose phase output a human accepted instead
-# The states in which steps run, so a budget can run out there (escalated → back to the same state on resume).
-WORKING_STATES = (S.RECEIVED, S.CLARIFIED, S.USER_STORIES_CREATED, S.DESIGN_READY, S.IN_DEVELOPMENT, S.IN_REVIEW,
-                  S.TEST_PENDING, S.READY_TO_DEPLOY)
 TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_creation_tokens")
 USES = {"sandbox": (bl.STEPS, bl.SANDBOX_RUNS), "delivery": (bl.STEPS,)}
 LLM_USES = (bl.STEPS, bl.TOKENS, bl.COST_USD)
@@ -76,14 +73,6 @@ def uses(role: str) -> tuple[str, ...]:
     return USES.get(role, LLM_USES)
 
 
-def kinds_q(kinds: Any) -> Q:
-    """Steps of these kinds: "engineer" matches "engineer:T1"."""
-    q = Q()
-    for kind in sorted(kinds):
-        q |= Q(key=kind) | Q(key__startswith=f"{kind}:")
-    return q
-
-
 def role_kinds(role: str) -> list[str]:
     return [kind for kind, owner in steps.ROLE_OF_STEP.items() if owner == role]
 
@@ -106,7 +95,7 @@ def budget_allows(lease: steps.Lease) -> Allowance:
     if row is None:
         return Allowance(True)
     go = Allowance(True, tuple(row["injected_constraints"] or ()))
-    if not row["budget_exhausted"] and row["state"] not in WORKING_STATES:
+    if not row["budget_exhausted"] and row["state"] not in BUDGET_STATES:
         return go  # no gate outside the working states (nothing runs there in the flow)
     limits = limits_for(row["playbook"], row["project__settings"], row["budget_overrides"])
     spend = _spend_of_row(row, lease.role)
@@ -121,36 +110,73 @@ def budget_allows(lease: steps.Lease) -> Allowance:
 
 
 def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
-    others = started_steps().filter(requirement=OuterRef("pk")).exclude(pk=lease.step_id)
-    calls = LLMCall.objects.filter(requirement=OuterRef("pk"))
-    role_calls = calls.filter(role=lease.role)
+    """The requirement's budget inputs and every spend figure, in one statement. Hand-written SQL: built by the
+    ORM, this query's correlated subqueries took ~10 ms of Python to assemble and compile on every step, five
+    times what the database needed to answer it. Its text depends only on the role, so it is built once."""
+    sql, template = _snapshot_sql(lease.role)
+    values = {_STEP: lease.step_id,
+              _REQUIREMENT: Requirement._meta.pk.get_db_prep_value(lease.requirement_id, connection)}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template])
+        row = cursor.fetchone()
+        names = [column[0] for column in cursor.description]
+    if row is None:
+        return None
+    row = dict(zip(names, row, strict=True))
+    for name in ("budget_overrides", "injected_constraints", "project__settings"):
+        row[name] = json.loads(row[name]) if isinstance(row[name], str) else row[name]
+    row["budget_exhausted"] = bool(row["budget_exhausted"])
+    return row
+
+
+class _Slot(str):
+    """A parameter filled in per call (the step, the requirement) in a cached statement's parameter list."""
+
+
+_STEP, _REQUIREMENT = _Slot("step"), _Slot("requirement")
+
+
+@lru_cache(maxsize=64)
+def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
+    step, call = Step._meta.db_table, LLMCall._meta.db_table
+    requirement, project = Requirement._meta.db_table, Project._meta.db_table
+    started = (f"s.requirement_id = r.id AND s.runs > 0 AND s.id <> %s AND NOT (s.state = '{StepState.SKIPPED}' "
+               f"AND (s.error LIKE '{PARKED}%%' OR s.error LIKE '{DROPPED}%%'))")
+    tokens = "s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_creation_tokens"
+    params: list[Any] = []
+
+    def count(kinds: Any = None) -> str:
+        where, kind_params = _kinds_sql(kinds) if kinds is not None else ("1 = 1", ())
+        params.extend((_STEP, *kind_params))
+        return f"(SELECT COUNT(*) FROM {step} s WHERE {started} AND {where})"
+
+    def total(expression: str, of_role: bool) -> str:
+        params.extend((role,) if of_role else ())
+        scope = " AND s.role = %s" if of_role else ""
+        return f"(SELECT COALESCE(SUM({expression}), 0) FROM {call} s WHERE s.requirement_id = r.id{scope})"
+
     figures = {
-        "r_steps": _count(others), "r_sandbox_runs": _count(others.filter(kinds_q(steps.SANDBOX_STEPS))),
-        "r_tokens": _sum(calls, TOKENS), "r_cost_usd": _cost(calls),
-        "o_steps": _count(others.filter(kinds_q(role_kinds(lease.role)))),
-        "o_sandbox_runs": _count(others.filter(kinds_q(steps.SANDBOX_STEPS)))
-        if lease.role == "sandbox" else Value(0),
-        "o_tokens": _sum(role_calls, TOKENS), "o_cost_usd": _cost(role_calls),
+        "r_steps": count(), "r_sandbox_runs": count(steps.SANDBOX_STEPS), "o_steps": count(role_kinds(role)),
+        "o_sandbox_runs": count(steps.SANDBOX_STEPS) if role == "sandbox" else "0",
+        "r_tokens": total(tokens, False), "r_cost_usd": total("s.cost_usd", False),
+        "o_tokens": total(tokens, True), "o_cost_usd": total("s.cost_usd", True),
     }
-    return (Requirement.objects.filter(pk=lease.requirement_id).annotate(**figures)
-            .values("state", "playbook", "budget_overrides", "budget_exhausted", "injected_constraints",
-                    "project__settings", *figures).first())
+    params.append(_REQUIREMENT)
+    columns = ", ".join(f"{sql} AS {name}" for name, sql in figures.items())
+    sql = (f"SELECT r.state AS state, r.playbook AS playbook, r.budget_overrides AS budget_overrides, "
+           f"r.budget_exhausted AS budget_exhausted, r.injected_constraints AS injected_constraints, "
+           f"p.settings AS project__settings, {columns} "
+           f"FROM {requirement} r JOIN {project} p ON p.id = r.project_id WHERE r.id = %s")
+    return sql, tuple(params)
 
 
-def _count(rows: QuerySet) -> Coalesce:
-    grouped = rows.order_by().values("requirement").annotate(n=Count("pk")).values("n")[:1]
-    return Coalesce(Subquery(grouped, output_field=IntegerField()), Value(0))
-
-
-def _sum(rows: QuerySet, expression: Any) -> Coalesce:
-    grouped = rows.order_by().values("requirement").annotate(total=Sum(expression)).values("total")[:1]
-    return Coalesce(Subquery(grouped, output_field=IntegerField()), Value(0))
-
-
-def _cost(rows: QuerySet) -> Coalesce:
-    money = DecimalField(max_digits=14, decimal_places=6)
-    grouped = rows.order_by().values("requirement").annotate(total=Sum("cost_usd")).values("total")[:1]
-    return Coalesce(Subquery(grouped, output_field=money), Value(Decimal(0)), output_field=money)
+def _kinds_sql(kinds: Any) -> tuple[str, tuple[str, ...]]:
+    """Steps of these kinds ("engineer" matches "engineer:T1"), as SQL over the alias `s`."""
+    kinds = sorted(kinds)
+    if not kinds:
+        return "1 = 0", ()
+    return "(" + " OR ".join("s.key = %s OR s.key LIKE %s" for _ in kinds) + ")", \
+        tuple(p for kind in kinds for p in (kind, f"{kind}:%"))
 
 
 def _spend_of_row(row: dict[str, Any], role: str) -> dict[str, dict[str, Any]]:
@@ -199,11 +225,10 @@ def budget_stop(*, lease: steps.Lease, over: list[Exhausted], limits: dict, spen
     already, escalate it from the state it is in with a budget_exhausted task stating spent and remaining."""
     reason = f"{PARKED}: {', '.join(map(str, over)) or 'the requirement is paused for a budget decision'}"
     with transaction.atomic():
-        steps.lock_fenced(lease)
-        requirement = steps.requirement_for_update(lease)
+        _, requirement = steps.lock_for_apply(lease)
         steps.step_skip(lease, reason=reason)
         log.info("step %s of %s stopped: %s", lease.key, lease.requirement_id, reason)
-        if requirement.budget_exhausted or requirement.state not in WORKING_STATES or not over:
+        if requirement.budget_exhausted or requirement.state not in BUDGET_STATES or not over:
             return
         _escalate(requirement, lease, over, standing(limits, spend))
 

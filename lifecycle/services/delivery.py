@@ -23,7 +23,7 @@ from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.services.outbox import emit
 from lifecycle.services.routing import step_failure_route_locked
-from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish
+from lifecycle.services.steps import Lease, lock_for_apply, step_finish
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind
 
@@ -50,8 +50,7 @@ def delivery_plan(requirement_id) -> DeliveryPlan:
 
 def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         artifact_store(requirement, kind=ArtifactKind.DELIVERY, name="delivery", content=output,
                        summary=output.get("error") or f"{output['branch']} → {output['remote_url']}",
                        metadata={"succeeded": output["succeeded"], "attempt": lease.attempt}, step=step,

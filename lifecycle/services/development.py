@@ -21,7 +21,7 @@ from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.routing import failure_route_record, failure_with_history
-from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
+from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind, StepState
 
@@ -55,8 +55,7 @@ def schedule_ready_tasks(requirement: Requirement, *, attempt: int) -> None:
 def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
     """Write one task's files, commit them as that task's attempt, then fan out what is now ready."""
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)  # serializes commits to the workspace
+        step, requirement = lock_for_apply(lease)  # serializes commits to the workspace
         task = requirement.plan_tasks.get(key=lease.task_key)
         commit = _write_and_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
         store_code(requirement, output.files, step, lease.attempt, commit)
@@ -68,8 +67,7 @@ def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
 def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
     """A whole-workspace fix for attempt n: commit it, then run the self-tests again."""
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         touched = {f.path for f in output.files}
         keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
         commit = _write_and_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
@@ -84,8 +82,7 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     a human). A run the sandbox stopped at its time limit is an infrastructure failure: raised, retried."""
     ensure_not_timed_out(output)
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         workspace = workspace_for(requirement)
         head = workspace.head()
         summary = f"{output['passed']} passed, {output['failed']} failed, {output['errors']} errors"
@@ -108,8 +105,7 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
 
 def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         artifact_store(requirement, kind=ArtifactKind.REVIEW, name="code_review", content=output.model_dump(),
                        summary=f"{output.verdict}: {output.reasoning}", metadata={"round": lease.attempt,
                        "verdict": output.verdict}, step=step, role=TECH_LEAD.role)

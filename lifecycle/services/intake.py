@@ -11,12 +11,13 @@ from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Project, Requirement, StateTransition
 from lifecycle.services.outbox import emit
 from lifecycle.services.prompts import prompt_bundle_for
+from lifecycle.services.steps import PO_CLARIFY, step_schedule
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
 
 
 def requirement_submit(*, user: Any, brief: str, title: str = "", project: Project | None = None,
                        via: str = "api", playbook: str = playbooks.DEFAULT) -> Requirement:
-    """Accept a brief: Requirement(RECEIVED) + RequirementReceived, relayed after commit."""
+    """Accept a brief: Requirement(RECEIVED), its audit row, its event and its first step, queued on commit."""
     brief = brief.strip()
     if not brief:
         raise DomainError("the brief is empty", "brief")
@@ -35,6 +36,7 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
             from_state="", to_state=RequirementState.RECEIVED, actor_user=user, via=via,
         )
         emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
+        step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
     return requirement
 
 

@@ -24,6 +24,7 @@ def apply(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
 
 def requirement_cancel(requirement: Requirement, *, actor: Actor, reason: str) -> None:
     """A human terminated the requirement: cancel it and expire whatever still waits on it."""
+    requirement.budget_exhausted, requirement.budget_paused_from = False, ""  # no longer paused for a budget
     transition(requirement, "cancel", actor=actor, metadata={"reason": reason})
     for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement, state__in=PENDING_REVIEW_STATES):
         transition(pending, "expire", actor=actor, metadata={"reason": "requirement cancelled"})
@@ -98,6 +99,7 @@ def _clarification(task: ReviewTask, requirement: Requirement, actor: Actor) -> 
     requirement.clarification_round += 1
     transition(requirement, "answer", actor=actor, metadata={"answer": task.feedback})
     emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
+    steps.step_schedule(requirement_id=requirement.pk, key=steps.PO_CLARIFY, attempt=requirement.clarification_round)
 
 
 def _step_failed(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:

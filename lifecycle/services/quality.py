@@ -17,7 +17,7 @@ from lifecycle.services.development import ensure_not_timed_out, next_attempt, s
 from lifecycle.services.gate_routing import gate_failure_route
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_fenced, requirement_for_update, step_finish, step_schedule
+from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
@@ -36,8 +36,7 @@ def start_quality_gate(requirement: Requirement) -> None:
 
 def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         workspace = workspace_for(requirement)
         workspace.write(output.files)
         commit = workspace.commit(f"QC: acceptance tests ({len(output.files)} file(s))")
@@ -52,8 +51,7 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     """Decide the gate: pass → DevOps; fail → the failure classifier decides (gate_routing)."""
     ensure_not_timed_out(output["report"])  # the sandbox's limit, not the code: raised and retried
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         report, lint = output["report"], output["lint"]
         gates = _gates(requirement)
         result = evaluate(gates, report, lint_findings=lint, uncovered=_uncovered(requirement))
@@ -73,8 +71,7 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
 def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
     """Commit the CI workflow, keep runbook and rollback, move to ready_to_deploy and ask for approval."""
     with transaction.atomic():
-        step = lock_fenced(lease)
-        requirement = requirement_for_update(lease)
+        step, requirement = lock_for_apply(lease)
         workspace = workspace_for(requirement)
         workspace.write([SourceFile(path=CI_PATH, content=output.ci_workflow)])
         commit = workspace.commit("DevOps: CI workflow")

@@ -21,9 +21,10 @@ from lifecycle import replay_compare as comparing
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Membership, Replay, Requirement, ReviewTask, StateTransition, Step
+from lifecycle.services import steps
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import REQUIRED_TEXT, review_decide
-from lifecycle.states import SUBMITTING_ROLES, RequirementState, ReviewKind, ReviewState, StepState
+from lifecycle.states import SUBMITTING_ROLES, TERMINAL_STATES, RequirementState, ReviewKind, ReviewState, StepState
 
 log = logging.getLogger("aiteam.progress")
 REPLAY = Actor.policy("replay")
@@ -39,7 +40,7 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
     if user is not None and not Membership.objects.filter(
             user=user, organization_id=source.organization_id, role__in=SUBMITTING_ROLES).exists():
         raise NotPermitted(f"{user} may not replay requirements of {source.project} (needs the submitter or admin role)")
-    if not run_at_rest(source):
+    if not (source.state in TERMINAL_STATES and run_at_rest(source) or replay_settled(source)):
         raise IllegalTransition(f"requirement {source.pk} is still running ({source.state}, steps queued or running): "
                                 "only a finished or failed run can be replayed")
     with transaction.atomic():
@@ -54,6 +55,7 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
             metadata={"replay_of": str(source.pk)},
         )
         emit(replay, "RequirementReceived", {"round": replay.clarification_round})
+        steps.step_schedule(requirement_id=replay.pk, key=steps.PO_CLARIFY, attempt=replay.clarification_round)
     log.info("replay %s of %s started (%s)", replay.pk, source.pk, via)
     return replay
 
@@ -84,6 +86,16 @@ def replay_review_answer(task: ReviewTask) -> bool:
         _hold(task, f"the recorded decision no longer applies: {exc}")
         return False
     return True
+
+
+def replays_sweep(limit: int = 100) -> int:
+    """Compare replays still marked running that have come to rest by a path no event announces (a skipped or
+    failed step, a cancel while steps were queued); returns how many were compared."""
+    running = Replay.objects.filter(verdict=Replay.Verdict.RUNNING).select_related("requirement")[:limit]
+    settled = [run.requirement for run in running if replay_settled(run.requirement)]
+    for requirement in settled:
+        replay_compare(requirement)
+    return len(settled)
 
 
 def replay_compare(requirement: Requirement) -> Replay:

@@ -222,7 +222,16 @@ def _route_given_up(step: Step) -> None:
 
 def lock_fenced(lease: Lease) -> Step:
     """Inside a transaction: lock the step and refuse the write unless this lease is current."""
-    step = Step.objects.select_for_update().get(pk=lease.step_id)
+    return _fenced(Step.objects.select_for_update().get(pk=lease.step_id), lease)
+
+
+def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
+    """Inside a transaction: lock_fenced and requirement_for_update in one statement (both rows locked)."""
+    step = _fenced(Step.objects.select_for_update().select_related("requirement").get(pk=lease.step_id), lease)
+    return step, step.requirement
+
+
+def _fenced(step: Step, lease: Lease) -> Step:
     if step.state != StepState.RUNNING or step.fence != lease.fence:
         raise StaleStep(f"step {step} has fence {step.fence}/{step.state}; write with fence {lease.fence} refused")
     return step
@@ -242,14 +251,6 @@ def step_release(lease: Lease, *, error: str, retry_in_s: float = 0) -> None:
         step.state, step.lease_expires_at, step.error = StepState.QUEUED, None, error[:4000]
         step.enqueued_at = timezone.now() + timedelta(seconds=retry_in_s)
         step.save()
-
-
-def step_fail_locked(step: Step, *, error: str) -> None:
-    """Inside the caller's transaction: a step whose output says it failed (e.g. a delivery)."""
-    from lifecycle.services import failures
-
-    _close(step, StepState.FAILED, error)
-    failures.open_step_failed_task(step)
 
 
 def step_fail(lease: Lease, *, error: str) -> None:

@@ -46,6 +46,17 @@ def test_a_brief_of_exactly_the_limit_is_accepted(alice, worker):
     assert response.status_code == 201 and response.data["state"] == "received"
 
 
+def test_a_brief_is_taken_in_a_bounded_number_of_queries_and_answered_with_its_location(
+        alice, django_assert_max_num_queries):
+    client = api_for(alice)
+    client.post(URL, {"brief": "warm the prompt bundle"}, format="json")
+    with django_assert_max_num_queries(12):  # auth, project, role; one transaction: bundle, 4 inserts (+ savepoint)
+        response = client.post(URL, {"brief": SAMPLE, "title": "Reading list"}, format="json")
+    assert response.status_code == 201 and response["Location"] == f"{URL}{response.data['id']}/"
+    assert (response.data["brief"], response.data["title"], response.data["state"]) == (SAMPLE, "Reading list",
+                                                                                         "received")
+
+
 def test_a_project_of_another_organization_cannot_be_named(alice, oscar):
     globex_project = oscar.memberships.get().organization.projects.get()
     response = api_for(alice).post(URL, {"brief": "ok", "project": str(globex_project.pk)}, format="json")

@@ -53,13 +53,13 @@ def test_an_event_left_unsent_by_a_dead_relay_is_applied_once(requirement, monke
     monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": queued.append(step_id))
 
     def dies_mid_event(event):
-        handlers.schedule_product_owner(event)
+        handlers.schedule_business_analyst(event)
         raise SystemExit("relay process killed")  # its transaction never commits
 
     with monkeypatch.context() as patched:
-        patched.setitem(handlers.HANDLERS, "RequirementReceived", [dies_mid_event])
+        patched.setitem(handlers.HANDLERS, "RequirementClarified", [dies_mid_event])
         with pytest.raises(SystemExit), transaction.atomic():
-            outbox.emit(requirement, "RequirementReceived", {"round": 1})
+            outbox.emit(requirement, "RequirementClarified", {"round": 1})
     assert OutboxEvent.objects.get().sent_at is None and not Step.objects.exists()
     assert outbox.relay() == 1 and outbox.relay() == 0
     assert Step.objects.count() == 1 and len(queued) == 1

@@ -182,3 +182,18 @@ def test_autonomous_mode_decides_by_the_configured_policy_and_logs_it(alice, rit
     if policy == "override_budget":  # one grace by policy (AITEAM_BUDGET_POLICY_MAX_OVERRIDES), then terminate
         later = req.review_tasks.filter(kind="budget_exhausted").exclude(pk=first.pk)
         assert [t.decision for t in later] == ["reject"] and req.state == "cancelled"
+
+
+def test_approving_partial_code_stops_plan_tasks_still_in_flight_before_the_self_tests(alice, rita, acme_project):
+    budgeted(acme_project, {"roles": {"senior_engineer": {"steps": 1}}})
+    req = submit(alice)
+    decide(pending(req, "stories_approval"), rita, "approve")
+    req = fresh(req)
+    assert (req.state, req.budget_paused_from) == ("escalated", "in_development")
+    parked = Step.objects.get(requirement=req, key="engineer:T2")
+    in_flight = Step.objects.create(requirement=req, key="engineer:T3", attempt=parked.attempt, state="running",
+                                    fence=1, runs=1)  # as if another worker were still building it
+    decide(pending(req, "budget_exhausted"), rita, "approve")
+    in_flight.refresh_from_db()
+    assert in_flight.state == "skipped" and in_flight.error.startswith("dropped: partial output approved")
+    assert Step.objects.filter(requirement=req, key="self_test", attempt=parked.attempt).exists()

@@ -23,7 +23,7 @@ def no_delivery(monkeypatch):
 
 def test_an_event_whose_transaction_rolled_back_never_exists(requirement, no_delivery):
     with pytest.raises(RuntimeError), transaction.atomic():
-        outbox.emit(requirement, "RequirementReceived", {"round": 1})
+        outbox.emit(requirement, "RequirementClarified", {"round": 1})
         raise RuntimeError("the state change failed")
     assert not OutboxEvent.objects.exists()
     assert not Step.objects.exists() and no_delivery == []
@@ -31,7 +31,7 @@ def test_an_event_whose_transaction_rolled_back_never_exists(requirement, no_del
 
 def test_relaying_an_event_again_applies_it_once(requirement, no_delivery):
     with transaction.atomic():
-        event = outbox.emit(requirement, "RequirementReceived", {"round": 1})
+        event = outbox.emit(requirement, "RequirementClarified", {"round": 1})
     OutboxEvent.objects.filter(pk=event.pk).update(sent_at=None)  # as if the relay died before marking it
     assert outbox.relay() == 1
     assert Step.objects.filter(requirement=requirement).count() == 1
@@ -40,12 +40,12 @@ def test_relaying_an_event_again_applies_it_once(requirement, no_delivery):
 
 def test_a_relay_killed_mid_handler_leaves_the_event_for_the_next_relay(requirement, no_delivery, monkeypatch):
     def dies_after_writing(event):
-        handlers.schedule_product_owner(event)
+        handlers.schedule_business_analyst(event)
         raise SystemError("relay process killed")
 
     with monkeypatch.context() as patched, transaction.atomic():
-        patched.setitem(handlers.HANDLERS, "RequirementReceived", [dies_after_writing])
-        event = outbox.emit(requirement, "RequirementReceived", {"round": 1})
+        patched.setitem(handlers.HANDLERS, "RequirementClarified", [dies_after_writing])
+        event = outbox.emit(requirement, "RequirementClarified", {"round": 1})
     event.refresh_from_db()
     assert event.sent_at is None and event.relay_attempts == 1 and "killed" in event.last_error
     assert not Step.objects.exists()  # the handler's write rolled back with it

@@ -243,3 +243,15 @@ def test_a_missing_recorded_sandbox_report_is_a_clear_error_naming_the_step(alic
     with pytest.raises(RecordingMissing, match="replay: step self_test#2 needs recorded test_report 'self_test' #1 "
                                                "but the source run recorded 0"):
         recorded_output(source_id=source.pk, lease=lease)
+
+
+def test_the_sweep_compares_a_replay_that_came_to_rest_without_an_announcing_event(demo_run, go_offline):
+    go_offline()
+    replay = replay_start(source_id=demo_run.pk)
+    assert Replay.objects.get(requirement=replay).verdict == Replay.Verdict.MATCHED
+    Replay.objects.filter(requirement=replay).update(verdict=Replay.Verdict.RUNNING, comparison={})  # as if missed
+    from lifecycle.services.replays import replays_sweep
+
+    assert replays_sweep() == 1
+    assert Replay.objects.get(requirement=replay).verdict == Replay.Verdict.MATCHED
+    assert replays_sweep() == 0  # nothing left running
