@@ -64,6 +64,7 @@ def install() -> None:
     from django.db.backends.signals import connection_created
 
     import agents.tasks as tasks
+    from agents.schemas.constraints import with_constraints
     from lifecycle.services import outbox, steps
 
     original_run = subprocess.run
@@ -95,10 +96,10 @@ def install() -> None:
 
     outbox.relay = relay
 
-    def execute(self, lease):
+    def execute(self, lease, constraints=()):
         if self.run is not None:
             return _timed("run", self.run)(lease)
-        context = _timed("context", self.context)(lease)
+        context = _timed("context", lambda lease: with_constraints(self.context(lease), constraints))(lease)
         return _timed("agent", self.agent.run)(context, tasks._llm(lease))
 
     tasks.StepSpec.execute = execute

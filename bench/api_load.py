@@ -10,12 +10,12 @@ one keep-alive httpx.Client each) for the duration: each POSTs /api/v1/requireme
 GETs /api/v1/requirements/{id}/ of what it created, alternately. Prints p50/p95/p99 per endpoint, requests/s,
 error counts and the CPU each side used (the load generator shares the machine's cores with the server).
 
-Two phases of --duration each. Paced (the latency target, POST p95 ≤ 50 ms): each client starts a POST+GET
-pair every --pace-ms (default 1000 ms: 32 briefs/s and 32 reads/s in all), late pairs start at once, so the
-latency is the server's and not the queue of a saturated machine. Closed loop (capacity): no pause between
-requests; by Little's law the mean latency is then about clients / throughput, whatever the server does.
+Phases of --duration each. Paced (the latency target, POST p95 ≤ 50 ms), once per --pace-ms value: each
+client starts a POST+GET pair every that many ms (default 2000 then 1000: 16 then 32 briefs/s, as many
+reads), late pairs start at once; that gives latency against offered load. Closed loop (capacity): no pause
+between requests; by Little's law the mean latency is then about clients / throughput, whatever the server does.
 
-    .venv/bin/python bench/api_load.py [--duration 60] [--clients 32] [--pace-ms 1000] [--workers 2] [--threads 8]
+    .venv/bin/python bench/api_load.py [--duration 60] [--clients 32] [--pace-ms 2000,1000] [--workers 2] [--threads 8]
                                        [--conn-max-age SECONDS]   (diagnostic: persistent DB connections)
 """
 from __future__ import annotations
@@ -76,8 +76,8 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             wait_up(base, token, server, Path(tmp) / "gunicorn.log")
             load(base, token, args.clients, args.warmup, pace_s=0)  # warm every worker process and thread
-            for title, pace_s in ((f"paced: each client starts a POST+GET pair every {args.pace_ms:g} ms",
-                                   args.pace_ms / 1000), ("closed loop: no pause between requests", 0.0)):
+            phases = [(f"paced: each client starts a POST+GET pair every {ms:g} ms", ms / 1000) for ms in args.pace_ms]
+            for title, pace_s in [*phases, ("closed loop: no pause between requests", 0.0)]:
                 cpu_before = cpu_snapshot(server.pid)
                 results, wall = load(base, token, args.clients, args.duration, pace_s=pace_s)
                 cpu_after = cpu_snapshot(server.pid)
@@ -234,7 +234,8 @@ def parse():
     parser.add_argument("--duration", type=float, default=60, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=3, help="seconds of unmeasured load first")
     parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--pace-ms", type=float, default=1000, help="paced phase: ms between a client's pairs")
+    parser.add_argument("--pace-ms", type=lambda text: [float(v) for v in text.split(",")], default=[2000, 1000],
+                        help="paced phases: ms between a client's pairs, comma-separated (one phase each)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker (gthread)")
     parser.add_argument("--conn-max-age", type=float, default=None,

@@ -1,5 +1,6 @@
 """Where an aiteam step's time goes: the 8-step chain of bench/step_overhead.py on a worker whose run_step
-phases are timed (bench/_instrumented.py), a few requirements one at a time.
+phases are timed (bench/_instrumented.py), a few requirements one at a time, with inline continuation off
+(AITEAM_STEP_INLINE_WINDOW_S=0) so that every task runs exactly one step.
 
 Per step key, median ms over the requirements: the broker hop (the previous step's publish → task_prerun in
 the pool process), claim (lease transaction), context (loading the agent's input), agent (the replay model at
@@ -36,7 +37,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, scratch_database("aiteam_bench_step_profile", BENCH_BROKER) as url:
         profile_dir = Path(tmp) / "profile"
         profile_dir.mkdir()
+        # one step per task (no inline continuation), so each task's phases belong to one step
         env = {"DATABASE_URL": url, "CELERY_BROKER_URL": BENCH_BROKER, "AITEAM_AUTONOMOUS": "true",
+               "AITEAM_STEP_INLINE_WINDOW_S": "0",
                "AITEAM_LLM_PROVIDER": "replay", "AITEAM_REPLAY_LATENCY_MS": "0",
                "AITEAM_WORKSPACE_ROOT": f"{tmp}/ws", "AITEAM_REMOTES_ROOT": f"{tmp}/remotes",
                "AITEAM_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "aiteam.settings",

@@ -1,6 +1,6 @@
 """Input serializers (strict: unknown fields and wrong types are 400) and output serializers."""
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from rest_framework import serializers
 
 from lifecycle import playbooks, replay_compare
@@ -140,7 +140,8 @@ class RequirementOut(RequirementSummaryOut):
         return DocOut(doc).data if doc else None
 
     def get_open_review_tasks(self, obj):
-        return ReviewTaskOut(obj.review_tasks.pending(), many=True).data
+        pending = obj.review_tasks.pending().select_related("decided_by", "assignee", "assignee_group")
+        return ReviewTaskOut(pending, many=True).data
 
     def get_status_digest(self, obj):
         digest = latest(obj, ArtifactKind.STATUS_DIGEST, "digest")
@@ -154,15 +155,17 @@ class RequirementOut(RequirementSummaryOut):
 
     def get_replay(self, obj):
         """On a replay: its verdict and the comparison with its source (None on any other requirement)."""
-        run = Replay.objects.filter(requirement=obj).first()
-        return ReplayOut(run).data if run else None
+        try:
+            return ReplayOut(obj.replay_run).data  # select_related by the view
+        except Replay.DoesNotExist:
+            return None
 
     def get_llm_usage(self, obj):
         totals = obj.llm_calls.aggregate(
-            input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
+            calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
             cache_read_tokens=Sum("cache_read_tokens"), cost_usd=Sum("cost_usd"),
         )
-        return {"calls": obj.llm_calls.count(), **{k: v or 0 for k, v in totals.items()}}
+        return {k: v or 0 for k, v in totals.items()}
 
 
 class RoutingQueryIn(StrictSerializer):

@@ -22,7 +22,11 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     serializer_class = s.RequirementOut
 
     def get_queryset(self):
-        return selectors.requirements_visible_to(self.request.user).prefetch_related("stories", "artifacts", "transitions")
+        visible = selectors.requirements_visible_to(self.request.user)
+        if self.action != "retrieve":
+            return visible
+        return visible.select_related("project", "replay_run").prefetch_related(
+            "stories", "artifacts", "transitions__actor_user")
 
     def get_serializer_class(self):
         return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
