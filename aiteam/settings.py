@@ -68,6 +68,8 @@ DATABASES = {
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
 }
+if not DATABASE_URL:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/: SQLite cannot create its file without it
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
 LANGUAGE_CODE = "en-us"

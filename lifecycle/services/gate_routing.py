@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agents.quality import GateResult, QualityGates
@@ -47,8 +48,10 @@ def gate_failure_route(
         gate_reasons=tuple(result.reasons)))
     routing = classify(failure)
     route = routing.route if routing.route in ACTIONS else Route.ENGINEER
-    failure_route_record(requirement=requirement, failure=failure, routing=routing, step=step,
-                         summary=f"quality gate: {'; '.join(result.reasons)}", action=ACTIONS[route])
+    action = ACTIONS[route] if route == routing.route else \
+        f"{ACTIONS[route]} (the classifier's route {routing.route} has no path from the quality gate)"
+    failure_route_record(requirement=requirement, failure=failure, routing=replace(routing, route=route), step=step,
+                         summary=f"quality gate: {'; '.join(result.reasons)}", action=action)
     if route == Route.BUSINESS_ANALYST:
         _ask_for_testable_criteria(requirement, uncovered=failure.uncovered_criteria)
         return route

@@ -52,3 +52,18 @@ def test_steps_write_no_celery_results(settings):
     assert run_step.ignore_result and settings.CELERY_TASK_IGNORE_RESULT and settings.CELERY_RESULT_BACKEND is None
     assert run_step.acks_late and run_step.reject_on_worker_lost
     assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
+
+
+def test_the_embedded_default_creates_its_var_directory_on_a_fresh_clone(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings as django_settings
+
+    var = tmp_path / "fresh" / "var"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    done = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=django_settings.BASE_DIR,
+                          env={**env, "AITEAM_VAR_DIR": str(var)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (var / "aiteam.sqlite3").is_file()
