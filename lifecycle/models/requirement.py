@@ -12,6 +12,8 @@ from lifecycle import guards, playbooks
 from lifecycle.states import BUDGET_STATES, NON_TERMINAL_STATES
 from lifecycle.states import RequirementState as S
 
+OUTCOME_SETTINGS = ("budgets", "quality_gates")  # the project settings a run's transitions depend on
+
 
 class Requirement(FSMModelMixin, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -24,6 +26,10 @@ class Requirement(FSMModelMixin, models.Model):
                                 help_text="the phases it goes through (lifecycle/playbooks.py), chosen at submission")
     prompt_bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
                                       help_text="the prompts this requirement runs with, fixed at submission")
+    run_settings = models.JSONField(
+        null=True, blank=True,
+        help_text="the project's settings that decide outcomes (budgets, quality gates), fixed at submission and "
+                  "copied to replays; empty: the project's current settings")
     replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="replays",
                                   help_text="the run this one replays from its recordings (lifecycle/services/replays.py)")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -49,6 +55,11 @@ class Requirement(FSMModelMixin, models.Model):
 
     def __str__(self) -> str:
         return self.title or self.brief[:60]
+
+    @property
+    def outcome_settings(self) -> dict:
+        """Budgets and quality gates as they were at submission (see run_settings), else the project's now."""
+        return self.run_settings if self.run_settings is not None else (self.project.settings or {})
 
     # --- clarification -------------------------------------------------------------
     @transition(state, source=S.RECEIVED, target=S.CLARIFIED, conditions=[guards.has_requirement_doc])

@@ -119,7 +119,7 @@ def _ensure_room(requirement: Requirement) -> None:
 
 
 def _standing(requirement: Requirement) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    limits = budgets.limits_for(requirement.playbook, requirement.project.settings, requirement.budget_overrides)
+    limits = budgets.limits_for(requirement.playbook, requirement.outcome_settings, requirement.budget_overrides)
     return limits, budgets.spend_of(requirement)
 
 

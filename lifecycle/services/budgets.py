@@ -97,7 +97,8 @@ def budget_allows(lease: steps.Lease) -> Allowance:
     go = Allowance(True, tuple(row["injected_constraints"] or ()))
     if not row["budget_exhausted"] and row["state"] not in BUDGET_STATES:
         return go  # no gate outside the working states (nothing runs there in the flow)
-    limits = limits_for(row["playbook"], row["project__settings"], row["budget_overrides"])
+    outcome = row["run_settings"] if row["run_settings"] is not None else row["project__settings"]
+    limits = limits_for(row["playbook"], outcome, row["budget_overrides"])
     spend = _spend_of_row(row, lease.role)
     over = exhausted(limits, spend, lease.role)
     if not over and not row["budget_exhausted"]:
@@ -123,7 +124,7 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
     if row is None:
         return None
     row = dict(zip(names, row, strict=True))
-    for name in ("budget_overrides", "injected_constraints", "project__settings"):
+    for name in ("budget_overrides", "injected_constraints", "run_settings", "project__settings"):
         row[name] = json.loads(row[name]) if isinstance(row[name], str) else row[name]
     row["budget_exhausted"] = bool(row["budget_exhausted"])
     return row
@@ -165,7 +166,7 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     columns = ", ".join(f"{sql} AS {name}" for name, sql in figures.items())
     sql = (f"SELECT r.state AS state, r.playbook AS playbook, r.budget_overrides AS budget_overrides, "
            f"r.budget_exhausted AS budget_exhausted, r.injected_constraints AS injected_constraints, "
-           f"p.settings AS project__settings, {columns} "
+           f"r.run_settings AS run_settings, p.settings AS project__settings, {columns} "
            f"FROM {requirement} r JOIN {project} p ON p.id = r.project_id WHERE r.id = %s")
     return sql, tuple(params)
 
@@ -260,7 +261,7 @@ def spend_of(requirement: Requirement) -> dict[str, dict[str, Any]]:
 
 def budget_report(requirement: Requirement) -> dict[str, Any]:
     """What the API and the admin show: limits, spent and remaining per scope, and the gate's state."""
-    limits = limits_for(requirement.playbook, requirement.project.settings, requirement.budget_overrides)
+    limits = limits_for(requirement.playbook, requirement.outcome_settings, requirement.budget_overrides)
     spend = spend_of(requirement)
     for role in limits["roles"]:
         spend.setdefault(f"role:{role}", _zero())

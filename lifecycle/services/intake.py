@@ -9,6 +9,7 @@ from django.db import transaction
 from lifecycle import playbooks
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Project, Requirement, StateTransition
+from lifecycle.models.requirement import OUTCOME_SETTINGS
 from lifecycle.services.outbox import emit
 from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.services.steps import PO_CLARIFY, step_schedule
@@ -29,7 +30,8 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
     with transaction.atomic():
         requirement = Requirement.objects.create(
             organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
-            submitted_by=user, prompt_bundle=prompt_bundle_for(project), playbook=playbooks.playbook_named(playbook).name,
+            submitted_by=user, prompt_bundle=prompt_bundle_for(project), run_settings=_outcome_settings(project),
+            playbook=playbooks.playbook_named(playbook).name,
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
@@ -38,6 +40,12 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
         emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
         step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
     return requirement
+
+
+def _outcome_settings(project: Project) -> dict:
+    """Fixed with the requirement, like its prompts: a later edit of the project does not change a running
+    requirement's budgets or gates, and its replays run under the same ones."""
+    return {key: project.settings[key] for key in OUTCOME_SETTINGS if key in (project.settings or {})}
 
 
 def _default_project(user: Any) -> Project:

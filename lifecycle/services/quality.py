@@ -110,7 +110,7 @@ def _ask_for_deployment(requirement: Requirement, diff: list[str], ci: str, roun
 
 
 def _gates(requirement: Requirement) -> QualityGates:
-    return QualityGates.from_settings(requirement.project.settings.get("quality_gates"))
+    return QualityGates.from_settings(requirement.outcome_settings.get("quality_gates"))
 
 
 def _uncovered(requirement: Requirement) -> list[str]:

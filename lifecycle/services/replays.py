@@ -46,7 +46,8 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
     with transaction.atomic():
         replay = Requirement.objects.create(
             organization_id=source.organization_id, project=source.project, title=source.title, brief=source.brief,
-            playbook=source.playbook, prompt_bundle_id=source.prompt_bundle_id, submitted_by=user, replay_of=source,
+            playbook=source.playbook, prompt_bundle_id=source.prompt_bundle_id, run_settings=source.run_settings,
+            submitted_by=user, replay_of=source,
         )
         Replay.objects.create(requirement=replay, requested_by=user, via=via)
         StateTransition.objects.create(

@@ -255,3 +255,23 @@ def test_the_sweep_compares_a_replay_that_came_to_rest_without_an_announcing_eve
     assert replays_sweep() == 1
     assert Replay.objects.get(requirement=replay).verdict == Replay.Verdict.MATCHED
     assert replays_sweep() == 0  # nothing left running
+
+
+def test_a_run_with_a_budget_decision_replays_the_same_after_the_project_budgets_changed(
+        alice, rita, acme_project, settings, tmp_path, go_offline):
+    settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
+    acme_project.settings = {"budgets": {"roles": {"tech_lead": {"steps": 1}}}}
+    acme_project.save()
+    source = submit(alice)
+    decide(pending(source, "stories_approval"), rita, "approve")
+    decide(pending(fresh(source), "budget_exhausted"), rita, "override_budget",
+           budget={"roles": {"tech_lead": {"steps": None}}})
+    decide(pending(fresh(source), "deployment_approval"), rita, "approve")
+    assert fresh(source).state == "deployed"
+    acme_project.settings = {}  # edited since: the run keeps the budgets it was submitted with
+    acme_project.save()
+    go_offline()
+    replay = fresh(replay_start(source_id=source.pk, user=alice, via="api"))
+    assert replay.run_settings == {"budgets": {"roles": {"tech_lead": {"steps": 1}}}}
+    assert replay.state == "deployed" and replay.replay_run.verdict == Replay.Verdict.MATCHED
+    assert replay.transitions.filter(event="exhaust_budget").count() == 1
