@@ -36,7 +36,7 @@ from lifecycle.origin import request_origin
 from lifecycle.replay_admin import ReplayAdminMixin
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
-from lifecycle.services.budgets import budget_report
+from lifecycle.services.budgets import budget_report, cell_text
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
@@ -215,9 +215,9 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
 
     @admin.display(description="budget: spent / limit (remaining)")
     def budget_standing(self, requirement):
-        """Spend against limits per scope and dimension; a limit of "∞" is unlimited (escaped, never |safe)."""
+        """Spend against limits per scope and dimension; escaped, never |safe."""
         report = budget_report(requirement)
-        rows = ((scope, *(_budget_cell(report["standing"][scope][d]) for d in DIMENSIONS)) for scope in report["standing"])
+        rows = ((scope, *(cell_text(report["standing"][scope][d]) for d in DIMENSIONS)) for scope in report["standing"])
         head = format_html("<tr><th>scope</th>{}</tr>", format_html_join("", "<th>{}</th>", ((d,) for d in DIMENSIONS)))
         body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows)
         notes = format_html_join("", "<li>constraint: {}</li>", ((c,) for c in report["constraints"]))
@@ -237,12 +237,6 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
         return format_html("<b>{}</b> (updated {})<ul>{}</ul>loops: {} · LLM spend ${}", facts["headline"],
                            digest.created_at.strftime("%Y-%m-%d %H:%M"), blockers,
                            ", ".join(f"{k} {v}" for k, v in facts["loops"].items()), f"{spend:.4f}")
-
-
-def _budget_cell(cell: dict) -> str:
-    limit = "∞" if cell["limit"] is None else cell["limit"]
-    remaining = "" if cell["remaining"] is None else f" ({cell['remaining']} left)"
-    return f"{cell['spent']} / {limit}{remaining}"
 
 
 class ProjectForm(forms.ModelForm):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lifecycle.models import Artifact, Notification, ReviewTask, StateTransition, StoryEdit
+from lifecycle.services.budgets import cell_text
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
 
 DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
@@ -132,15 +133,9 @@ def budget_standing(task: ReviewTask) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         return None
     dimensions = list(next(iter(table.values()), {}))
-    rows = [{"scope": scope, "cells": [_budget_cell(cells.get(d, {})) for d in dimensions]} for scope, cells in table.items()]
+    rows = [{"scope": scope, "cells": [cell_text(cells.get(d, {})) for d in dimensions]} for scope, cells in table.items()]
     suggestion = json.dumps(task.context.get("suggested_override") or {}, indent=1)
     return {"dimensions": dimensions, "rows": rows, "suggestion": suggestion}
-
-
-def _budget_cell(cell: dict[str, Any]) -> str:
-    if cell.get("limit") is None:
-        return f"{cell.get('spent')} / unlimited"
-    return f"{cell.get('spent')} / {cell['limit']} ({cell.get('remaining')} left)"
 
 
 def history(task: ReviewTask) -> dict[str, list[Any]]:

@@ -259,6 +259,13 @@ def spend_of(requirement: Requirement) -> dict[str, dict[str, Any]]:
     return spend
 
 
+def cell_text(cell: dict[str, Any]) -> str:
+    """One scope and dimension of `standing` for people: "3 / 10 (7 left)", "3 / unlimited"."""
+    if cell.get("limit") is None:
+        return f"{cell.get('spent')} / unlimited"
+    return f"{cell.get('spent')} / {cell['limit']} ({cell.get('remaining')} left)"
+
+
 def budget_report(requirement: Requirement) -> dict[str, Any]:
     """What the API and the admin show: limits, spent and remaining per scope, and the gate's state."""
     limits = limits_for(requirement.playbook, requirement.outcome_settings, requirement.budget_overrides)
