@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from aiteam.db import write_behind
 from lifecycle.models import OutboxEvent, Requirement
 
 log = logging.getLogger(__name__)
@@ -28,9 +29,10 @@ def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | N
     from lifecycle.handlers import handlers_for
 
     subscribed = bool(handlers_for(name))
-    event = OutboxEvent.objects.create(requirement=requirement, name=name, payload=payload or {},
-                                       sent_at=None if subscribed else timezone.now())
-    if subscribed:
+    event = OutboxEvent(requirement=requirement, name=name, payload=payload or {},
+                        sent_at=None if subscribed else timezone.now())
+    write_behind.insert(event)
+    if subscribed:  # event.pk is set by then: queued writes are sent with COMMIT at the latest
         # robust: the change is committed; a relay error after it must not fail the caller (the beat re-relays)
         transaction.on_commit(lambda: relay(ids=[event.pk]), robust=True)
     return event

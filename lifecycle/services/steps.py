@@ -16,10 +16,11 @@ from datetime import timedelta
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import ChannelError
 
+from aiteam.db import write_behind
 from lifecycle.errors import StaleStep
 from lifecycle.models import Requirement, Step
 from lifecycle.states import TERMINAL_STATES, StepState
@@ -98,12 +99,12 @@ def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
 
 
 def _create_once(*, requirement_id, key: str, attempt: int, **fields) -> tuple[Step, bool]:
-    """get_or_create with the insert first: a new step (the usual case) costs no SELECT."""
-    try:
-        with transaction.atomic():
-            return Step.objects.create(requirement_id=requirement_id, key=key, attempt=attempt, **fields), True
-    except IntegrityError:  # (requirement, key, attempt) exists: scheduling twice is harmless
-        return Step.objects.get(requirement_id=requirement_id, key=key, attempt=attempt), False
+    """get_or_create with the insert first: a new step (the usual case) costs one statement, no savepoint."""
+    step = Step(requirement_id=requirement_id, key=key, attempt=attempt, **fields)
+    if write_behind.insert_once(step):
+        return step, True
+    # (requirement, key, attempt) exists: scheduling twice is harmless
+    return Step.objects.get(requirement_id=requirement_id, key=key, attempt=attempt), False
 
 
 def enqueue(step_id: int, queue: str = "llm") -> None:
@@ -296,7 +297,7 @@ def steps_reap(now=None) -> list[int]:
 
 def _close(step: Step, state: str, error: str) -> None:
     step.state, step.error, step.finished_at, step.lease_expires_at = state, error[:4000], timezone.now(), None
-    step.save(update_fields=["state", "error", "finished_at", "lease_expires_at"])
+    write_behind.update(step, ("state", "error", "finished_at", "lease_expires_at"))
 
 
 def requirement_for_update(lease: Lease) -> Requirement:

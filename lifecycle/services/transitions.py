@@ -7,6 +7,7 @@ from typing import Any
 from django.db import models
 from django_fsm import can_proceed
 
+from aiteam.db import write_behind
 from lifecycle.actors import Actor
 from lifecycle.errors import IllegalTransition
 from lifecycle.models import StateTransition
@@ -27,13 +28,14 @@ def transition(obj: models.Model, event: str, *, actor: Actor, metadata: dict[st
         raise IllegalTransition(_refusal(obj, method, event))
     guards = _guard_names(method, before)
     method()
-    obj.save()
+    write_behind.save(obj)
     requirement_id = obj.pk if type(obj).__name__ == "Requirement" else obj.requirement_id
-    row = StateTransition.objects.create(
+    row = StateTransition(
         requirement_id=requirement_id, subject=SUBJECTS[type(obj).__name__], subject_id=str(obj.pk),
         event=event, from_state=before, to_state=obj.state, actor_role=actor.role,
         actor_user=actor.user, via=actor.via, guard=guards, metadata=metadata or {},
     )
+    write_behind.insert(row)  # nothing reads it back in this transaction before the next statement
     if row.subject == "requirement":
         progress.info("requirement %s: %s → %s (%s by %s)", requirement_id, before, obj.state, event, actor)
     return row

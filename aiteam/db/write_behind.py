@@ -1,0 +1,113 @@
+"""Writes that nothing reads back at once, sent with the transaction's next statement instead of alone.
+
+A step's apply ends in a run of small writes — the audit row, the outbox event, the step marked done, the
+next step — that each cost a round trip to PostgreSQL. Inside a transaction on the pipelining backend
+(aiteam.db.postgresql) `insert` and `update` queue their statement; the backend sends what is queued in one
+pipeline together with the next statement the connection runs, or with COMMIT. Any statement flushes the queue
+first, so every read in the transaction sees every write before it; a rollback drops what is queued with the
+rest. Elsewhere (SQLite, autocommit, outside a transaction) the same statement runs at once.
+
+The statements are built here from the model's fields (no save() signals; aiteam registers none); the values
+are taken when the call is made, as an immediate write would take them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.db import connection, models
+
+Done = Callable[[tuple | None], None]
+
+
+@dataclass(frozen=True)
+class Write:
+    sql: str
+    params: tuple
+    done: Done | None = None  # called with the statement's RETURNING row (None when it returned nothing)
+
+
+def insert(obj: models.Model) -> None:
+    """INSERT the new instance; its primary key is set when the statement has run."""
+    _submit(Write(_insert_sql(type(obj), False), _values(obj, _insert_fields(type(obj)), add=True),
+                  lambda row: _inserted(obj, row)))
+
+
+def insert_once(obj: models.Model) -> bool:
+    """INSERT unless a unique constraint already holds such a row (ON CONFLICT DO NOTHING), now; True when
+    inserted. Queued writes go in the same round trip. Inside a transaction this leaves no aborted state to
+    recover from, so no savepoint is needed."""
+    row = _run_now(Write(_insert_sql(type(obj), True), _values(obj, _insert_fields(type(obj)), add=True)))
+    _inserted(obj, row)
+    return row is not None
+
+
+def update(obj: models.Model, fields: Iterable[str]) -> None:
+    """UPDATE these fields of a saved instance (the row exists: the caller holds its lock)."""
+    fields = tuple(fields)
+    meta = obj._meta
+    params = (*_values(obj, tuple(meta.get_field(name) for name in fields), add=False),
+              meta.pk.get_db_prep_value(obj.pk, connection))
+    _submit(Write(_update_sql(type(obj), fields), params))
+
+
+def save(obj: models.Model) -> None:
+    """What obj.save() does for a row that exists (every concrete field), queued like `update`; a new
+    instance is saved at once."""
+    if obj._state.adding:
+        obj.save()
+        return
+    update(obj, _update_fields(type(obj)))
+
+
+@lru_cache(maxsize=64)
+def _update_fields(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(f.name for f in model._meta.local_concrete_fields if not f.primary_key)
+
+
+def _submit(write: Write) -> None:
+    queue = getattr(connection, "write_behind", None)
+    if queue is not None and connection.in_atomic_block:
+        queue.append(write)
+        return
+    row = _run_now(write)
+    if write.done:
+        write.done(row)
+
+
+def _run_now(write: Write) -> tuple | None:
+    with connection.cursor() as cursor:  # the backend's wrapper sends anything queued in the same pipeline
+        cursor.execute(write.sql, write.params)
+        return cursor.fetchone() if cursor.description else None
+
+
+def _inserted(obj: models.Model, row: tuple | None) -> None:
+    if row is not None:
+        obj.pk = row[0]
+        obj._state.adding, obj._state.db = False, connection.alias
+
+
+def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool) -> tuple:
+    return tuple(f.get_db_prep_save(f.pre_save(obj, add), connection) for f in fields)
+
+
+@lru_cache(maxsize=64)
+def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
+    return tuple(f for f in model._meta.local_concrete_fields if not f.db_returning)
+
+
+@lru_cache(maxsize=64)
+def _insert_sql(model: type[models.Model], once: bool) -> str:
+    quote, meta = connection.ops.quote_name, model._meta
+    fields = _insert_fields(model)
+    conflict = " ON CONFLICT DO NOTHING" if once else ""
+    return (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}){conflict} RETURNING {quote(meta.pk.column)}")
+
+
+@lru_cache(maxsize=256)
+def _update_sql(model: type[models.Model], fields: tuple[str, ...]) -> str:
+    quote, meta = connection.ops.quote_name, model._meta
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in fields)
+    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"

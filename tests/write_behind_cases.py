@@ -1,0 +1,87 @@
+"""What aiteam.db.write_behind promises on every backend (run on SQLite by tests/unit, on PostgreSQL's
+pipelining backend by tests/integration): rows land, keys are set, reads see earlier writes, a rollback or
+a rolled-back savepoint drops them, and insert_once is harmless inside a transaction."""
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from aiteam.db import write_behind
+from lifecycle.models import OutboxEvent, Requirement, Step
+
+
+def _requirement(acme_project) -> Requirement:
+    return Requirement.objects.create(organization=acme_project.organization, project=acme_project, title="t",
+                                      brief="b")
+
+
+def check_rows_land_with_their_keys_and_reads_see_them(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        event = OutboxEvent(requirement=requirement, name="Queued", payload={"n": 1})
+        write_behind.insert(event)
+        assert OutboxEvent.objects.filter(name="Queued", payload__n=1).count() == 1  # the read sends it first
+        assert event.pk is not None
+        second = OutboxEvent(requirement=requirement, name="AtCommit")
+        write_behind.insert(second)
+    assert second.pk == OutboxEvent.objects.get(name="AtCommit").pk  # sent with COMMIT, key set after it
+
+
+def check_update_and_save_write_what_they_name(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    step = Step.objects.create(requirement=requirement, key="k", attempt=1)
+    with transaction.atomic():
+        step.error, step.worker = "changed", "not saved"
+        write_behind.update(step, ("error",))
+        requirement.title = "renamed"
+        write_behind.save(requirement)
+    step.refresh_from_db()
+    assert (step.error, step.worker) == ("changed", "")
+    assert Requirement.objects.get(pk=requirement.pk).title == "renamed"
+
+
+def check_a_rollback_drops_queued_writes(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Lost"))
+        raise RuntimeError("the service failed")
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Kept"))
+        try:
+            with transaction.atomic():
+                write_behind.insert(OutboxEvent(requirement=requirement, name="InnerLost"))
+                raise RuntimeError("the inner block failed")
+        except RuntimeError:
+            pass
+    assert list(OutboxEvent.objects.values_list("name", flat=True)) == ["Kept"]
+
+
+def check_insert_once_inside_a_transaction(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        first, again = Step(requirement=requirement, key="k", attempt=1), Step(requirement=requirement, key="k", attempt=1)
+        assert write_behind.insert_once(first) is True
+        assert write_behind.insert_once(again) is False and again.pk is None
+        write_behind.insert(OutboxEvent(requirement=requirement, name="After"))  # the transaction is still usable
+    assert Step.objects.filter(requirement=requirement).count() == 1
+    assert OutboxEvent.objects.filter(name="After").exists()
+
+
+def check_a_failing_queued_write_fails_the_transaction(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Fine"))
+        write_behind.insert(Step(requirement=requirement, key="k", attempt=None))  # NOT NULL
+    assert not OutboxEvent.objects.filter(name="Fine").exists()
+
+
+def check_the_query_log_shows_every_write(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with CaptureQueriesContext(connection) as log, transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Logged"))
+        write_behind.update(requirement, ("title",))
+    assert sum(q["sql"].startswith(("INSERT", "UPDATE")) for q in log.captured_queries) == 2
+
+
+CASES = [value for name, value in sorted(globals().items()) if name.startswith("check_")]
