@@ -1,6 +1,6 @@
-"""What aiteam.db.write_behind promises on every backend (run on SQLite by tests/unit, on PostgreSQL's
-pipelining backend by tests/integration): rows land, keys are set, reads see earlier writes, a rollback or
-a rolled-back savepoint drops them, and insert_once is harmless inside a transaction."""
+"""What aiteam.db.write_behind (and the compiled apply lock) promise on every backend: run on SQLite by
+tests/unit, on PostgreSQL's pipelining backend by tests/integration. Rows land, keys are set, reads see
+earlier writes, a rollback or a rolled-back savepoint drops them, insert_once is harmless in a transaction."""
 from __future__ import annotations
 
 import pytest
@@ -39,6 +39,12 @@ def check_update_and_save_write_what_they_name(acme_project) -> None:
     step.refresh_from_db()
     assert (step.error, step.worker) == ("changed", "")
     assert Requirement.objects.get(pk=requirement.pk).title == "renamed"
+    partial = Requirement.objects.only("id", "title").get(pk=requirement.pk)
+    Requirement.objects.filter(pk=requirement.pk).update(brief="written elsewhere")
+    with transaction.atomic():
+        partial.title = "again"
+        write_behind.save(partial)  # like save(): a field never loaded is neither fetched nor overwritten
+    assert Requirement.objects.values_list("title", "brief").get(pk=requirement.pk) == ("again", "written elsewhere")
 
 
 def check_a_rollback_drops_queued_writes(acme_project) -> None:
@@ -82,6 +88,24 @@ def check_the_query_log_shows_every_write(acme_project) -> None:
         write_behind.insert(OutboxEvent(requirement=requirement, name="Logged"))
         write_behind.update(requirement, ("title",))
     assert sum(q["sql"].startswith(("INSERT", "UPDATE")) for q in log.captured_queries) == 2
+
+
+
+def check_the_apply_lock_loads_what_the_orm_loads(acme_project) -> None:
+    """steps.lock_for_apply runs the ORM's select_for_update().select_related("requirement") compiled once."""
+    from lifecycle.services import steps
+
+    requirement = _requirement(acme_project)
+    requirement.run_settings = {"budgets": {"requirement": {"steps": 7}}}
+    requirement.save()
+    step = Step.objects.create(requirement=requirement, key="k", attempt=2, state="running", fence=3)
+    with transaction.atomic():
+        locked, locked_requirement = steps.lock_for_apply(steps.Lease(step.pk, 3, requirement.pk, "k", 2))
+    orm = Step.objects.select_related("requirement").get(pk=step.pk)
+    for model, mine, theirs in ((Step, locked, orm), (Requirement, locked_requirement, orm.requirement)):
+        assert [f.value_from_object(mine) for f in model._meta.concrete_fields] == \
+            [f.value_from_object(theirs) for f in model._meta.concrete_fields]
+    assert locked.requirement is locked_requirement and not locked._state.adding
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("check_")]

@@ -58,7 +58,8 @@ def save(obj: models.Model) -> None:
     if obj._state.adding:
         obj.save()
         return
-    update(obj, _update_fields(type(obj)))
+    deferred = obj.get_deferred_fields()  # like save(): fields never loaded are not written (nor fetched)
+    update(obj, [name for name in _update_fields(type(obj)) if name not in deferred])
 
 
 @lru_cache(maxsize=64)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from kombu.exceptions import ChannelError
 
@@ -228,8 +228,37 @@ def lock_fenced(lease: Lease) -> Step:
 
 def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
     """Inside a transaction: lock_fenced and requirement_for_update in one statement (both rows locked)."""
-    step = _fenced(Step.objects.select_for_update().select_related("requirement").get(pk=lease.step_id), lease)
+    step = _fenced(_step_and_requirement_for_update(lease.step_id), lease)
     return step, step.requirement
+
+
+def _step_and_requirement_for_update(step_id: int) -> Step:
+    """Step.objects.select_for_update().select_related("requirement").get(pk=step_id), compiled once: every
+    step's apply runs it, and assembling its SQL took longer than the database took to answer it."""
+    sql, converters, compiler = _apply_lock_query()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [step_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Step.DoesNotExist(f"step {step_id} does not exist")
+    row = next(compiler.apply_converters([row], converters))
+    split = len(Step._meta.concrete_fields)
+    step = Step.from_db(connection.alias, [f.attname for f in Step._meta.concrete_fields], row[:split])
+    requirement = Requirement.from_db(connection.alias, [f.attname for f in Requirement._meta.concrete_fields],
+                                      row[split:])
+    Step.requirement.field.set_cached_value(step, requirement)
+    return step
+
+
+@lru_cache(maxsize=1)
+def _apply_lock_query():
+    """The SQL (the step's columns, then its requirement's, as the ORM orders them) and its column converters."""
+    compiler = Step.objects.select_for_update().select_related("requirement").filter(pk=0).query.get_compiler(
+        connection.alias)
+    sql, params = compiler.as_sql()
+    assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
+        Requirement._meta.concrete_fields), "the ORM's select_related layout changed"
+    return sql, compiler.get_converters([column for column, _, _ in compiler.select]), compiler
 
 
 def _fenced(step: Step, lease: Lease) -> Step:
