@@ -108,4 +108,23 @@ def check_the_apply_lock_loads_what_the_orm_loads(acme_project) -> None:
     assert locked.requirement is locked_requirement and not locked._state.adding
 
 
+def check_a_json_value_is_written_as_it_was_at_the_call(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    payload = {"n": 1}
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Snapshot", payload=payload))
+        payload["n"] = 2  # after the call: not part of the write
+    assert OutboxEvent.objects.get(name="Snapshot").payload == {"n": 1}
+
+
+def check_the_apply_lock_needs_a_transaction(acme_project) -> None:
+    from django.db.transaction import TransactionManagementError
+
+    from lifecycle.services import steps
+
+    step = Step.objects.create(requirement=_requirement(acme_project), key="k", attempt=1, state="running", fence=1)
+    with pytest.raises(TransactionManagementError):
+        steps.lock_for_apply(steps.Lease(step.pk, 1, step.requirement_id, "k", 1))
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("check_")]

@@ -12,6 +12,7 @@ are taken when the call is made, as an immediate write would take them.
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,7 +60,9 @@ def save(obj: models.Model) -> None:
         obj.save()
         return
     deferred = obj.get_deferred_fields()  # like save(): fields never loaded are not written (nor fetched)
-    update(obj, [name for name in _update_fields(type(obj)) if name not in deferred])
+    fields = [name for name in _update_fields(type(obj)) if name not in deferred]
+    if fields:
+        update(obj, fields)
 
 
 @lru_cache(maxsize=64)
@@ -90,7 +93,13 @@ def _inserted(obj: models.Model, row: tuple | None) -> None:
 
 
 def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool) -> tuple:
-    return tuple(f.get_db_prep_save(f.pre_save(obj, add), connection) for f in fields)
+    return tuple(f.get_db_prep_save(_now(f.pre_save(obj, add)), connection) for f in fields)
+
+
+def _now(value):
+    """The value as it is at the call: a JSON value is serialised only when sent, so a dict or list the
+    caller changes afterwards is copied (the write must not pick the change up)."""
+    return copy.deepcopy(value) if isinstance(value, dict | list) else value
 
 
 @lru_cache(maxsize=64)

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from kombu.exceptions import ChannelError
 
@@ -235,13 +236,18 @@ def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
 def _step_and_requirement_for_update(step_id: int) -> Step:
     """Step.objects.select_for_update().select_related("requirement").get(pk=step_id), compiled once: every
     step's apply runs it, and assembling its SQL took longer than the database took to answer it."""
-    sql, converters, compiler = _apply_lock_query()
+    if not connection.in_atomic_block:  # what the ORM checks when it compiles select_for_update
+        raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+    sql, converters = _apply_lock_query()
     with connection.cursor() as cursor:
         cursor.execute(sql, [step_id])
         row = cursor.fetchone()
     if row is None:
         raise Step.DoesNotExist(f"step {step_id} does not exist")
-    row = next(compiler.apply_converters([row], converters))
+    row = list(row)
+    for position, (functions, expression) in converters:
+        for convert in functions:
+            row[position] = convert(row[position], expression, connection)
     split = len(Step._meta.concrete_fields)
     step = Step.from_db(connection.alias, [f.attname for f in Step._meta.concrete_fields], row[:split])
     requirement = Requirement.from_db(connection.alias, [f.attname for f in Requirement._meta.concrete_fields],
@@ -258,7 +264,7 @@ def _apply_lock_query():
     sql, params = compiler.as_sql()
     assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
         Requirement._meta.concrete_fields), "the ORM's select_related layout changed"
-    return sql, compiler.get_converters([column for column, _, _ in compiler.select]), compiler
+    return sql, tuple(compiler.get_converters([column for column, _, _ in compiler.select]).items())
 
 
 def _fenced(step: Step, lease: Lease) -> Step:

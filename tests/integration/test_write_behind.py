@@ -1,11 +1,11 @@
 """aiteam.db.write_behind on PostgreSQL (aiteam.db.postgresql): the same promises with writes queued and sent
 in one pipeline with the next statement or COMMIT (tests/write_behind_cases.py), and that they are."""
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from aiteam.db import write_behind
-from lifecycle.models import OutboxEvent, Requirement
-from tests.write_behind_cases import CASES
+from lifecycle.models import OutboxEvent, Requirement, Step
+from tests.write_behind_cases import CASES, _requirement
 
 
 @pytest.mark.django_db(transaction=True)
@@ -16,7 +16,7 @@ def test_write_behind(case, acme_project):
 
 @pytest.mark.django_db(transaction=True)
 def test_writes_wait_for_the_next_statement_and_go_in_one_round_trip(acme_project, monkeypatch):
-    requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project, title="t")
+    requirement = _requirement(acme_project)
     pipelines = []
     real = type(connection.connection).pipeline
     monkeypatch.setattr(type(connection.connection), "pipeline", lambda self: pipelines.append(1) or real(self))
@@ -28,3 +28,48 @@ def test_writes_wait_for_the_next_statement_and_go_in_one_round_trip(acme_projec
         assert not connection.write_behind and len(pipelines) == 1
         write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
     assert len(pipelines) == 2 and OutboxEvent.objects.count() == 3  # the last one went with COMMIT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_queued_write_is_never_committed_even_when_its_error_is_swallowed(acme_project):
+    """The error comes out of whichever statement the write went with; code there that catches it must not
+    leave the transaction able to commit the rest (server-side and client-side failures alike)."""
+    requirement = _requirement(acme_project)
+    with pytest.raises(DatabaseError, match="COMMIT refused"), transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Before"))
+        write_behind.insert(Step(requirement=requirement, key="k", attempt=None))  # NOT NULL, in the server
+        with pytest.raises(IntegrityError):
+            Requirement.objects.filter(pk=requirement.pk).exists()  # someone else's read carries it, and is caught
+    step = Step.objects.create(requirement=requirement, key="k", attempt=1)
+    with pytest.raises(DatabaseError, match="COMMIT refused"), transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="First"))
+        step.error = "NUL \x00 refused by the driver"
+        write_behind.update(step, ("error",))  # fails before it is sent: the writes after it never go
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Third"))
+        with pytest.raises(DatabaseError):
+            Requirement.objects.filter(pk=requirement.pk).exists()
+    assert not OutboxEvent.objects.exists()
+    with transaction.atomic():  # the connection is usable again
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Later"))
+    assert list(OutboxEvent.objects.values_list("name", flat=True)) == ["Later"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_undone_by_its_savepoint_leaves_the_transaction_committable(acme_project):
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Outer"))
+        with pytest.raises(IntegrityError), transaction.atomic():
+            write_behind.insert(Step(requirement=requirement, key="k", attempt=None))
+            Requirement.objects.filter(pk=requirement.pk).exists()
+    assert list(OutboxEvent.objects.values_list("name", flat=True)) == ["Outer"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_several_commands_in_one_string_still_run_with_writes_queued(acme_project):
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Queued"))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1; SELECT 2")  # the simple protocol: sent after the queue, not in its pipeline
+    assert OutboxEvent.objects.filter(name="Queued").exists()
