@@ -8,9 +8,10 @@ Spend is derived from the records, never kept as a counter that could drift:
 A role's spend is the same, restricted to its steps (Step.key → ROLE_OF_STEP) and its calls (LLMCall.role).
 
 `budget_allows(lease)` costs one SELECT: the requirement's limits and every spend figure it needs
-come back as two filtered aggregates joined to it in one statement. A step may start while every dimension it uses
-has spent < limit, for the requirement and for its role; the step that crosses a limit finishes
-(a model call is not cut off half-way), so spend can exceed a limit by at most one step's worth.
+come back in one statement (two filtered aggregates joined to the requirement). A step may start
+while every dimension it uses has spent < limit, for the requirement and for its role; the step
+that crosses a limit finishes (a model call is not cut off half-way), so spend can exceed a limit
+by at most one step's worth.
 """
 from __future__ import annotations
 
@@ -137,6 +138,9 @@ class _Slot(str):
 _STEP, _REQUIREMENT = _Slot("step"), _Slot("requirement")
 
 
+FIGURES = ("r_steps", "r_sandbox_runs", "o_steps", "o_sandbox_runs", "r_tokens", "r_cost_usd", "o_tokens", "o_cost_usd")
+
+
 @lru_cache(maxsize=64)
 def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     """Two aggregates, one over the requirement's steps and one over its calls, each with a FILTER per figure:
@@ -147,10 +151,10 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     tokens = "s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_creation_tokens"
     sandbox_sql, sandbox_params = _kinds_sql(steps.SANDBOX_STEPS)
     role_sql, role_params = _kinds_sql(role_kinds(role))
-    role_sandbox = "COUNT(*) FILTER (WHERE {sandbox_sql})" if role == "sandbox" else "0"
+    role_sandbox = f"COUNT(*) FILTER (WHERE {sandbox_sql})" if role == "sandbox" else "0"
     steps_sql = (
         f"SELECT COUNT(*) AS r_steps, COUNT(*) FILTER (WHERE {sandbox_sql}) AS r_sandbox_runs, "
-        f"COUNT(*) FILTER (WHERE {role_sql}) AS o_steps, {role_sandbox.format(sandbox_sql=sandbox_sql)} AS o_sandbox_runs "
+        f"COUNT(*) FILTER (WHERE {role_sql}) AS o_steps, {role_sandbox} AS o_sandbox_runs "
         f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND s.id <> %s AND NOT (s.state = "
         f"'{StepState.SKIPPED}' AND (s.error LIKE '{PARKED}%%' OR s.error LIKE '{DROPPED}%%'))")
     steps_params = (*sandbox_params, *role_params, *(sandbox_params if role == "sandbox" else ()), _REQUIREMENT, _STEP)
@@ -169,8 +173,6 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
            f"CROSS JOIN ({steps_sql}) st CROSS JOIN ({calls_sql}) ca WHERE r.id = %s")
     return sql, (*steps_params, *calls_params, _REQUIREMENT)
 
-
-FIGURES = ("r_steps", "r_sandbox_runs", "o_steps", "o_sandbox_runs", "r_tokens", "r_cost_usd", "o_tokens", "o_cost_usd")
 
 
 def _kinds_sql(kinds: Any) -> tuple[str, tuple[str, ...]]:
