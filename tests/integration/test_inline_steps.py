@@ -92,3 +92,17 @@ def test_the_slot_takes_one_step_on_its_queue_only_when_the_queue_is_idle_and_on
     assert slot.lease and slot.lease.step_id == first.pk
     assert (first.state, first.fence, first.runs, first.worker) == ("running", 1, 1, "here")
     assert other_queue.state == second.state == "queued"  # fan-out and queue changes keep the broker hop
+
+
+def test_a_message_waiting_at_any_priority_keeps_the_queue_busy(broker_url):
+    from agents.tasks import run_step
+    from lifecycle.services import steps
+
+    redis.Redis.from_url(broker_url).flushdb()
+    assert steps.queue_idle("llm")
+    run_step.apply_async((0,), queue="llm", priority=7)  # Redis keeps priorities in lists of their own
+    assert not steps.queue_idle("llm")
+    run_step.apply_async((0,), queue="llm")
+    assert steps._queue_sizer()("llm") == 2
+    redis.Redis.from_url(broker_url).flushdb()
+    assert steps.queue_idle("llm")
