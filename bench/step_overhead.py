@@ -22,7 +22,9 @@ LangGraph: a StateGraph of 8 nodes in a line, each doing trivial work on a ~2 KB
 PostgresSaver on its own scratch database, invoked with durability="sync" (each checkpoint is written before
 the next step starts). Each node records its start time in the state; a step is the interval between
 consecutive node starts (the first from invoke() start, the last to invoke() return), so each of the 8
-intervals holds one node and one checkpoint write.
+intervals holds one node and one checkpoint write. Its sequential runs are interleaved with the machinery's
+(--langgraph-runs / --requirements after each requirement): this machine's speed drifts over minutes, and
+both sides of the ratio must run under the same drift.
 
     .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
         [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
@@ -80,7 +82,11 @@ def main() -> None:
         worker = start_worker("steps", env, args.concurrency, log, queues="llm,default", wait_ready=30,
                               app="bench._machinery")
         try:
-            machinery = run_machinery(args)
+            with LangGraphRuns(lg_url) as langgraph_runs:
+                # LangGraph's sequential runs are interleaved with aiteam's, a few after each requirement: the
+                # machine's speed drifts over minutes, and both sides of the ratio must see the same drift
+                per_requirement = max(1, args.langgraph_runs // args.requirements)
+                machinery = run_machinery(args, between=lambda: langgraph_runs.run(per_requirement))
             aiteam = run_aiteam(args)
         except BaseException:
             print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -91,7 +97,7 @@ def main() -> None:
             from django.db import connections
 
             connections.close_all()
-        langgraph = run_langgraph(args, lg_url)
+        langgraph = run_langgraph_burst(args, lg_url) | langgraph_runs.result()
     report(args, machinery, aiteam, langgraph)
     print(f"\nbenchmark wall time: {time.monotonic() - began:.1f} s")
     print_load_after()
@@ -100,7 +106,7 @@ def main() -> None:
 # --- aiteam -------------------------------------------------------------------------------------------------
 
 
-def run_machinery(args) -> dict:
+def run_machinery(args, between) -> dict:
     from bench import _machinery
     from lifecycle.models import Organization, Project, Requirement
 
@@ -122,6 +128,7 @@ def run_machinery(args) -> dict:
         rid, t0 = submit_one(f"sequential {i}")
         wait_done([rid], args.timeout, last=last)
         sequential.append((rid, t0))
+        between()
     burst_start = now()
     burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
     submitted = now()
@@ -274,23 +281,46 @@ def one_run(app, thread: str, extra: dict) -> tuple[list[float], float]:
     return [(b - a) * 1000 for a, b in zip(bounds, bounds[1:], strict=False)], (end - start) * 1000
 
 
-def run_langgraph(args, url: str) -> dict:
+class LangGraphRuns:
+    """LangGraph's sequential runs, on one PostgresSaver connection, a few at a time (see main)."""
+
+    def __init__(self, url: str) -> None:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        self.saver_context = PostgresSaver.from_conn_string(url)
+        self.extra = durability_kwargs()
+        self.deltas: list[float] = []
+        self.totals: list[float] = []
+
+    def __enter__(self) -> LangGraphRuns:
+        saver = self.saver_context.__enter__()
+        saver.setup()
+        self.app = build_graph(saver)
+        for i in range(3):
+            one_run(self.app, f"warm-{i}", self.extra)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.saver_context.__exit__(*exc)
+
+    def run(self, n: int) -> None:
+        for _ in range(n):
+            d, total = one_run(self.app, f"seq-{len(self.totals)}", self.extra)
+            self.deltas += d
+            self.totals.append(total)
+
+    def result(self) -> dict:
+        return {"deltas": self.deltas, "totals": self.totals,
+                "durability": self.extra.get("durability", "default (not selectable)")}
+
+
+def run_langgraph_burst(args, url: str) -> dict:
+    """Throughput: N runs at once over `concurrency` threads and pooled connections (like -c 2 above)."""
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
     extra = durability_kwargs()
-    deltas, totals = [], []
-    with PostgresSaver.from_conn_string(url) as saver:
-        saver.setup()
-        app = build_graph(saver)
-        for i in range(3):
-            one_run(app, f"warm-{i}", extra)
-        for i in range(args.langgraph_runs):
-            d, total = one_run(app, f"seq-{i}", extra)
-            deltas += d
-            totals.append(total)
-    # throughput: N runs at once over `concurrency` threads and pooled connections (like -c 2 above)
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     with ConnectionPool(url, min_size=args.concurrency, max_size=args.concurrency, kwargs=kwargs) as pool:
         app = build_graph(PostgresSaver(pool))
@@ -298,8 +328,7 @@ def run_langgraph(args, url: str) -> dict:
         with ThreadPoolExecutor(args.concurrency) as pool_threads:
             burst = list(pool_threads.map(lambda i: one_run(app, f"burst-{i}", extra), range(args.requirements)))
         wall = time.monotonic() - started
-    return {"deltas": deltas, "totals": totals, "durability": extra.get("durability", "default (not selectable)"),
-            "burst_wall": wall, "burst_totals": [t for _, t in burst]}
+    return {"burst_wall": wall, "burst_totals": [t for _, t in burst]}
 
 
 # --- report -------------------------------------------------------------------------------------------------
@@ -311,7 +340,8 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
           f"inline window {args.inline_window:g} s")
     print("  machinery = bench/_machinery.py (trivial work, real step machinery); agents = the real roles, replay "
           "at 0 ms, autonomous")
-    print(f"LangGraph: {args.langgraph_runs} runs one at a time of an 8-node StateGraph (~2 KB state), "
+    print(f"LangGraph: {len(lg['totals'])} runs one at a time (interleaved with aiteam's machinery runs) "
+          f"of an 8-node StateGraph (~2 KB state), "
           f"PostgresSaver, durability={lg['durability']}")
     print()
     l_med, l_p95 = statistics.median(lg["deltas"]), percentile(lg["deltas"], 95)
