@@ -21,14 +21,20 @@ demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) manage.py aiteam_demo
 
-## test: unit tests (SQLite, eager) then integration tests (PostgreSQL, Redis, real workers)
-test: test-unit test-integration
+## test: unit tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit tests on
+## PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)
+test: test-unit test-integration test-unit-pg
 
 test-unit: venv
 	$(EMBEDDED) $(PY) -m pytest tests/unit tests/browser -q
 
 test-integration: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest tests/integration -q
+
+test-unit-pg: venv
+	@if DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m tests.services; then \
+	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest tests/unit -q; \
+	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
 ## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …)
 serve: venv

@@ -44,3 +44,11 @@ def _redis_answers(url: str) -> bool:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=3).ping())
     except redis.RedisError:
         return False
+
+
+if __name__ == "__main__":  # `python -m tests.services`: exit 1 naming what does not answer (the Makefile asks)
+    import sys
+
+    gone = missing()
+    if gone:
+        sys.exit(f"{', '.join(gone)} not answering; {HOW_TO_START}")

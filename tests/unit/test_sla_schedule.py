@@ -11,7 +11,7 @@ from tests.review_tasks import age, open_review
 SWEEP = "every-minute-sweep-review-slas"
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the scheduler closes the connection
 def test_the_sweep_is_a_periodic_task_that_beat_schedules_every_minute():
     task = PeriodicTask.objects.get(name=SWEEP)
     assert (task.task, task.interval.every, task.interval.period, task.enabled) == (
@@ -20,7 +20,7 @@ def test_the_sweep_is_a_periodic_task_that_beat_schedules_every_minute():
     assert SWEEP in DatabaseScheduler(app=app).schedule
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_an_interval_edited_in_the_admin_survives_a_beat_restart():
     task = PeriodicTask.objects.get(name=SWEEP)
     task.interval = IntervalSchedule.objects.create(every=5, period="minutes")
