@@ -6,7 +6,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
 EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
 
-.PHONY: venv demo test test-unit test-integration serve lint bench bench-deps
+.PHONY: venv demo test test-unit test-integration test-unit-pg serve lint bench bench-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv

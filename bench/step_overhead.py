@@ -23,7 +23,7 @@ PostgresSaver on its own scratch database, invoked with durability="sync" (each 
 the next step starts). Each node records its start time in the state; a step is the interval between
 consecutive node starts (the first from invoke() start, the last to invoke() return), so each of the 8
 intervals holds one node and one checkpoint write. Its sequential runs are interleaved with the machinery's
-(--langgraph-runs / --requirements after each requirement): this machine's speed drifts over minutes, and
+(--langgraph-runs spread evenly over the --requirements): this machine's speed drifts over minutes, and
 both sides of the ratio must run under the same drift.
 
     .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
@@ -85,8 +85,8 @@ def main() -> None:
             with LangGraphRuns(lg_url) as langgraph_runs:
                 # LangGraph's sequential runs are interleaved with aiteam's, a few after each requirement: the
                 # machine's speed drifts over minutes, and both sides of the ratio must see the same drift
-                per_requirement = max(1, args.langgraph_runs // args.requirements)
-                machinery = run_machinery(args, between=lambda: langgraph_runs.run(per_requirement))
+                machinery = run_machinery(args, between=lambda done: langgraph_runs.run_until(
+                    args.langgraph_runs * done // args.requirements))
             aiteam = run_aiteam(args)
         except BaseException:
             print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -128,7 +128,7 @@ def run_machinery(args, between) -> dict:
         rid, t0 = submit_one(f"sequential {i}")
         wait_done([rid], args.timeout, last=last)
         sequential.append((rid, t0))
-        between()
+        between(len(sequential))
     burst_start = now()
     burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
     submitted = now()
@@ -303,8 +303,8 @@ class LangGraphRuns:
     def __exit__(self, *exc) -> None:
         self.saver_context.__exit__(*exc)
 
-    def run(self, n: int) -> None:
-        for _ in range(n):
+    def run_until(self, runs: int) -> None:
+        while len(self.totals) < runs:
             d, total = one_run(self.app, f"seq-{len(self.totals)}", self.extra)
             self.deltas += d
             self.totals.append(total)

@@ -8,7 +8,7 @@ is still running; the reaper re-queues steps whose lease expired or whose messag
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -162,34 +162,48 @@ def _inline_candidate(key: str) -> InlineSlot | None:
 def queue_idle(queue: str) -> bool:
     """Nothing waits on the broker queue: running the next step here takes no work from another worker."""
     try:
-        return _queue_sizer()(queue) == 0
-    except ChannelError:  # the broker has no such queue (Redis drops an empty list): nothing waits on it
+        return _queue_sizer().waiting(queue) == 0
+    except ChannelError:  # the broker has no such queue: nothing waits on it
         return True
     except Exception:  # a broker hiccup: send through the broker as usual, and reconnect next time
         log.debug("could not size queue %s", queue, exc_info=True)
-        _queue_sizer.cache_clear()
+        if _queue_sizer.cache_info().currsize:  # connected once: release that connection before the next try
+            _queue_sizer().close()
+            _queue_sizer.cache_clear()
         return False
 
 
-@lru_cache(maxsize=1)
-def _queue_sizer() -> Callable[[str], int]:
-    """How many messages wait on a queue, through one broker channel per process (connecting each time costs
+class QueueSizer:
+    """How many messages wait on a queue, through one broker connection per process (connecting each time costs
     more than the step). On Redis, one pipeline of LLEN over the queue's priority lists on one client: kombu's
     passive declare builds a client and makes two round trips per call, ~0.3 ms of a fast step."""
-    from aiteam.celery import app
 
-    channel = app.connection_for_read().default_channel
-    if not hasattr(channel, "_q_for_pri"):  # another transport: its passive declare counts the messages
-        return lambda queue: channel.queue_declare(queue=queue, passive=True).message_count
-    client = channel._create_client()  # honours the transport's global_keyprefix
+    def __init__(self) -> None:
+        from aiteam.celery import app
 
-    def size(queue: str) -> int:
-        pipe = client.pipeline(transaction=False)
-        for priority in channel.priority_steps:
-            pipe.llen(channel._q_for_pri(queue, priority))
+        self.connection = app.connection_for_read()
+        self.channel = self.connection.default_channel
+        redis = hasattr(self.channel, "_q_for_pri")  # kombu's Redis transport
+        self.client = self.channel._create_client() if redis else None  # honours the transport's global_keyprefix
+
+    def waiting(self, queue: str) -> int:
+        if self.client is None:  # another transport: its passive declare counts the messages
+            return self.channel.queue_declare(queue=queue, passive=True).message_count
+        pipe = self.client.pipeline(transaction=False)
+        for priority in self.channel.priority_steps:
+            pipe.llen(self.channel._q_for_pri(queue, priority))
         return sum(pipe.execute())
 
-    return size
+    def close(self) -> None:
+        try:
+            self.connection.release()
+        except Exception:  # already broken: nothing left to release
+            log.debug("closing the queue sizer's broker connection failed", exc_info=True)
+
+
+@lru_cache(maxsize=1)
+def _queue_sizer() -> QueueSizer:
+    return QueueSizer()
 
 
 def step_claim(*, step_id: int, worker: str) -> Lease | None:

@@ -103,6 +103,6 @@ def test_a_message_waiting_at_any_priority_keeps_the_queue_busy(broker_url):
     run_step.apply_async((0,), queue="llm", priority=7)  # Redis keeps priorities in lists of their own
     assert not steps.queue_idle("llm")
     run_step.apply_async((0,), queue="llm")
-    assert steps._queue_sizer()("llm") == 2
+    assert steps._queue_sizer().waiting("llm") == 2
     redis.Redis.from_url(broker_url).flushdb()
     assert steps.queue_idle("llm")

@@ -132,3 +132,22 @@ def test_the_model_is_never_called_inside_a_database_transaction(alice, scripted
     scripted.enqueue(PO_CLEAR).enqueue(BA_STORIES)
     submit(alice)
     assert seen == [False, False]
+
+
+def test_a_broker_that_cannot_size_the_queue_sends_the_step_through_the_broker_and_reconnects(monkeypatch):
+    class Closing(steps.QueueSizer):
+        closed = 0
+
+        def waiting(self, queue):
+            raise ConnectionError("broker gone")
+
+        def close(self):
+            Closing.closed += 1
+
+    steps._queue_sizer.cache_clear()
+    monkeypatch.setattr(steps, "QueueSizer", Closing)
+    assert steps.queue_idle("llm") is False  # not idle: the next step keeps its broker hop
+    assert Closing.closed == 1 and steps._queue_sizer.cache_info().currsize == 0  # released, rebuilt next time
+    monkeypatch.undo()
+    assert steps.queue_idle("llm") is True  # the embedded broker: an empty queue
+    steps._queue_sizer.cache_clear()
