@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from lifecycle.models import Requirement
@@ -42,6 +41,6 @@ def settings_with(**env) -> dict:
 
 
 def test_prepared_statements_are_on_for_postgresql_and_can_be_turned_off():
-    url = os.environ.get("DATABASE_URL") or settings.DATABASES["default"]["NAME"]
+    url = os.environ["DATABASE_URL"]  # integration tests run only with a postgres:// DATABASE_URL
     assert settings_with(DATABASE_URL=url) == {"server_side_binding": True, "prepare_threshold": 5}
     assert settings_with(DATABASE_URL=url, DATABASE_PREPARED_STATEMENTS="off") == {}
