@@ -8,6 +8,7 @@ is still running; the reaper re-queues steps whose lease expired or whose messag
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -159,10 +160,22 @@ def _inline_candidate(key: str) -> InlineSlot | None:
     return slot if queue_idle(slot.queue) else None
 
 
+IDLE_FOR_S = 0.02  # how long an "idle" answer is trusted: a chain of fast steps asks at most this often
+
+
 def queue_idle(queue: str) -> bool:
-    """Nothing waits on the broker queue: running the next step here takes no work from another worker."""
+    """Nothing waits on the broker queue: running the next step here takes no work from another worker.
+
+    An idle answer is trusted for IDLE_FOR_S: a chain of millisecond steps asks Redis every few steps instead
+    of every step (0.14 ms of a ~2 ms step), so a message that arrives meanwhile waits at most that long
+    longer. Steps that call a model take seconds; they ask every time."""
+    if _idle_until.get(queue, 0.0) > time.monotonic():
+        return True
     try:
-        return _queue_sizer().waiting(queue) == 0
+        idle = _queue_sizer().waiting(queue) == 0
+        if idle:
+            _idle_until[queue] = time.monotonic() + IDLE_FOR_S
+        return idle
     except ChannelError:  # the broker has no such queue: nothing waits on it
         return True
     except Exception:  # a broker hiccup: send through the broker as usual, and reconnect next time
@@ -199,6 +212,9 @@ class QueueSizer:
             self.connection.release()
         except Exception:  # already broken: nothing left to release
             log.debug("closing the queue sizer's broker connection failed", exc_info=True)
+
+
+_idle_until: dict[str, float] = {}  # queue → until when its last idle answer holds (per process)
 
 
 @lru_cache(maxsize=1)

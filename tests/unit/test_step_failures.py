@@ -151,3 +151,26 @@ def test_a_broker_that_cannot_size_the_queue_sends_the_step_through_the_broker_a
     monkeypatch.undo()
     assert steps.queue_idle("llm") is True  # the embedded broker: an empty queue
     steps._queue_sizer.cache_clear()
+    steps._idle_until.clear()
+
+
+def test_an_idle_answer_is_trusted_briefly_and_a_busy_one_never(monkeypatch):
+    class Counting(steps.QueueSizer):
+        def __init__(self):
+            self.asked, self.messages = 0, 0
+
+        def waiting(self, queue):
+            self.asked += 1
+            return self.messages
+
+    sizer, clock = Counting(), [100.0]
+    monkeypatch.setattr(steps, "_queue_sizer", lambda: sizer)
+    monkeypatch.setattr(steps.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(steps, "_idle_until", {})
+    assert steps.queue_idle("llm") and steps.queue_idle("llm") and sizer.asked == 1  # the second answer is kept
+    sizer.messages = 1  # a message arrives: within IDLE_FOR_S it is not seen yet
+    assert steps.queue_idle("llm") and sizer.asked == 1
+    assert not steps.queue_idle("sandbox") and not steps.queue_idle("sandbox") and sizer.asked == 3  # per queue
+    clock[0] += steps.IDLE_FOR_S
+    assert not steps.queue_idle("llm") and sizer.asked == 4  # asked again: busy, and a busy answer is not kept
+    assert not steps.queue_idle("llm") and sizer.asked == 5
