@@ -67,10 +67,13 @@ def check_insert_once_inside_a_transaction(acme_project) -> None:
     requirement = _requirement(acme_project)
     with transaction.atomic():
         first, again = Step(requirement=requirement, key="k", attempt=1), Step(requirement=requirement, key="k", attempt=1)
-        assert write_behind.insert_once(first) is True
-        assert write_behind.insert_once(again) is False and again.pk is None
+        write_behind.insert_once(first)
+        write_behind.insert_once(again)
+        assert Step.objects.filter(requirement=requirement).count() == 1  # a read sends both first
+        assert first.pk is not None and again.pk is None  # the second found the row: nothing inserted
         write_behind.insert(OutboxEvent(requirement=requirement, name="After"))  # the transaction is still usable
-    assert Step.objects.filter(requirement=requirement).count() == 1
+        write_behind.insert_once(Step(requirement=requirement, key="k", attempt=2))  # sent with COMMIT
+    assert Step.objects.filter(requirement=requirement).count() == 2
     assert OutboxEvent.objects.filter(name="After").exists()
 
 

@@ -35,13 +35,12 @@ def insert(obj: models.Model) -> None:
                   lambda row: _inserted(obj, row)))
 
 
-def insert_once(obj: models.Model) -> bool:
-    """INSERT unless a unique constraint already holds such a row (ON CONFLICT DO NOTHING), now; True when
-    inserted. Queued writes go in the same round trip. Inside a transaction this leaves no aborted state to
-    recover from, so no savepoint is needed."""
-    row = _run_now(Write(_insert_sql(type(obj), True), _values(obj, _insert_fields(type(obj)), add=True)))
-    _inserted(obj, row)
-    return row is not None
+def insert_once(obj: models.Model) -> None:
+    """INSERT unless a unique constraint already holds such a row (ON CONFLICT DO NOTHING), queued like `insert`:
+    once it has run, obj.pk is set if the row was inserted and stays None if it existed. A conflict leaves no
+    aborted transaction to recover from, so no savepoint is needed."""
+    _submit(Write(_insert_sql(type(obj), True), _values(obj, _insert_fields(type(obj)), add=True),
+                  lambda row: _inserted(obj, row)))
 
 
 def update(obj: models.Model, fields: Iterable[str]) -> None:

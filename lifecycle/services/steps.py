@@ -83,30 +83,27 @@ class Lease:
         return self.key.partition(":")[2]
 
 
-def step_schedule(*, requirement_id, key: str, attempt: int) -> Step:
-    """Create the step row once and queue it after commit; a second call returns the same row.
+def step_schedule(*, requirement_id, key: str, attempt: int) -> None:
+    """Create the step row once and queue it after commit; scheduling it again is harmless (nothing happens).
 
-    Inside a worker's inline slot (see inline_slot) the first new step on the slot's queue, when nothing
-    else waits on that queue, is created already claimed by this worker and run next without a broker hop.
+    The INSERT goes out with the transaction's next statement or with its COMMIT (aiteam.db.write_behind), so
+    a step's closing writes, the next step and COMMIT cost one round trip. Inside a worker's inline slot (see
+    inline_slot) the first new step on the slot's queue, when nothing else waits on that queue, is created
+    already claimed by this worker and run next without a broker hop.
     """
     slot = _inline_candidate(key)
-    step, created = _create_once(requirement_id=requirement_id, key=key, attempt=attempt,
-                                 **(slot.claim_fields() if slot else {}))
-    if created and slot:
+    step = Step(requirement_id=requirement_id, key=key, attempt=attempt, **(slot.claim_fields() if slot else {}))
+    write_behind.insert_once(step)  # step.pk stays None when (requirement, key, attempt) exists
+    if slot:
         slot.reserve(step)
-    elif created:
+    else:
         # robust: a broker hiccup must not undo or fail the caller; the reaper re-sends lost steps
-        transaction.on_commit(lambda: enqueue(step.pk, queue_for(key)), robust=True)
-    return step
+        transaction.on_commit(lambda: _enqueue_new(step), robust=True)
 
 
-def _create_once(*, requirement_id, key: str, attempt: int, **fields) -> tuple[Step, bool]:
-    """get_or_create with the insert first: a new step (the usual case) costs one statement, no savepoint."""
-    step = Step(requirement_id=requirement_id, key=key, attempt=attempt, **fields)
-    if write_behind.insert_once(step):
-        return step, True
-    # (requirement, key, attempt) exists: scheduling twice is harmless
-    return Step.objects.get(requirement_id=requirement_id, key=key, attempt=attempt), False
+def _enqueue_new(step: Step) -> None:
+    if step.pk is not None:  # inserted by this transaction (an existing row is already on its way)
+        enqueue(step.pk, queue_for(step.key))
 
 
 def enqueue(step_id: int, queue: str = "llm") -> None:
@@ -134,9 +131,15 @@ class InlineSlot:
                 "lease_expires_at": now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)}
 
     def reserve(self, step: Step) -> None:
+        """Hold the slot for this step; its lease is handed over once the transaction that inserts it commits
+        (the slot stays empty if the row already existed: that step is someone else's)."""
         self.reserved = True
-        lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
-        transaction.on_commit(lambda: setattr(self, "lease", lease))
+        transaction.on_commit(lambda: self._hand_over(step))
+
+    def _hand_over(self, step: Step) -> None:
+        if step.pk is None:
+            return
+        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
         log.info("step %s of %s started inline in %s", step, step.requirement_id, self.worker)
 
 

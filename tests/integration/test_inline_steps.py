@@ -75,7 +75,8 @@ def test_the_slot_takes_one_step_on_its_queue_only_when_the_queue_is_idle_and_on
     steps._idle_until.clear()
     with steps.inline_slot(queue="llm", worker="here") as busy:
         with transaction.atomic():
-            queued = steps.step_schedule(requirement_id=req.pk, key="ba_stories", attempt=1)
+            steps.step_schedule(requirement_id=req.pk, key="ba_stories", attempt=1)
+    queued = Step.objects.get(requirement=req, key="ba_stories")
     assert busy.lease is None and queued.state == "queued"  # another message waits: leave it to the broker
 
     redis.Redis.from_url(broker_url).flushdb()
@@ -87,9 +88,9 @@ def test_the_slot_takes_one_step_on_its_queue_only_when_the_queue_is_idle_and_on
 
     with steps.inline_slot(queue="llm", worker="here") as slot:
         with transaction.atomic():
-            first = steps.step_schedule(requirement_id=req.pk, key="tl_plan", attempt=1)
-            other_queue = steps.step_schedule(requirement_id=req.pk, key="self_test", attempt=1)
-            second = steps.step_schedule(requirement_id=req.pk, key="devops", attempt=1)
+            for key in ("tl_plan", "self_test", "devops"):
+                steps.step_schedule(requirement_id=req.pk, key=key, attempt=1)
+    first, other_queue, second = (Step.objects.get(requirement=req, key=key) for key in ("tl_plan", "self_test", "devops"))
     assert slot.lease and slot.lease.step_id == first.pk
     assert (first.state, first.fence, first.runs, first.worker) == ("running", 1, 1, "here")
     assert other_queue.state == second.state == "queued"  # fan-out and queue changes keep the broker hop

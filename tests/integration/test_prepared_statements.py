@@ -9,7 +9,7 @@ import sys
 import pytest
 from django.db import connection
 
-from lifecycle.models import Requirement
+from lifecycle.models import Requirement, Step
 from lifecycle.services import budgets, steps
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +24,8 @@ def prepared_statements() -> list[str]:
 def test_a_step_query_run_again_and_again_is_prepared_once_and_answers_the_same(acme_project):
     requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project,
                                              title="prepared", brief="b", state="in_development")
-    step = steps.step_schedule(requirement_id=requirement.pk, key="engineer:T1", attempt=1)
+    steps.step_schedule(requirement_id=requirement.pk, key="engineer:T1", attempt=1)
+    step = Step.objects.get(requirement=requirement)
     lease = steps.Lease(step.pk, step.fence, requirement.pk, step.key, step.attempt)
     answers = {budgets.budget_allows(lease) for _ in range(7)}
     assert answers == {budgets.Allowance(True)}
