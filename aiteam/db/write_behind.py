@@ -1,5 +1,5 @@
-"""Writes that nothing reads back at once, sent with the transaction's next statement instead of alone (and a
-read whose answer can wait until the transaction commits: read_at_commit).
+"""Writes that nothing reads back at once, sent with the transaction's next statement instead of alone (and the
+odd read whose answer can wait as long: read_later).
 
 A step's apply ends in a run of small writes — the audit row, the outbox event, the step marked done, the
 next step — that each cost a round trip to PostgreSQL. Inside a transaction on the pipelining backend
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from django.db import connection, models, transaction
+from django.db import connection, models
 
 Done = Callable[[tuple | None], None]
 
@@ -70,16 +70,10 @@ def _update_fields(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(f.name for f in model._meta.local_concrete_fields if not f.primary_key)
 
 
-def read_at_commit(sql: str, params: Iterable, done: Done) -> None:
-    """A read made when the transaction commits, after all of its writes, whose first row `done` gets once it
-    has: on the pipelining backend it goes out in the COMMIT's pipeline (no round trip of its own); elsewhere
-    it runs right after the commit. Outside a transaction it runs now."""
-    write = Write(sql, tuple(params), done)
-    reads = getattr(connection, "reads_at_commit", None)
-    if reads is not None and connection.in_atomic_block:
-        reads.append(write)
-        return
-    transaction.on_commit(lambda: write.done(_run_now(write)))
+def read_later(sql: str, params: Iterable, done: Done) -> None:
+    """A read whose answer is wanted only after the transaction's next statement or its COMMIT: queued with the
+    writes (so it sees them all), `done` gets its first row then. Outside a transaction it runs now."""
+    _submit(Write(sql, tuple(params), done))
 
 
 def _submit(write: Write) -> None:

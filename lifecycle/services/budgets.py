@@ -8,9 +8,7 @@ Spend is derived from the records, never kept as a counter that could drift:
 A role's spend is the same, restricted to its steps (Step.key → ROLE_OF_STEP) and its calls (LLMCall.role).
 
 `budget_allows(lease)` costs one SELECT: the requirement's limits and every spend figure it needs
-come back in one statement (two filtered aggregates joined to the requirement), not counting the step
-being checked. For a step claimed inline that statement has already run, with the claim's COMMIT
-(`snapshot_at_commit`), and the check costs none. A step may start
+come back in one statement (two filtered aggregates joined to the requirement). A step may start
 while every dimension it uses has spent < limit, for the requirement and for its role; the step
 that crosses a limit finishes (a model call is not cut off half-way), so spend can exceed a limit
 by at most one step's worth.
@@ -125,13 +123,13 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
         return _snapshot_row(cursor.fetchone())
 
 
-def snapshot_at_commit(step: Step, done: Callable[[dict[str, Any] | None], None]) -> None:
-    """Read the snapshot for a step scheduled in this transaction when it commits (in the COMMIT's pipeline: no
-    round trip of its own) and give it to `done`: a worker that runs the step inline checks the budget with it.
-    It is read after every write of the transaction that claims the step, so it holds what a read at the step's
-    start would: a step's model calls are all recorded before its apply runs."""
+def snapshot_later(step: Step, done: Callable[[dict[str, Any] | None], None]) -> None:
+    """Read the snapshot for a step scheduled in this transaction along with its insert and COMMIT (no round trip
+    of its own), and give it to `done` then: a worker that runs the step inline checks the budget with it. It is
+    read after every write of the transaction that claims the step, so it holds what a read at the step's start
+    would: a step's model calls are all recorded before its apply runs."""
     sql, params = _snapshot_statement(step.requirement_id, step.key, step.attempt)
-    write_behind.read_at_commit(sql, params, lambda row: done(_snapshot_row(row)))
+    write_behind.read_later(sql, params, lambda row: done(_snapshot_row(row)))
 
 
 def _snapshot_statement(requirement_id, key: str, attempt: int) -> tuple[str, list[Any]]:

@@ -68,7 +68,7 @@ class Lease:
     requirement_id: object
     key: str
     attempt: int
-    # the budget snapshot read in the transaction that claimed an inline step (budgets.snapshot_at_commit); None:
+    # the budget snapshot read in the transaction that claimed an inline step (budgets.snapshot_later); None:
     # the budget check reads it when the step starts
     budget: dict | None = field(default=None, compare=False, repr=False)
 
@@ -140,7 +140,7 @@ class InlineSlot:
         from lifecycle.services import budgets  # budgets builds on this module
 
         self.reserved = True
-        budgets.snapshot_at_commit(step, lambda row: setattr(self, "budget", row))
+        budgets.snapshot_later(step, lambda row: setattr(self, "budget", row))
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:

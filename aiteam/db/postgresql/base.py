@@ -23,7 +23,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.write_behind: list[Write] = []
-        self.reads_at_commit: list[Write] = []  # sent after the writes, in the COMMIT's pipeline
         self._failed_under: tuple[str, ...] | None = None  # the savepoints open when a pipeline failed
         self.execute_wrappers.append(self._send_queued_with)
 
@@ -46,9 +45,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self._failed_under is not None:
             raise DatabaseError("COMMIT refused: a queued write of this transaction failed (see the error it "
                                 "raised at the statement it was sent with)")
-        queued, self.write_behind, self.reads_at_commit = self.write_behind + self.reads_at_commit, [], []
-        if not queued or self.connection is None:
+        if not self.write_behind or self.connection is None:
             return super()._commit()
+        queued, self.write_behind = self.write_behind, []
         with debug_transaction(self, "COMMIT"):
             self._pipelined(queued, self.connection.commit)
         return None
@@ -66,13 +65,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _rollback(self):
         self.write_behind.clear()
-        self.reads_at_commit.clear()
         self._failed_under = None
         return super()._rollback()
 
     def _close(self):
         self.write_behind.clear()
-        self.reads_at_commit.clear()
         self._failed_under = None
         return super()._close()
 
