@@ -77,18 +77,6 @@ def check_insert_once_inside_a_transaction(acme_project) -> None:
     assert OutboxEvent.objects.filter(name="After").exists()
 
 
-def check_a_read_later_sees_the_writes_queued_before_it(acme_project) -> None:
-    requirement, answers = _requirement(acme_project), []
-    count = f"SELECT COUNT(*) FROM {OutboxEvent._meta.db_table} WHERE name = %s"
-    with transaction.atomic():
-        write_behind.insert(OutboxEvent(requirement=requirement, name="Counted"))
-        write_behind.read_later(count, ["Counted"], answers.append)
-        write_behind.insert(OutboxEvent(requirement=requirement, name="Counted"))  # after the read: not seen
-    assert answers == [(1,)]
-    write_behind.read_later(count, ["Counted"], answers.append)  # autocommit: at once
-    assert answers == [(1,), (2,)]
-
-
 def check_a_failing_queued_write_fails_the_transaction(acme_project) -> None:
     requirement = _requirement(acme_project)
     with pytest.raises(IntegrityError), transaction.atomic():

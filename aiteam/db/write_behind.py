@@ -1,5 +1,4 @@
-"""Writes that nothing reads back at once, sent with the transaction's next statement instead of alone (and the
-odd read whose answer can wait as long: read_later).
+"""Writes that nothing reads back at once, sent with the transaction's next statement instead of alone.
 
 A step's apply ends in a run of small writes — the audit row, the outbox event, the step marked done, the
 next step — that each cost a round trip to PostgreSQL. Inside a transaction on the pipelining backend
@@ -68,12 +67,6 @@ def save(obj: models.Model) -> None:
 @lru_cache(maxsize=64)
 def _update_fields(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(f.name for f in model._meta.local_concrete_fields if not f.primary_key)
-
-
-def read_later(sql: str, params: Iterable, done: Done) -> None:
-    """A read whose answer is wanted only after the transaction's next statement or its COMMIT: queued with the
-    writes (so it sees them all), `done` gets its first row then. Outside a transaction it runs now."""
-    _submit(Write(sql, tuple(params), done))
 
 
 def _submit(write: Write) -> None:

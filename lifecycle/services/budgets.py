@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -26,7 +25,6 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet, Sum
 
-from aiteam.db import write_behind
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import StaleStep
@@ -94,7 +92,7 @@ def parked_steps(requirement: Requirement) -> QuerySet[Step]:
 def budget_allows(lease: steps.Lease) -> Allowance:
     """Truthy when the step may run. Otherwise the step is parked and, the first time, the requirement
     escalated with a budget_exhausted review task; the caller just returns."""
-    row = lease.budget if lease.budget is not None else _snapshot(lease)
+    row = _snapshot(lease)
     if row is None:
         return Allowance(True)
     go = Allowance(True, tuple(row["injected_constraints"] or ()))
@@ -117,36 +115,16 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
     """The requirement's budget inputs and every spend figure, in one statement. Hand-written SQL: built by the
     ORM, this query's correlated subqueries took ~10 ms of Python to assemble and compile on every step, five
     times what the database needed to answer it. Its text depends only on the role, so it is built once."""
-    sql, params = _snapshot_statement(lease.requirement_id, lease.key, lease.attempt)
+    sql, template = _snapshot_sql(lease.role)
+    values = {_STEP: lease.step_id,
+              _REQUIREMENT: Requirement._meta.pk.get_db_prep_value(lease.requirement_id, connection)}
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return _snapshot_row(cursor.fetchone())
-
-
-def snapshot_later(step: Step, done: Callable[[dict[str, Any] | None], None]) -> None:
-    """Read the snapshot for a step scheduled in this transaction along with its insert and COMMIT (no round trip
-    of its own), and give it to `done` then: a worker that runs the step inline checks the budget with it. It is
-    read after every write of the transaction that claims the step, so it holds what a read at the step's start
-    would: a step's model calls are all recorded before its apply runs."""
-    sql, params = _snapshot_statement(step.requirement_id, step.key, step.attempt)
-    write_behind.read_later(sql, params, lambda row: done(_snapshot_row(row)))
-
-
-def _snapshot_statement(requirement_id, key: str, attempt: int) -> tuple[str, list[Any]]:
-    sql, template = _snapshot_sql(steps.ROLE_OF_STEP[steps.kind_of(key)])
-    values = {_KEY: key, _ATTEMPT: attempt,
-              _REQUIREMENT: Requirement._meta.pk.get_db_prep_value(requirement_id, connection)}
-    return sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template]
-
-
-SNAPSHOT_COLUMNS = ("state", "playbook", "budget_overrides", "budget_exhausted", "injected_constraints",
-                    "run_settings", "project__settings")
-
-
-def _snapshot_row(values: tuple | None) -> dict[str, Any] | None:
-    if values is None:
+        cursor.execute(sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template])
+        row = cursor.fetchone()
+        names = [column[0] for column in cursor.description]
+    if row is None:
         return None
-    row = dict(zip(SNAPSHOT_COLUMNS + FIGURES, values, strict=True))
+    row = dict(zip(names, row, strict=True))
     for name in ("budget_overrides", "injected_constraints", "run_settings", "project__settings"):
         row[name] = json.loads(row[name]) if isinstance(row[name], str) else row[name]
     row["budget_exhausted"] = bool(row["budget_exhausted"])
@@ -157,7 +135,7 @@ class _Slot(str):
     """A parameter filled in per call (the step, the requirement) in a cached statement's parameter list."""
 
 
-_KEY, _ATTEMPT, _REQUIREMENT = _Slot("key"), _Slot("attempt"), _Slot("requirement")
+_STEP, _REQUIREMENT = _Slot("step"), _Slot("requirement")
 
 
 FIGURES = ("r_steps", "r_sandbox_runs", "o_steps", "o_sandbox_runs", "r_tokens", "r_cost_usd", "o_tokens", "o_cost_usd")
@@ -177,9 +155,9 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     steps_sql = (
         f"SELECT COUNT(*) AS r_steps, COUNT(*) FILTER (WHERE {sandbox_sql}) AS r_sandbox_runs, "
         f"COUNT(*) FILTER (WHERE {role_sql}) AS o_steps, {role_sandbox} AS o_sandbox_runs "
-        f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND NOT (s.key = %s AND s.attempt = %s) AND NOT (s.state = "
+        f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND s.id <> %s AND NOT (s.state = "
         f"'{StepState.SKIPPED}' AND (s.error LIKE '{PARKED}%%' OR s.error LIKE '{DROPPED}%%'))")
-    steps_params = (*sandbox_params, *role_params, *(sandbox_params if role == "sandbox" else ()), _REQUIREMENT, _KEY, _ATTEMPT)
+    steps_params = (*sandbox_params, *role_params, *(sandbox_params if role == "sandbox" else ()), _REQUIREMENT, _STEP)
     calls_sql = (
         f"SELECT COALESCE(SUM({tokens}), 0) AS r_tokens, COALESCE(SUM(s.cost_usd), 0) AS r_cost_usd, "
         f"COALESCE(SUM({tokens}) FILTER (WHERE s.role = %s), 0) AS o_tokens, "

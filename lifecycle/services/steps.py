@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 
@@ -68,9 +68,6 @@ class Lease:
     requirement_id: object
     key: str
     attempt: int
-    # the budget snapshot read in the transaction that claimed an inline step (budgets.snapshot_later); None:
-    # the budget check reads it when the step starts
-    budget: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def role(self) -> str:
@@ -127,7 +124,6 @@ class InlineSlot:
         self.queue, self.worker = queue, worker
         self.reserved = False
         self.lease: Lease | None = None
-        self.budget: dict | None = None
 
     def claim_fields(self) -> dict:
         now = timezone.now()
@@ -137,16 +133,13 @@ class InlineSlot:
     def reserve(self, step: Step) -> None:
         """Hold the slot for this step; its lease is handed over once the transaction that inserts it commits
         (the slot stays empty if the row already existed: that step is someone else's)."""
-        from lifecycle.services import budgets  # budgets builds on this module
-
         self.reserved = True
-        budgets.snapshot_later(step, lambda row: setattr(self, "budget", row))
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:
         if step.pk is None:
             return
-        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=self.budget)
+        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
         log.info("step %s of %s started inline in %s", step, step.requirement_id, self.worker)
 
 

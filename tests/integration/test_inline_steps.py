@@ -109,24 +109,3 @@ def test_a_message_waiting_at_any_priority_keeps_the_queue_busy(broker_url):
     assert steps._queue_sizer().waiting("llm") == 2
     redis.Redis.from_url(broker_url).flushdb()
     assert steps.queue_idle("llm")
-
-
-def test_an_inline_step_gets_its_budget_snapshot_with_its_claim(broker_url, alice):
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
-
-    from lifecycle.services import budgets, steps
-
-    req = submit(alice)
-    Step.objects.filter(requirement=req).update(runs=1)  # po_clarify has run: it counts in the spend
-    redis.Redis.from_url(broker_url).flushdb()
-    steps._idle_until.clear()
-    with steps.inline_slot(queue="llm", worker="here") as slot:
-        with transaction.atomic():
-            steps.step_schedule(requirement_id=req.pk, key="ba_stories", attempt=1)
-    lease = slot.lease
-    assert lease.budget == budgets._snapshot(lease)  # what a read at the step's start gives
-    assert lease.budget["r_steps"] == 1  # po_clarify; the inline step itself (runs 1 already) is not counted
-    with CaptureQueriesContext(connection) as queries:
-        assert budgets.budget_allows(lease)
-    assert len(queries) == 0  # read with the claim's COMMIT, not again
