@@ -63,7 +63,10 @@ DATABASE_URL = env_str("DATABASE_URL")
 
 
 def _engine(url: str) -> str | None:
-    return "aiteam.db.postgresql" if url.split(":", 1)[0] in ("postgres", "postgresql", "pgsql") else None
+    """aiteam's backends (Django's, plus what aiteam.db.write_behind and aiteam.db.loaded need)."""
+    scheme = url.split(":", 1)[0]
+    return ("aiteam.db.postgresql" if scheme in ("postgres", "postgresql", "pgsql")
+            else "aiteam.db.sqlite3" if scheme == "sqlite" else None)
 
 
 DATABASES = {
@@ -73,9 +76,9 @@ DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
                                      conn_health_checks=True, engine=_engine(DATABASE_URL))
     if DATABASE_URL
-    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
+    else {"ENGINE": "aiteam.db.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
 }
-if _engine(DATABASE_URL) and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+if DATABASES["default"]["ENGINE"] == "aiteam.db.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # Server-side parameters, and a statement run 5 times on a connection is prepared (psycopg's threshold):
     # planning, not running, was most of what PostgreSQL spent on a step's small queries (the budget check
     # 1.0 -> 0.14 ms). Turn off behind a transaction-mode pooler that cannot keep prepared statements.

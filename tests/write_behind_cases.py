@@ -130,4 +130,66 @@ def check_the_apply_lock_needs_a_transaction(acme_project) -> None:
         steps.lock_for_apply(steps.Lease(step.pk, 1, step.requirement_id, "k", 1))
 
 
+def _update_columns(log) -> list[str]:
+    """The columns each captured UPDATE of a requirement sets."""
+    import re
+
+    return [re.findall(r'"(\w+)" = ', q["sql"].split(" WHERE ")[0]) for q in log.captured_queries
+            if q["sql"].startswith('UPDATE "lifecycle_requirement"')]
+
+
+def check_save_writes_only_what_changed_since_the_row_was_loaded_in_this_transaction(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    with CaptureQueriesContext(connection) as log, transaction.atomic():
+        locked = Requirement.objects.select_for_update().get(pk=requirement.pk)
+        locked.title, locked.clarifications = "renamed", [*locked.clarifications, {"q": "why?"}]
+        write_behind.save(locked)
+        write_behind.save(locked)  # nothing immutable changed since: only the JSON values (always written) again
+    json = ["clarifications", "budget_overrides", "injected_constraints"]
+    assert _update_columns(log) == [["title", *json], json]
+    assert Requirement.objects.values_list("title", "clarifications").get(pk=requirement.pk) == \
+        ("renamed", [{"q": "why?"}])
+
+
+def check_save_writes_every_field_when_the_memory_cannot_be_trusted(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    every = [f.name for f in Requirement._meta.concrete_fields if not f.primary_key]
+    loaded_before = Requirement.objects.get(pk=requirement.pk)  # outside the transaction that saves it
+    with CaptureQueriesContext(connection) as log, transaction.atomic():
+        write_behind.save(loaded_before)
+        locked = Requirement.objects.get(pk=requirement.pk)
+        try:
+            with transaction.atomic():
+                locked.title = "undone"
+                write_behind.save(locked)
+                raise RuntimeError("rolled back to the savepoint")
+        except RuntimeError:
+            pass
+        locked.title = "t"  # what it was loaded with, but the row's memory is gone with the rollback
+        write_behind.save(locked)
+    updates = _update_columns(log)  # the rolled-back one is on SQLite's log only: PostgreSQL's was never sent
+    assert updates[0] == updates[-1] == [Requirement._meta.get_field(name).column for name in every]
+
+
+def check_a_value_set_back_after_a_save_is_written(acme_project) -> None:
+    """What the row holds is remembered at each save (queued, Django's or a refresh), not only at the load."""
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        locked = Requirement.objects.get(pk=requirement.pk)
+        locked.title = "b"
+        write_behind.save(locked)
+        locked.title = "t"
+        write_behind.save(locked)
+        locked.story_round = 3
+        locked.save(update_fields=["story_round"])
+        locked.story_round = 0
+        write_behind.save(locked)
+        Requirement.objects.filter(pk=requirement.pk).update(design_round=5)
+        locked.refresh_from_db(fields=["design_round"])
+        locked.design_round = 0
+        write_behind.save(locked)
+    assert Requirement.objects.values_list("title", "story_round", "design_round").get(pk=requirement.pk) == \
+        ("t", 0, 0)
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("check_")]

@@ -19,6 +19,8 @@ from functools import lru_cache
 
 from django.db import connection, models
 
+from aiteam.db import loaded
+
 Done = Callable[[tuple | None], None]
 
 
@@ -47,19 +49,21 @@ def update(obj: models.Model, fields: Iterable[str]) -> None:
     """UPDATE these fields of a saved instance (the row exists: the caller holds its lock)."""
     fields = tuple(fields)
     meta = obj._meta
-    params = (*_values(obj, tuple(meta.get_field(name) for name in fields), add=False),
-              meta.pk.get_db_prep_value(obj.pk, connection))
+    model_fields = tuple(meta.get_field(name) for name in fields)
+    params = (*_values(obj, model_fields, add=False), meta.pk.get_db_prep_value(obj.pk, connection))
     _submit(Write(_update_sql(type(obj), fields), params))
+    loaded.remember(obj, (f.attname for f in model_fields))
 
 
 def save(obj: models.Model) -> None:
-    """What obj.save() does for a row that exists (every concrete field), queued like `update`; a new
-    instance is saved at once."""
+    """What obj.save() does for a row that exists, queued like `update`; a new instance is saved at once.
+    save() writes every concrete field; this writes those that changed since the row was loaded or saved in
+    this transaction (aiteam.db.loaded; every field when that is not known)."""
     if obj._state.adding:
         obj.save()
         return
     deferred = obj.get_deferred_fields()  # like save(): fields never loaded are not written (nor fetched)
-    fields = [name for name in _update_fields(type(obj)) if name not in deferred]
+    fields = loaded.changed(obj, [name for name in _update_fields(type(obj)) if name not in deferred])
     if fields:
         update(obj, fields)
 

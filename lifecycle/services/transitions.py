@@ -5,12 +5,13 @@ import logging
 from typing import Any
 
 from django.db import models
+from django.utils import timezone
 from django_fsm import can_proceed
 
 from aiteam.db import write_behind
 from lifecycle.actors import Actor
 from lifecycle.errors import IllegalTransition
-from lifecycle.models import StateTransition
+from lifecycle.models import Requirement, StateTransition
 
 progress = logging.getLogger("aiteam.progress")
 SUBJECTS = {"Requirement": "requirement", "UserStory": "story", "ReviewTask": "review_task"}
@@ -28,8 +29,10 @@ def transition(obj: models.Model, event: str, *, actor: Actor, metadata: dict[st
         raise IllegalTransition(_refusal(obj, method, event))
     guards = _guard_names(method, before)
     method()
+    if isinstance(obj, Requirement):
+        obj.state_changed_at = timezone.now()  # a self-loop too: it re-enters the state
     write_behind.save(obj)
-    requirement_id = obj.pk if type(obj).__name__ == "Requirement" else obj.requirement_id
+    requirement_id = obj.pk if isinstance(obj, Requirement) else obj.requirement_id
     row = StateTransition(
         requirement_id=requirement_id, subject=SUBJECTS[type(obj).__name__], subject_id=str(obj.pk),
         event=event, from_state=before, to_state=obj.state, actor_role=actor.role,

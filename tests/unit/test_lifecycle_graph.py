@@ -4,6 +4,7 @@ The bug_fix playbook has its own table: no story edges, plus clarified → desig
 import hashlib
 
 import pytest
+from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -144,8 +145,11 @@ def test_each_row_of_the_table_works_once_its_guard_holds(acme_project, rita, pl
     if event == "resume_budget":
         Requirement.objects.filter(pk=req.pk).update(budget_paused_from=target)
     req = Requirement.objects.get(pk=req.pk)
+    before = timezone.now()
     row = transition(req, event, actor=ACTOR, metadata={"why": "test"})
-    assert Requirement.objects.get(pk=req.pk).state == target
+    saved = Requirement.objects.get(pk=req.pk)
+    assert saved.state == target
+    assert saved.state_changed_at >= before  # every transition sets it, a self-loop too
     assert (row.from_state, row.event, row.to_state, row.metadata) == (source, event, target, {"why": "test"})
 
 

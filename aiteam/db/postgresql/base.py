@@ -16,10 +16,11 @@ from django.db import DatabaseError
 from django.db.backends.postgresql import base
 from django.db.backends.utils import debug_transaction
 
+from aiteam.db.loaded import TransactionEpoch
 from aiteam.db.write_behind import Write
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.write_behind: list[Write] = []
