@@ -1,7 +1,10 @@
 """aiteam.db.write_behind on PostgreSQL (aiteam.db.postgresql): the same promises with writes queued and sent
 in one pipeline with the next statement or COMMIT (tests/write_behind_cases.py), and that they are."""
+import uuid
+
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from psycopg.pq import TransactionStatus
 
 from aiteam.db import write_behind
 from lifecycle.models import OutboxEvent, Requirement, Step
@@ -28,6 +31,31 @@ def test_writes_wait_for_the_next_statement_and_go_in_one_round_trip(acme_projec
         assert not connection.write_behind and len(pipelines) == 1
         write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
     assert len(pipelines) == 2 and OutboxEvent.objects.count() == 3  # the last one went with COMMIT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch):
+    """psycopg's commit() inside a pipeline syncs, and leaving the pipeline syncs again: COMMIT is sent as one
+    more statement of the pipeline instead, and the writes and COMMIT cost one sync."""
+    from psycopg._pipeline_base import BasePipeline
+
+    requirement = _requirement(acme_project)
+    syncs = []
+    real = BasePipeline._enqueue_sync
+    monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
+    with transaction.atomic():
+        Requirement.objects.select_for_update().get(pk=requirement.pk)
+        write_behind.insert(OutboxEvent(requirement=requirement, name="A"))
+        write_behind.insert(OutboxEvent(requirement=requirement, name="B"))
+    assert len(syncs) == 1
+    assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE
+    assert OutboxEvent.objects.filter(name__in=["A", "B"]).count() == 2
+    with pytest.raises(IntegrityError), transaction.atomic():  # a deferred constraint fails at COMMIT: raised
+        write_behind.insert(Step(requirement_id=uuid.uuid4(), key="k", attempt=1))
+    assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
+    assert OutboxEvent.objects.filter(name="C").exists() and not Step.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
