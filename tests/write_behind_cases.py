@@ -192,4 +192,32 @@ def check_a_value_set_back_after_a_save_is_written(acme_project) -> None:
         ("t", 0, 0)
 
 
+def check_what_a_refresh_or_save_did_not_load_or_write_is_not_taken_as_the_rows(acme_project) -> None:
+    """A refresh through a queryset that loads part of the row, and Django's positional save(), forget."""
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        locked = Requirement.objects.get(pk=requirement.pk)
+        locked.brief = "changed in memory"
+        locked.refresh_from_db(from_queryset=Requirement.objects.only("id", "state"))
+        write_behind.save(locked)
+    assert Requirement.objects.get(pk=requirement.pk).brief == "changed in memory"
+
+
+def check_django_manual_mode_trusts_nothing_across_its_commits(acme_project) -> None:
+    requirement = _requirement(acme_project)
+    transaction.set_autocommit(False)
+    try:
+        loaded = Requirement.objects.get(pk=requirement.pk)
+        transaction.commit()
+        Requirement.objects.filter(pk=requirement.pk).update(title="elsewhere")
+        transaction.commit()
+        with transaction.atomic():
+            loaded.title = "t"  # what it was loaded with, in an earlier transaction
+            write_behind.save(loaded)
+        transaction.commit()
+    finally:
+        transaction.set_autocommit(True)
+    assert Requirement.objects.get(pk=requirement.pk).title == "t"
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("check_")]

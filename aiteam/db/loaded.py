@@ -6,7 +6,9 @@ changes two. A model with the RemembersLoaded mixin keeps the values it was load
 it is saved); write_behind.save then writes only the fields whose value differs.
 
 The remembered values are trusted only in the transaction that took them, and only until a rollback: the
-backend's TransactionEpoch changes when a transaction begins and at every rollback, full or to a savepoint.
+backend's TransactionEpoch changes when a transaction begins or commits and at every rollback, full or to a
+savepoint; epochs are unique in the process, so an instance handed to another thread's connection is not
+trusted either.
 Otherwise — outside a transaction, in a later one, after a rollback — every field is written, as save() does.
 A value that can change in place unseen (a JSON dict or list) is always written, as is any field whose
 pre_save sets the value (auto_now).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 import uuid
 from collections.abc import Iterable
 from functools import lru_cache
@@ -31,21 +34,29 @@ IMMUTABLE = frozenset({str, int, bool, float, decimal.Decimal, uuid.UUID, dateti
 _MISSING = object()
 
 
+_EPOCHS = itertools.count(1)  # process-wide: no two connections (threads) ever share an epoch
+
+
 class TransactionEpoch:
-    """DatabaseWrapper mixin: `tx_epoch` changes when a transaction begins and at every rollback."""
+    """DatabaseWrapper mixin: `tx_epoch` changes when a transaction begins or commits and at every rollback
+    (Django's manual mode begins the next transaction at COMMIT or ROLLBACK, without set_autocommit)."""
 
     tx_epoch = 0
 
     def set_autocommit(self, autocommit, force_begin_transaction_with_broken_autocommit=False):
-        self.tx_epoch += 1
+        self.tx_epoch = next(_EPOCHS)
         return super().set_autocommit(autocommit, force_begin_transaction_with_broken_autocommit)
 
+    def commit(self):
+        self.tx_epoch = next(_EPOCHS)
+        return super().commit()
+
     def _rollback(self):
-        self.tx_epoch += 1
+        self.tx_epoch = next(_EPOCHS)
         return super()._rollback()
 
     def _savepoint_rollback(self, sid):
-        self.tx_epoch += 1
+        self.tx_epoch = next(_EPOCHS)
         return super()._savepoint_rollback(sid)
 
 
@@ -61,11 +72,19 @@ class RemembersLoaded:
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
         names = kwargs.get("update_fields")
-        remember(self, _attnames(type(self), names) if names is not None else _loaded_attnames(self))
+        if args:  # Django's deprecated positional form: which fields it wrote is not worth guessing
+            forget(self)
+        else:
+            remember(self, _attnames(type(self), names) if names is not None else _loaded_attnames(self))
 
     def refresh_from_db(self, using=None, fields=None, from_queryset=None) -> None:
         super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
-        remember(self, _attnames(type(self), fields) if fields is not None else _loaded_attnames(self))
+        if fields is not None:
+            remember(self, _attnames(type(self), fields))
+        elif from_queryset is None:
+            remember(self, _loaded_attnames(self))
+        else:  # the queryset may load part of the row (only(), defer()): which part is not worth guessing
+            forget(self)
 
 
 def remember(obj: models.Model, attnames: Iterable[str]) -> None:
@@ -81,6 +100,11 @@ def remember(obj: models.Model, attnames: Iterable[str]) -> None:
     values = taken[1]
     for attname in attnames:
         values[attname] = obj.__dict__.get(attname, _MISSING)
+
+
+def forget(obj: models.Model) -> None:
+    """Until the next load or save, every field is written."""
+    obj.__dict__.pop("_loaded", None)
 
 
 def changed(obj: models.Model, names: list[str]) -> list[str]:

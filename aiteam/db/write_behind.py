@@ -63,14 +63,15 @@ def save(obj: models.Model) -> None:
         obj.save()
         return
     deferred = obj.get_deferred_fields()  # like save(): fields never loaded are not written (nor fetched)
-    fields = loaded.changed(obj, [name for name in _update_fields(type(obj)) if name not in deferred])
+    fields = loaded.changed(obj, [name for name, attname in _update_fields(type(obj)) if attname not in deferred])
     if fields:
         update(obj, fields)
 
 
 @lru_cache(maxsize=64)
-def _update_fields(model: type[models.Model]) -> tuple[str, ...]:
-    return tuple(f.name for f in model._meta.local_concrete_fields if not f.primary_key)
+def _update_fields(model: type[models.Model]) -> tuple[tuple[str, str], ...]:
+    """(name, attname) of the fields an UPDATE writes; deferred fields are named by attname ("project_id")."""
+    return tuple((f.name, f.attname) for f in model._meta.local_concrete_fields if not f.primary_key)
 
 
 def _submit(write: Write) -> None:
