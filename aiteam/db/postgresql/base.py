@@ -8,6 +8,16 @@ A queued write that fails raises at the statement it went out with, which may be
 that code swallow the error, the transaction must still not commit what is left of it: a failed pipeline is
 remembered, and COMMIT is refused (Django then rolls back and raises) unless a rollback to a savepoint that
 was open when it failed has undone it.
+
+BEGIN goes with the transaction's first statement too. psycopg, left to start transactions itself, sends BEGIN
+in a round trip of its own (and syncs after it inside a pipeline), so the psycopg connection stays in
+autocommit and this backend starts the transaction: when Django turns autocommit off, BEGIN is pending, and it
+is sent at the head of the pipeline that carries the first statement (or the queued writes and COMMIT). A
+transaction that runs no statement sends nothing at all. Every statement Django runs passes through
+_send_queued_with, so none can run before its BEGIN; in Django's manual mode (autocommit off outside atomic),
+BEGIN is pending again after each COMMIT or ROLLBACK, as psycopg would do. One difference remains: Django
+opens server-side cursors WITH HOLD when psycopg is in autocommit, so an iterator() inside a transaction gets a
+holdable cursor (correct, and materialised at COMMIT).
 """
 from __future__ import annotations
 
@@ -25,6 +35,7 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
         super().__init__(*args, **kwargs)
         self.write_behind: list[Write] = []
         self._failed_under: tuple[str, ...] | None = None  # the savepoints open when a pipeline failed
+        self._begin_pending = False  # Django turned autocommit off and BEGIN has not been sent yet
         self.execute_wrappers.append(self._send_queued_with)
 
     def _send_queued_with(self, execute, sql, params, many, context):
@@ -33,7 +44,7 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
             if self._failed_under is not None and sql.split()[-1].strip('"') in self._failed_under:
                 self._failed_under = None  # the failed writes were made after that savepoint: undone
             return execute(sql, params, many, context)
-        if not self.write_behind:
+        if not self.write_behind and not self._begin_pending:
             return execute(sql, params, many, context)
         queued, self.write_behind = self.write_behind, []
         # A named cursor cannot join a pipeline; several commands in one string need the simple protocol.
@@ -42,38 +53,67 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
             return execute(sql, params, many, context)
         return self._pipelined(queued, lambda: execute(sql, params, many, context))
 
+    def _set_autocommit(self, autocommit):
+        if self.connection.autocommit is not True:  # a new connection: from now on, this backend sends BEGIN
+            super()._set_autocommit(True)
+        self._begin_pending = not autocommit
+
     def _commit(self):
         if self._failed_under is not None:
             raise DatabaseError("COMMIT refused: a queued write of this transaction failed (see the error it "
                                 "raised at the statement it was sent with)")
-        if not self.write_behind or self.connection is None:
-            return super()._commit()
-        queued, self.write_behind = self.write_behind, []
-        with debug_transaction(self, "COMMIT"):
-            # COMMIT as one more statement of the pipeline: connection.commit() would sync on its own, and
-            # leaving the pipeline syncs again (two round trips instead of one).
-            self._pipelined(queued, lambda: self.connection.execute("COMMIT", prepare=False))
-        return None
+        try:
+            if self._begin_pending and not self.write_behind:
+                return None  # the transaction ran nothing: nothing to send
+            if not self.write_behind or self.connection is None:
+                return super()._commit()
+            queued, self.write_behind = self.write_behind, []
+            with debug_transaction(self, "COMMIT"):
+                # COMMIT as one more statement of the pipeline: connection.commit() would sync on its own, and
+                # leaving the pipeline syncs again (two round trips instead of one).
+                self._pipelined(queued, lambda: self.connection.execute("COMMIT", prepare=False))
+            return None
+        finally:
+            self._begin_pending = not self.autocommit  # Django's manual mode: the next statement begins anew
 
     def _pipelined(self, queued: list[Write], then=None):
         try:
             with self.wrap_database_errors, self.connection.pipeline():
+                if self._begin_pending:
+                    self._begin_pending = False
+                    self.connection.execute(self._begin_sql(), prepare=False)
                 cursors = _send(self, queued)
                 result = then() if then else None
         except BaseException:
-            self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes the failure
+            if queued:
+                self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes the failure
             raise
         _finish(queued, cursors)
         return result
 
+    def _begin_sql(self) -> str:
+        """BEGIN as psycopg would send it, with the connection's isolation level and access mode, if set."""
+        parts = ["BEGIN"]
+        if self.connection.isolation_level is not None:
+            parts.append("ISOLATION LEVEL " + self.connection.isolation_level.name.replace("_", " "))
+        if self.connection.read_only is not None:
+            parts.append("READ ONLY" if self.connection.read_only else "READ WRITE")
+        if self.connection.deferrable is not None:
+            parts.append("DEFERRABLE" if self.connection.deferrable else "NOT DEFERRABLE")
+        return " ".join(parts)
+
     def _rollback(self):
         self.write_behind.clear()
         self._failed_under = None
-        return super()._rollback()
+        try:
+            return super()._rollback()
+        finally:
+            self._begin_pending = not self.autocommit
 
     def _close(self):
         self.write_behind.clear()
         self._failed_under = None
+        self._begin_pending = False
         return super()._close()
 
 
