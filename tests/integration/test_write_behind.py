@@ -108,6 +108,36 @@ def test_the_backend_begins_real_transactions(acme_project):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_what_bypasses_djangos_wrappers_still_begins_and_autocommit_cannot_change_mid_transaction(acme_project):
+    """Found by a review of the backend that sends BEGIN: a cursor's copy() as the first statement, a locking
+    iterator() (a WITH HOLD cursor cannot lock), and autocommit turned on with a transaction open."""
+    from django.db import ProgrammingError
+
+    requirement = _requirement(acme_project)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with connection.cursor() as cursor, cursor.copy(
+                "COPY lifecycle_outboxevent (requirement_id, name, payload, created_at, relay_attempts, last_error) "
+                "FROM STDIN") as copy:
+            copy.write_row((requirement.pk, "Copied", "{}", "2026-01-01T00:00:00Z", 0, ""))
+        raise RuntimeError("rolled back")
+    assert not OutboxEvent.objects.filter(name="Copied").exists()
+    with transaction.atomic():
+        locked = list(Requirement.objects.select_for_update().filter(pk=requirement.pk).iterator(chunk_size=10))
+    assert [r.pk for r in locked] == [requirement.pk]
+    transaction.set_autocommit(False)
+    try:
+        OutboxEvent.objects.create(requirement=requirement, name="Open")
+        with pytest.raises(ProgrammingError):
+            transaction.set_autocommit(True)
+        with pytest.raises(ProgrammingError):
+            transaction.set_autocommit(False)
+        transaction.rollback()
+    finally:
+        transaction.set_autocommit(True)
+    assert not OutboxEvent.objects.filter(name="Open").exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_failed_queued_write_is_never_committed_even_when_its_error_is_swallowed(acme_project):
     """The error comes out of whichever statement the write went with; code there that catches it must not
     leave the transaction able to commit the rest (server-side and client-side failures alike)."""

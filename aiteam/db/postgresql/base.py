@@ -13,11 +13,12 @@ BEGIN goes with the transaction's first statement too. psycopg, left to start tr
 in a round trip of its own (and syncs after it inside a pipeline), so the psycopg connection stays in
 autocommit and this backend starts the transaction: when Django turns autocommit off, BEGIN is pending, and it
 is sent at the head of the pipeline that carries the first statement (or the queued writes and COMMIT). A
-transaction that runs no statement sends nothing at all. Every statement Django runs passes through
-_send_queued_with, so none can run before its BEGIN; in Django's manual mode (autocommit off outside atomic),
-BEGIN is pending again after each COMMIT or ROLLBACK, as psycopg would do. One difference remains: Django
-opens server-side cursors WITH HOLD when psycopg is in autocommit, so an iterator() inside a transaction gets a
-holdable cursor (correct, and materialised at COMMIT).
+transaction that runs no statement sends nothing at all. No statement may run before its BEGIN: the ones
+Django runs pass through _send_queued_with, and the cursors' own methods (execute, executemany, copy, stream:
+what reaches psycopg without Django's wrappers) send a pending BEGIN first, in a round trip of its own. In
+Django's manual mode (autocommit off outside atomic) BEGIN is pending again after each COMMIT or ROLLBACK, as
+psycopg would do; turning autocommit on or off with a transaction open is refused, as psycopg refuses it.
+Server-side cursors are opened WITH HOLD only outside a transaction, as Django does (it asks psycopg).
 """
 from __future__ import annotations
 
@@ -25,9 +26,12 @@ import psycopg
 from django.db import DatabaseError
 from django.db.backends.postgresql import base
 from django.db.backends.utils import debug_transaction
+from psycopg.pq import TransactionStatus
 
 from aiteam.db.loaded import TransactionEpoch
 from aiteam.db.write_behind import Write
+
+IDLE = TransactionStatus.IDLE
 
 
 class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
@@ -53,17 +57,42 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
             return execute(sql, params, many, context)
         return self._pipelined(queued, lambda: execute(sql, params, many, context))
 
+    def get_connection_params(self):
+        params = super().get_connection_params()
+        params["cursor_factory"] = _begin_first(params["cursor_factory"])
+        return params
+
+    def get_new_connection(self, conn_params):
+        connection = super().get_new_connection(conn_params)
+        connection.send_pending_begin = self._send_pending_begin  # for the cursors (_begin_first)
+        return connection
+
+    def create_cursor(self, name=None):
+        cursor = super().create_cursor(name)
+        if name:  # Django asks psycopg, which is always in autocommit here: WITH HOLD only outside a transaction
+            cursor._withhold = self.get_autocommit()
+        return cursor
+
     def _set_autocommit(self, autocommit):
+        with self.wrap_database_errors:
+            if self.connection.info.transaction_status != IDLE:  # what psycopg refuses too
+                raise psycopg.ProgrammingError(f"can't change autocommit now: the connection is in transaction "
+                                               f"status {self.connection.info.transaction_status.name}")
         if self.connection.autocommit is not True:  # a new connection: from now on, this backend sends BEGIN
             super()._set_autocommit(True)
         self._begin_pending = not autocommit
+
+    def _send_pending_begin(self) -> None:
+        if self._begin_pending:
+            self._begin_pending = False
+            self.connection.execute(self._begin_sql(), prepare=False)
 
     def _commit(self):
         if self._failed_under is not None:
             raise DatabaseError("COMMIT refused: a queued write of this transaction failed (see the error it "
                                 "raised at the statement it was sent with)")
         try:
-            if self._begin_pending and not self.write_behind:
+            if self._begin_pending and not self.write_behind and self.connection.info.transaction_status == IDLE:
                 return None  # the transaction ran nothing: nothing to send
             if not self.write_behind or self.connection is None:
                 return super()._commit()
@@ -79,9 +108,7 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
     def _pipelined(self, queued: list[Write], then=None):
         try:
             with self.wrap_database_errors, self.connection.pipeline():
-                if self._begin_pending:
-                    self._begin_pending = False
-                    self.connection.execute(self._begin_sql(), prepare=False)
+                self._send_pending_begin()
                 cursors = _send(self, queued)
                 result = then() if then else None
         except BaseException:
@@ -115,6 +142,30 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
         self._failed_under = None
         self._begin_pending = False
         return super()._close()
+
+
+def _begin_first(cursor_class: type) -> type:
+    """Django's psycopg cursor class, with the methods that run statements sending a pending BEGIN first."""
+
+    class BeginFirst(cursor_class):
+        def execute(self, *args, **kwargs):
+            self._conn.send_pending_begin()
+            return super().execute(*args, **kwargs)
+
+        def executemany(self, *args, **kwargs):
+            self._conn.send_pending_begin()
+            return super().executemany(*args, **kwargs)
+
+        def copy(self, *args, **kwargs):
+            self._conn.send_pending_begin()
+            return super().copy(*args, **kwargs)
+
+        def stream(self, *args, **kwargs):
+            self._conn.send_pending_begin()
+            return super().stream(*args, **kwargs)
+
+    BeginFirst.__name__ = BeginFirst.__qualname__ = f"BeginFirst{cursor_class.__name__}"
+    return BeginFirst
 
 
 def _send(db: DatabaseWrapper, queued: list[Write]) -> list:
