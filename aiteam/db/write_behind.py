@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 from aiteam.db import loaded
 
@@ -28,7 +28,7 @@ Done = Callable[[tuple | None], None]
 class Write:
     sql: str
     params: tuple
-    done: Done | None = None  # called with the statement's RETURNING row (None when it returned nothing)
+    done: Done | None = None  # for a statement with RETURNING: called with its row (None when it returned none)
 
 
 def insert(obj: models.Model) -> None:
@@ -50,7 +50,8 @@ def update(obj: models.Model, fields: Iterable[str]) -> None:
     fields = tuple(fields)
     meta = obj._meta
     model_fields = tuple(meta.get_field(name) for name in fields)
-    params = (*_values(obj, model_fields, add=False), meta.pk.get_db_prep_value(obj.pk, connection))
+    db = _db()
+    params = (*_values(obj, model_fields, add=False, db=db), meta.pk.get_db_prep_value(obj.pk, db))
     _submit(Write(_update_sql(type(obj), fields), params))
     loaded.remember(obj, (f.attname for f in model_fields))
 
@@ -75,8 +76,9 @@ def _update_fields(model: type[models.Model]) -> tuple[tuple[str, str], ...]:
 
 
 def _submit(write: Write) -> None:
-    queue = getattr(connection, "write_behind", None)
-    if queue is not None and connection.in_atomic_block:
+    db = _db()
+    queue = getattr(db, "write_behind", None)
+    if queue is not None and db.in_atomic_block:
         queue.append(write)
         return
     row = _run_now(write)
@@ -96,8 +98,15 @@ def _inserted(obj: models.Model, row: tuple | None) -> None:
         obj._state.adding, obj._state.db = False, connection.alias
 
 
-def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool) -> tuple:
-    return tuple(f.get_db_prep_save(_now(f.pre_save(obj, add)), connection) for f in fields)
+def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool, db=None) -> tuple:
+    db = db or _db()
+    return tuple(f.get_db_prep_save(_now(f.pre_save(obj, add)), db) for f in fields)
+
+
+def _db():
+    """The default database's wrapper itself: `django.db.connection` is a proxy that looks the wrapper up again
+    on every attribute, and the field methods called per value touch it several times each."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 def _now(value):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -121,10 +122,9 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template])
         row = cursor.fetchone()
-        names = [column[0] for column in cursor.description]
     if row is None:
         return None
-    row = dict(zip(names, row, strict=True))
+    row = dict(zip(_COLUMNS, row, strict=True))
     for name in ("budget_overrides", "injected_constraints", "run_settings", "project__settings"):
         row[name] = json.loads(row[name]) if isinstance(row[name], str) else row[name]
     row["budget_exhausted"] = bool(row["budget_exhausted"])
@@ -139,6 +139,8 @@ _STEP, _REQUIREMENT = _Slot("step"), _Slot("requirement")
 
 
 FIGURES = ("r_steps", "r_sandbox_runs", "o_steps", "o_sandbox_runs", "r_tokens", "r_cost_usd", "o_tokens", "o_cost_usd")
+_COLUMNS = ("state", "playbook", "budget_overrides", "budget_exhausted", "injected_constraints", "run_settings",
+            "project__settings", *FIGURES)  # the snapshot's select list, in order
 
 
 @lru_cache(maxsize=64)
@@ -149,39 +151,47 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     step, call = Step._meta.db_table, LLMCall._meta.db_table
     requirement, project = Requirement._meta.db_table, Project._meta.db_table
     tokens = "s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_creation_tokens"
-    sandbox_sql, sandbox_params = _kinds_sql(steps.SANDBOX_STEPS)
-    role_sql, role_params = _kinds_sql(role_kinds(role))
+    sandbox_sql, role_sql = _kinds_sql(steps.SANDBOX_STEPS), _kinds_sql(role_kinds(role))
     role_sandbox = f"COUNT(*) FILTER (WHERE {sandbox_sql})" if role == "sandbox" else "0"
     steps_sql = (
         f"SELECT COUNT(*) AS r_steps, COUNT(*) FILTER (WHERE {sandbox_sql}) AS r_sandbox_runs, "
         f"COUNT(*) FILTER (WHERE {role_sql}) AS o_steps, {role_sandbox} AS o_sandbox_runs "
         f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND s.id <> %s AND NOT (s.state = "
         f"'{StepState.SKIPPED}' AND (s.error LIKE '{PARKED}%%' OR s.error LIKE '{DROPPED}%%'))")
-    steps_params = (*sandbox_params, *role_params, *(sandbox_params if role == "sandbox" else ()), _REQUIREMENT, _STEP)
+    steps_params = (_REQUIREMENT, _STEP)
     calls_sql = (
         f"SELECT COALESCE(SUM({tokens}), 0) AS r_tokens, COALESCE(SUM(s.cost_usd), 0) AS r_cost_usd, "
-        f"COALESCE(SUM({tokens}) FILTER (WHERE s.role = %s), 0) AS o_tokens, "
-        f"COALESCE(SUM(s.cost_usd) FILTER (WHERE s.role = %s), 0) AS o_cost_usd "
+        f"COALESCE(SUM({tokens}) FILTER (WHERE s.role = {_literal(role)}), 0) AS o_tokens, "
+        f"COALESCE(SUM(s.cost_usd) FILTER (WHERE s.role = {_literal(role)}), 0) AS o_cost_usd "
         f"FROM {call} s WHERE s.requirement_id = %s")
-    calls_params = (role, role, _REQUIREMENT)
+    calls_params = (_REQUIREMENT,)
     figures = ", ".join(f"{table}.{name}" for table, names in (("st", FIGURES[:4]), ("ca", FIGURES[4:]))
                         for name in names)
-    sql = (f"SELECT r.state AS state, r.playbook AS playbook, r.budget_overrides AS budget_overrides, "
-           f"r.budget_exhausted AS budget_exhausted, r.injected_constraints AS injected_constraints, "
-           f"r.run_settings AS run_settings, p.settings AS project__settings, {figures} "
+    requirement_columns = ", ".join(f"{'p.settings' if name == 'project__settings' else 'r.' + name} AS {name}"
+                                    for name in _COLUMNS[:7])
+    sql = (f"SELECT {requirement_columns}, {figures} "
            f"FROM {requirement} r JOIN {project} p ON p.id = r.project_id "
            f"CROSS JOIN ({steps_sql}) st CROSS JOIN ({calls_sql}) ca WHERE r.id = %s")
     return sql, (*steps_params, *calls_params, _REQUIREMENT)
 
 
 
-def _kinds_sql(kinds: Any) -> tuple[str, tuple[str, ...]]:
-    """Steps of these kinds ("engineer" matches "engineer:T1"), as SQL over the alias `s`."""
+def _kinds_sql(kinds: Any) -> str:
+    """Steps of these kinds ("engineer" matches "engineer:T1"), as SQL over the alias `s`. The kinds are the
+    code's own names, written as literals: the statement then has four parameters to send, not thirty."""
     kinds = sorted(kinds)
     if not kinds:
-        return "1 = 0", ()
-    return "(" + " OR ".join("s.key = %s OR s.key LIKE %s" for _ in kinds) + ")", \
-        tuple(p for kind in kinds for p in (kind, f"{kind}:%"))
+        return "1 = 0"
+    return "(" + " OR ".join(f"s.key = {_literal(kind)} OR s.key LIKE {_literal(kind + ':%%')}" for kind in kinds) + ")"
+
+
+def _literal(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"not a step kind or role name: {name!r}")
+    return f"'{name}'"
+
+
+_NAME = re.compile(r"[a-z0-9_]+(:%%)?")
 
 
 def _spend_of_row(row: dict[str, Any], role: str) -> dict[str, dict[str, Any]]:

@@ -181,6 +181,6 @@ def _send(db: DatabaseWrapper, queued: list[Write]) -> list:
 
 def _finish(queued: list[Write], cursors: list) -> None:
     for write, cursor in zip(queued, cursors, strict=True):
-        if write.done:
-            write.done(cursor.fetchone() if cursor.description else None)
+        if write.done:  # an INSERT … RETURNING: its row, or None when ON CONFLICT DO NOTHING inserted none
+            write.done(cursor.fetchone())
         cursor.close()
