@@ -34,9 +34,9 @@ def test_writes_wait_for_the_next_statement_and_go_in_one_round_trip(acme_projec
 
 
 @pytest.mark.django_db(transaction=True)
-def test_begin_goes_with_the_first_statement_and_commit_with_the_queued_writes(acme_project, monkeypatch):
-    """One round trip each. psycopg sends BEGIN alone (and syncs after it in a pipeline), and its commit() inside
-    a pipeline syncs before leaving the pipeline syncs again: the backend sends both as pipeline statements."""
+def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch):
+    """psycopg's commit() inside a pipeline syncs, and leaving the pipeline syncs again: COMMIT is sent as one
+    more statement of the pipeline instead, and the writes and COMMIT cost one sync."""
     from psycopg._pipeline_base import BasePipeline
 
     requirement = _requirement(acme_project)
@@ -44,14 +44,10 @@ def test_begin_goes_with_the_first_statement_and_commit_with_the_queued_writes(a
     real = BasePipeline._enqueue_sync
     monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
     with transaction.atomic():
-        pass  # runs nothing: sends nothing
-    assert not syncs
-    with transaction.atomic():
         Requirement.objects.select_for_update().get(pk=requirement.pk)
-        assert len(syncs) == 1 and connection.connection.pgconn.transaction_status == TransactionStatus.INTRANS
         write_behind.insert(OutboxEvent(requirement=requirement, name="A"))
         write_behind.insert(OutboxEvent(requirement=requirement, name="B"))
-    assert len(syncs) == 2
+    assert len(syncs) == 1
     assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE
     assert OutboxEvent.objects.filter(name__in=["A", "B"]).count() == 2
     with pytest.raises(IntegrityError), transaction.atomic():  # a deferred constraint fails at COMMIT: raised
@@ -60,81 +56,6 @@ def test_begin_goes_with_the_first_statement_and_commit_with_the_queued_writes(a
     with transaction.atomic():
         write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
     assert OutboxEvent.objects.filter(name="C").exists() and not Step.objects.exists()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_backend_begins_real_transactions(acme_project):
-    """psycopg stays in autocommit and the backend sends BEGIN: what a transaction does is invisible to others
-    until COMMIT, its locks hold until then, a rollback undoes it, and Django's manual mode begins anew after
-    each COMMIT."""
-    import psycopg
-    from django.conf import settings
-
-    requirement = _requirement(acme_project)
-    db = settings.DATABASES["default"]
-    other = psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=connection.settings_dict["NAME"],
-                            autocommit=True)
-    try:
-        def seen(name: str) -> bool:
-            return other.execute("SELECT 1 FROM lifecycle_outboxevent WHERE name = %s", (name,)).fetchone() is not None
-
-        with transaction.atomic():
-            Requirement.objects.select_for_update().get(pk=requirement.pk)  # the first statement, with BEGIN
-            OutboxEvent.objects.create(requirement=requirement, name="Inside")
-            assert not seen("Inside")
-            with pytest.raises(psycopg.errors.LockNotAvailable):
-                other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", (requirement.pk,))
-        assert seen("Inside")
-        other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", (requirement.pk,))
-        with pytest.raises(RuntimeError), transaction.atomic():
-            OutboxEvent.objects.create(requirement=requirement, name="RolledBack")
-            raise RuntimeError
-        assert not seen("RolledBack") and not OutboxEvent.objects.filter(name="RolledBack").exists()
-        transaction.set_autocommit(False)
-        try:
-            OutboxEvent.objects.create(requirement=requirement, name="Manual1")
-            transaction.commit()
-            OutboxEvent.objects.create(requirement=requirement, name="Manual2")
-            assert seen("Manual1") and not seen("Manual2")
-            transaction.rollback()
-            OutboxEvent.objects.create(requirement=requirement, name="Manual3")
-            assert not seen("Manual3")
-            transaction.commit()
-        finally:
-            transaction.set_autocommit(True)
-        assert seen("Manual3") and not seen("Manual2")
-    finally:
-        other.close()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_what_bypasses_djangos_wrappers_still_begins_and_autocommit_cannot_change_mid_transaction(acme_project):
-    """Found by a review of the backend that sends BEGIN: a cursor's copy() as the first statement, a locking
-    iterator() (a WITH HOLD cursor cannot lock), and autocommit turned on with a transaction open."""
-    from django.db import ProgrammingError
-
-    requirement = _requirement(acme_project)
-    with pytest.raises(RuntimeError), transaction.atomic():
-        with connection.cursor() as cursor, cursor.copy(
-                "COPY lifecycle_outboxevent (requirement_id, name, payload, created_at, relay_attempts, last_error) "
-                "FROM STDIN") as copy:
-            copy.write_row((requirement.pk, "Copied", "{}", "2026-01-01T00:00:00Z", 0, ""))
-        raise RuntimeError("rolled back")
-    assert not OutboxEvent.objects.filter(name="Copied").exists()
-    with transaction.atomic():
-        locked = list(Requirement.objects.select_for_update().filter(pk=requirement.pk).iterator(chunk_size=10))
-    assert [r.pk for r in locked] == [requirement.pk]
-    transaction.set_autocommit(False)
-    try:
-        OutboxEvent.objects.create(requirement=requirement, name="Open")
-        with pytest.raises(ProgrammingError):
-            transaction.set_autocommit(True)
-        with pytest.raises(ProgrammingError):
-            transaction.set_autocommit(False)
-        transaction.rollback()
-    finally:
-        transaction.set_autocommit(True)
-    assert not OutboxEvent.objects.filter(name="Open").exists()
 
 
 @pytest.mark.django_db(transaction=True)
