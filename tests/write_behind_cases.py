@@ -3,6 +3,8 @@ tests/unit, on PostgreSQL's pipelining backend by tests/integration. Rows land, 
 earlier writes, a rollback or a rolled-back savepoint drops them, insert_once is harmless in a transaction."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -132,8 +134,6 @@ def check_the_apply_lock_needs_a_transaction(acme_project) -> None:
 
 def _update_columns(log) -> list[str]:
     """The columns each captured UPDATE of a requirement sets."""
-    import re
-
     return [re.findall(r'"(\w+)" = ', q["sql"].split(" WHERE ")[0]) for q in log.captured_queries
             if q["sql"].startswith('UPDATE "lifecycle_requirement"')]
 
