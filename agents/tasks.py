@@ -36,6 +36,7 @@ from agents.roles import (
 )
 from agents.roles.base import Agent, AgentByContext
 from agents.schemas.constraints import with_constraints
+from aiteam.db import by_pk
 from lifecycle import contexts, recordings, selectors
 from lifecycle.errors import IllegalTransition, StaleStep
 from lifecycle.failure_rules import Route
@@ -71,7 +72,7 @@ def _sandbox(path):
 
 
 def _self_test(lease: steps.Lease) -> dict:
-    requirement = Requirement.objects.get(pk=lease.requirement_id)
+    requirement = by_pk.get(Requirement, lease.requirement_id)
     if requirement.replay_of_id:  # a replay: the source's recorded report, the sandbox is not run
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
     return _sandbox(workspace_for(requirement).path).to_dict()
@@ -81,7 +82,7 @@ def _qc_run(lease: steps.Lease) -> dict:
     """Every test (the engineer's and QC's) in the sandbox, and ruff over the code: the gate's inputs."""
     from agents.lint import ruff_findings
 
-    requirement = Requirement.objects.get(pk=lease.requirement_id)
+    requirement = by_pk.get(Requirement, lease.requirement_id)
     if requirement.replay_of_id:
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
     path = workspace_for(requirement).path
@@ -91,7 +92,7 @@ def _qc_run(lease: steps.Lease) -> dict:
 def _deliver(lease: steps.Lease) -> dict:
     from agents.delivery import deliver
 
-    source_id = Requirement.objects.values_list("replay_of_id", flat=True).get(pk=lease.requirement_id)
+    source_id = by_pk.values(Requirement, lease.requirement_id, ("replay_of_id",))[0]
     if source_id:  # a replay pushes nothing: it applies the source's recorded delivery result
         return recordings.recorded_output(source_id=source_id, lease=lease)
     return deliver(delivery.delivery_plan(lease.requirement_id)).to_dict()
@@ -196,8 +197,10 @@ def _llm(lease: steps.Lease):
     def sink(record) -> None:
         llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id)
 
-    bundle_sha, source_id = Requirement.objects.filter(pk=lease.requirement_id).values_list(
-        "prompt_bundle_id", "replay_of_id").first() or (None, None)
+    try:
+        bundle_sha, source_id = by_pk.values(Requirement, lease.requirement_id, ("prompt_bundle_id", "replay_of_id"))
+    except Requirement.DoesNotExist:  # deleted while the step ran: the apply finds out and drops the output
+        bundle_sha, source_id = None, None
     # A replay never reaches the configured provider: its answers come from the source run's recorded calls.
     provider = recordings.replay_provider(source_id=source_id, lease=lease) if source_id else provider_from_settings()
     return llm_from_settings(RecordingProvider(provider, sink), prompts=bundle_prompts(bundle_sha) if bundle_sha else None)

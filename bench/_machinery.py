@@ -23,6 +23,7 @@ from django.db import transaction  # noqa: E402
 
 from agents.tasks import STEPS, StepSpec  # noqa: E402
 from aiteam.celery import app  # noqa: E402, F401  (celery -A bench._machinery finds it here)
+from aiteam.db import by_pk  # noqa: E402
 from lifecycle.actors import Actor  # noqa: E402
 from lifecycle.models import Requirement  # noqa: E402
 from lifecycle.services import steps  # noqa: E402
@@ -36,7 +37,7 @@ ACTOR = Actor.agent("bench")
 
 
 def load_and_rotate(lease: steps.Lease) -> str:
-    doc = Requirement.objects.values_list("brief", flat=True).get(pk=lease.requirement_id)
+    (doc,) = by_pk.values(Requirement, lease.requirement_id, ("brief",))
     return doc[1:] + doc[:1]
 
 

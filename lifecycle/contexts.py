@@ -24,6 +24,7 @@ from agents.schemas import (
     TicketPlanOutput,
 )
 from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
+from aiteam.db import by_pk
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
 from lifecycle.services import steps
@@ -71,7 +72,7 @@ def acceptance_criteria_of(req: Requirement) -> list[AcceptanceCriterion]:
 
 
 def architect_context(requirement_id, round: int) -> ArchitectContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     doc = req.docs.order_by("-version").first()
     return ArchitectContext(
         title=req.title, summary=doc.summary, constraints=doc.constraints, round=round,
@@ -80,20 +81,20 @@ def architect_context(requirement_id, round: int) -> ArchitectContext:
 
 
 def design_review_context(requirement_id, round: int) -> DesignReviewContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     return DesignReviewContext(requirements=translators.stories_to_requirements(approved_stories(req)),
                                spec=spec_of(req), round=round)
 
 
 def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     if from_ticket(req):
         return TicketPlanContext(ticket=ticket_of(req))
     return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
 
 
 def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     row = req.plan_tasks.get(key=task_key)
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
@@ -105,7 +106,7 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT)  # the newest run: the engineer's self-tests or QC's gate
     review = latest(req, ArtifactKind.REVIEW, "code_review")
     failed = content_json(report) if report and not report.metadata.get("ok") else {}
@@ -120,7 +121,7 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT, "self_test")
     diff = latest(req, ArtifactKind.DIFF_SUMMARY, "workspace")
     return CodeReviewContext(
@@ -132,7 +133,7 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
 
 
 def qc_context(requirement_id) -> QCContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     if from_ticket(req):
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_for(req).files())
     else:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from aiteam.db import by_pk
 from lifecycle.actors import Actor
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
@@ -28,13 +29,13 @@ def schedule_architect(event: OutboxEvent) -> None:
 def start_quality_gate(event: OutboxEvent) -> None:
     from lifecycle.services.quality import start_quality_gate as start
 
-    start(Requirement.objects.get(pk=event.requirement_id))
+    start(by_pk.get(Requirement, event.requirement_id))
 
 
 def refresh_digest(event: OutboxEvent) -> None:
     from lifecycle.services.digest import digest_refresh
 
-    digest_refresh(Requirement.objects.get(pk=event.requirement_id))
+    digest_refresh(by_pk.get(Requirement, event.requirement_id))
 
 
 # Gates the operator pre-authorizes in autonomous mode; every decision is logged as the policy's.

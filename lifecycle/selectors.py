@@ -12,6 +12,7 @@ from agents.schemas import (
     RequirementDocView,
     StoryFeedback,
 )
+from aiteam.db import by_pk
 from lifecycle.models import Requirement, ReviewTask
 from lifecycle.playbooks import playbook_named
 from lifecycle.states import Decision, ReviewKind, ReviewState
@@ -33,7 +34,7 @@ def product_owner_context(requirement_id) -> ProductOwnerContext:
 
 
 def business_analyst_context(requirement_id, round: int) -> BusinessAnalystContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = by_pk.get(Requirement, requirement_id)
     doc = req.docs.order_by("-version").first()
     view = RequirementDocView(
         summary=doc.summary, objectives=doc.objectives, out_of_scope=doc.out_of_scope,

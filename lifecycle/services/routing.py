@@ -11,6 +11,7 @@ from dataclasses import replace
 from django.conf import settings
 from django.db import transaction
 
+from aiteam.db import by_pk
 from lifecycle.failure_rules import Failure, Route, Routing, Source, classify, error_classes
 from lifecycle.models import FailureRoute, Requirement, Step
 from lifecycle.services import steps
@@ -50,7 +51,7 @@ def step_failure_route(*, lease: Lease, exc: BaseException, error: str, resend: 
         step = lock_fenced(lease)
         failure = Failure(source=Source.STEP, step=lease.kind, error_classes=error_classes(exc), error=error[:1000])
         return step_failure_route_locked(
-            lease=lease, step=step, requirement=Requirement.objects.get(pk=lease.requirement_id), failure=failure,
+            lease=lease, step=step, requirement=by_pk.get(Requirement, lease.requirement_id), failure=failure,
             summary=f"{lease.key} (attempt {lease.attempt}): {error}", resend=resend,
         )
 

@@ -22,7 +22,7 @@ from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from kombu.exceptions import ChannelError
 
-from aiteam.db import write_behind
+from aiteam.db import by_pk, write_behind
 from lifecycle.errors import StaleStep
 from lifecycle.models import Requirement, Step
 from lifecycle.states import TERMINAL_STATES, StepState
@@ -290,10 +290,7 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
         row = cursor.fetchone()
     if row is None:
         raise Step.DoesNotExist(f"step {step_id} does not exist")
-    row = list(row)
-    for position, (functions, expression) in converters:
-        for convert in functions:
-            row[position] = convert(row[position], expression, connection)
+    row = by_pk.converted(row, converters, connection)
     split = len(Step._meta.concrete_fields)
     step = Step.from_db(connection.alias, [f.attname for f in Step._meta.concrete_fields], row[:split])
     requirement = Requirement.from_db(connection.alias, [f.attname for f in Requirement._meta.concrete_fields],
