@@ -13,7 +13,8 @@ Both run in this process, on one scratch PostgreSQL database, alternating requir
   connection with the same prepare threshold: the budget check, the load, BEGIN and the lock, then one
   pipeline with the requirement update, audit row, outbox event, step done, next step and COMMIT.
 
-Prints per-step medians of both, the difference (aiteam's Python above the floor), and the floor by phase.
+Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
+"is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
 
     .venv/bin/python bench/step_floor.py [--requirements 60]
 """
@@ -24,7 +25,6 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -52,7 +52,9 @@ def main() -> None:
         print_machine("Django", "psycopg", "django-fsm-2", database_url=url, broker_url=BENCH_BROKER)
         broker = redis.Redis.from_url(BENCH_BROKER)
         threshold = settings.DATABASES["default"]["OPTIONS"].get("prepare_threshold")
-        raw = psycopg.connect(url, prepare_threshold=threshold)
+        # autocommit, as Django's connection is between transactions: the reads before the lock run outside the
+        # step's transaction, and BEGIN goes just before the lock, as the apply's transaction.atomic() sends it
+        raw = psycopg.connect(url, prepare_threshold=threshold, autocommit=True)
         bench = Bench(broker, raw)
         for _ in range(3):  # warm-up: caches, prepared statements on both connections
             bench.aiteam_run(), bench.floor_run()
@@ -120,19 +122,18 @@ class Statements:
     """A machinery step's statements, from the builders aiteam's own code uses, and their values."""
 
     def __init__(self) -> None:
-        from django.db import transaction
+        from django.db import connection, transaction
 
+        from aiteam.db import by_pk
         from aiteam.db import write_behind as wb
+        from bench._machinery import ACTOR
         from lifecycle.models import OutboxEvent, Requirement, StateTransition, Step
         from lifecycle.services import budgets, steps
+        from lifecycle.services.transitions import _guard_names
 
-        self.models = SimpleNamespace(Requirement=Requirement, StateTransition=StateTransition,
-                                      OutboxEvent=OutboxEvent, Step=Step)
         self.budget_sql, self.budget_template = budgets._snapshot_sql("bench")
         self.slots = {budgets._STEP: "step", budgets._REQUIREMENT: "requirement"}
-        load = Requirement.objects.values_list("brief", flat=True).filter(pk=uuid.UUID(int=0))
-        self.load_sql, load_params = load.query.sql_with_params()
-        assert len(load_params) == 1, load_params
+        self.load_sql = by_pk._compiled(Requirement, ("brief",), "default", connection.vendor)[0]
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
             self.lock_sql = steps._apply_lock_query()[0]
         # the columns a self-loop transition writes (its state, when it was entered, the JSON values)
@@ -143,6 +144,7 @@ class Statements:
         self.event_sql, self.event_fields = wb._insert_sql(OutboxEvent, False), wb._insert_fields(OutboxEvent)
         self.done_sql = wb._update_sql(Step, ("state", "error", "finished_at", "lease_expires_at"))
         self.next_sql, self.next_fields = wb._insert_sql(Step, True), wb._insert_fields(Step)
+        self.actor, self.guard = ACTOR, _guard_names(Requirement.retry_development, "in_development")
 
     def step(self, conn, requirement_id, step_id: int, key: str, following: str | None):
         from django.utils import timezone
@@ -156,12 +158,13 @@ class Statements:
         brief = conn.execute(self.load_sql, [requirement_id]).fetchone()[0]
         output = brief[1:] + brief[:1]
         marks.append(time.perf_counter())
-        conn.execute(self.lock_sql, [step_id]).fetchone()  # psycopg begins the transaction first
+        conn.execute("BEGIN", prepare=False)
+        conn.execute(self.lock_sql, [step_id]).fetchone()
         marks.append(time.perf_counter())
         now = timezone.now()
         audit = {"requirement_id": requirement_id, "subject": "requirement", "subject_id": str(requirement_id),
                  "event": "retry_development", "from_state": "in_development", "to_state": "in_development",
-                 "actor_role": "agent:bench", "actor_user_id": None, "via": "agent", "guard": "",
+                 "actor_role": self.actor.role, "actor_user_id": None, "via": self.actor.via, "guard": self.guard,
                  "metadata": Jsonb({"step": key}), "created_at": now}
         event = {"requirement_id": requirement_id, "name": "BenchStepDone",
                  "payload": Jsonb({"step": key, "state": output}), "created_at": now, "sent_at": now,

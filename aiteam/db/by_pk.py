@@ -58,7 +58,8 @@ def converted(row: Sequence, converters: tuple, connection) -> list:
 def _compiled(model: type[models.Model], fields: tuple[str, ...], using: str, vendor: str):
     """The SQL (one placeholder: the key) and the column converters, as the ORM builds them for this query."""
     placeholder = model._meta.pk.to_python(_PLACEHOLDERS.get(model._meta.pk.get_internal_type(), 0))
-    queryset = model._default_manager.using(using).filter(pk=placeholder).values_list(*fields)
+    # order_by(): as get() does, no ORDER BY (a model's default ordering could add joins or parameters)
+    queryset = model._default_manager.using(using).filter(pk=placeholder).order_by().values_list(*fields)
     compiler = queryset.query.get_compiler(using)
     sql, params = compiler.as_sql()
     expected = model._meta.pk.get_db_prep_value(placeholder, connections[using])
