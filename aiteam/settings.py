@@ -76,7 +76,9 @@ DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
                                      conn_health_checks=True, engine=_engine(DATABASE_URL))
     if DATABASE_URL
-    else {"ENGINE": "aiteam.db.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
+    # tests in memory, as Django does for its own SQLite backend (pytest-django only recognises that one by name
+    # and would otherwise give each xdist worker a file next to the demo's database)
+    else {"ENGINE": "aiteam.db.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3", "TEST": {"NAME": ":memory:"}}
 }
 if DATABASES["default"]["ENGINE"] == "aiteam.db.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # Server-side parameters, and a statement run 5 times on a connection is prepared (psycopg's threshold):
