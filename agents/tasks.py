@@ -199,7 +199,7 @@ def _llm(lease: steps.Lease):
 
     try:
         bundle_sha, source_id = by_pk.values(Requirement, lease.requirement_id, ("prompt_bundle_id", "replay_of_id"))
-    except Requirement.DoesNotExist:  # deleted while the step ran: the apply finds out and drops the output
+    except Requirement.DoesNotExist:  # deleted meanwhile: the configured provider and prompts, as before
         bundle_sha, source_id = None, None
     # A replay never reaches the configured provider: its answers come from the source run's recorded calls.
     provider = recordings.replay_provider(source_id=source_id, lease=lease) if source_id else provider_from_settings()
