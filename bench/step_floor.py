@@ -96,7 +96,7 @@ class Bench:
         from agents import tasks
 
         task = SimpleNamespace(request=SimpleNamespace(retries=0, is_eager=False), max_retries=0)
-        lease, first, times = self.new(), None, []
+        lease, times = self.new(), []
         first = lease.step_id
         while lease is not None:
             began = time.perf_counter()

@@ -16,10 +16,9 @@ from lifecycle.models import Requirement, Step
 
 @pytest.fixture
 def requirement(acme_project) -> Requirement:
-    requirement = Requirement.objects.create(
+    return Requirement.objects.create(
         organization=acme_project.organization, project=acme_project, title="t", brief="b" * 2048,
         clarifications=[{"q": "who?", "a": "ops"}], run_settings={"budgets": {"requirement": {"steps": 7}}})
-    return requirement
 
 
 @pytest.mark.django_db
