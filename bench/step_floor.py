@@ -10,8 +10,10 @@ Both run in this process, on one scratch PostgreSQL database, alternating requir
   so no broker hop), Redis database 12 answering the inline slot's "is the queue idle";
 - floor: the same statements with the same values, built by aiteam's own SQL builders (the budget snapshot,
   the ORM's SQL for the load, the apply lock, write-behind's UPDATE and INSERT), sent through one psycopg
-  connection with the same prepare threshold: the budget check, the load, BEGIN and the lock, then one
-  pipeline with the requirement update, audit row, outbox event, step done, next step and COMMIT.
+  connection with the same prepare threshold, and in the same round trips: the budget check (the first step
+  only: the others' is read with the COMMIT that claimed them), the load, BEGIN and the lock in one pipeline,
+  then one pipeline with the requirement update, audit row, outbox event, step done, next step, the next
+  step's budget snapshot and COMMIT.
 
 Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
 "is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._report import BENCH_BROKER, print_load_after, print_machine, summary  # noqa: E402
 from bench._services import scratch_database  # noqa: E402
 
-PHASES = ("budget", "load", "begin + lock", "writes + COMMIT")
+PHASES = ("budget", "load", "begin + lock", "writes + budget + COMMIT")
 WORKER = "step_floor"
 
 
@@ -126,13 +128,13 @@ class Statements:
 
         from aiteam.db import by_pk
         from aiteam.db import write_behind as wb
-        from bench._machinery import ACTOR
+        from bench._machinery import ACTOR, KEYS
         from lifecycle.models import OutboxEvent, Requirement, StateTransition, Step
         from lifecycle.services import budgets, steps
         from lifecycle.services.transitions import _guard_names
 
         self.budget_sql, self.budget_template = budgets._snapshot_sql("bench")
-        self.slots = {budgets._STEP: "step", budgets._REQUIREMENT: "requirement"}
+        self.slots = {budgets._KEY: "key", budgets._ATTEMPT: "attempt", budgets._REQUIREMENT: "requirement"}
         self.load_sql = by_pk._compiled(Requirement, ("brief",), "default", connection.vendor)[0]
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
             self.lock_sql = steps._apply_lock_query()[0]
@@ -144,22 +146,28 @@ class Statements:
         self.event_sql, self.event_fields = wb._insert_sql(OutboxEvent, False), wb._insert_fields(OutboxEvent)
         self.done_sql = wb._update_sql(Step, ("state", "error", "finished_at", "lease_expires_at"))
         self.next_sql, self.next_fields = wb._insert_sql(Step, True), wb._insert_fields(Step)
+        self.first_key = KEYS[0]
         self.actor, self.guard = ACTOR, _guard_names(Requirement.retry_development, "in_development")
+
+    def budget_params(self, requirement_id, key: str) -> list:
+        slots = {"key": key, "attempt": 1, "requirement": requirement_id}
+        return [slots[self.slots[p]] if p in self.slots else p for p in self.budget_template]
 
     def step(self, conn, requirement_id, step_id: int, key: str, following: str | None):
         from django.utils import timezone
         from psycopg.types.json import Jsonb
 
         marks = [time.perf_counter()]
-        slots = {"step": step_id, "requirement": requirement_id}
-        conn.execute(self.budget_sql, [slots[self.slots[p]] if p in self.slots else p
-                                       for p in self.budget_template]).fetchone()
+        if key == self.first_key:  # the others' snapshot came with the COMMIT that claimed them
+            conn.execute(self.budget_sql, self.budget_params(requirement_id, key)).fetchone()
         marks.append(time.perf_counter())
         brief = conn.execute(self.load_sql, [requirement_id]).fetchone()[0]
         output = brief[1:] + brief[:1]
         marks.append(time.perf_counter())
-        conn.execute("BEGIN", prepare=False)
-        conn.execute(self.lock_sql, [step_id]).fetchone()
+        with conn.pipeline():
+            conn.execute("BEGIN", prepare=False)
+            lock = conn.execute(self.lock_sql, [step_id])
+        lock.fetchone()
         marks.append(time.perf_counter())
         now = timezone.now()
         audit = {"requirement_id": requirement_id, "subject": "requirement", "subject_id": str(requirement_id),
@@ -179,7 +187,11 @@ class Statements:
             conn.execute(self.event_sql, [event[f.attname] for f in self.event_fields])
             conn.execute(self.done_sql, ["done", "", now, None, step_id])
             inserted = conn.execute(self.next_sql, [nxt[f.attname] for f in self.next_fields]) if following else None
+            if following:
+                budget = conn.execute(self.budget_sql, self.budget_params(requirement_id, following))
             conn.execute("COMMIT", prepare=False)
+        if following:
+            budget.fetchone()
         row = inserted.fetchone() if inserted else None
         marks.append(time.perf_counter())
         return tuple((b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)), row[0] if row else None

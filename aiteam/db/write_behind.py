@@ -7,6 +7,9 @@ pipeline together with the next statement the connection runs, or with COMMIT. A
 first, so every read in the transaction sees every write before it; a rollback drops what is queued with the
 rest. Elsewhere (SQLite, autocommit, outside a transaction) the same statement runs at once.
 
+A read can ride along too, where its answer is wanted only once the transaction has committed: read_at_commit
+sends it in the COMMIT's pipeline, after every write of the transaction.
+
 The statements are built here from the model's fields (no save() signals; aiteam registers none); the values
 are taken when the call is made, as an immediate write would take them.
 """
@@ -67,6 +70,36 @@ def save(obj: models.Model) -> None:
     fields = loaded.changed(obj, [name for name, attname in _update_fields(type(obj)) if attname not in deferred])
     if fields:
         update(obj, fields)
+
+
+class ReadAtCommit:
+    """A read sent in the COMMIT's pipeline, after every write of its transaction. Its row holds only while the
+    connection has run nothing since: once any statement has (an on-commit handler that may have changed what
+    was read, say), `current` is False and the caller reads again."""
+
+    def __init__(self, sql: str, params: tuple) -> None:
+        self.write = Write(sql, params, self._arrived)
+        self.row: tuple | None = None
+        self._mark: int | None = None  # the connection's statement count when the row arrived
+
+    def _arrived(self, row: tuple | None) -> None:
+        self.row, self._mark = row, _db().statements_run
+
+    @property
+    def current(self) -> bool:
+        return self._mark is not None and self._mark == _db().statements_run
+
+
+def read_at_commit(sql: str, params: Iterable) -> ReadAtCommit | None:
+    """Queue a read for this transaction's COMMIT; None where that cannot be done (no pipelining backend, or
+    no transaction): the caller reads when it needs the answer."""
+    db = _db()
+    reads = getattr(db, "reads_at_commit", None)
+    if reads is None or not db.in_atomic_block:
+        return None
+    read = ReadAtCommit(sql, tuple(params))
+    reads.append(read.write)
+    return read
 
 
 @lru_cache(maxsize=64)

@@ -8,7 +8,8 @@ Spend is derived from the records, never kept as a counter that could drift:
 A role's spend is the same, restricted to its steps (Step.key → ROLE_OF_STEP) and its calls (LLMCall.role).
 
 `budget_allows(lease)` costs one SELECT: the requirement's limits and every spend figure it needs
-come back in one statement (two filtered aggregates joined to the requirement). A step may start
+come back in one statement (two filtered aggregates joined to the requirement). A step claimed for running
+inline has it read already, with the COMMIT of the transaction that claimed it (snapshot_at_commit). A step may start
 while every dimension it uses has spent < limit, for the requirement and for its role; the step
 that crosses a limit finishes (a model call is not cut off half-way), so spend can exceed a limit
 by at most one step's worth.
@@ -26,6 +27,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet, Sum
 
+from aiteam.db import write_behind
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import StaleStep
@@ -93,7 +95,8 @@ def parked_steps(requirement: Requirement) -> QuerySet[Step]:
 def budget_allows(lease: steps.Lease) -> Allowance:
     """Truthy when the step may run. Otherwise the step is parked and, the first time, the requirement
     escalated with a budget_exhausted review task; the caller just returns."""
-    row = _snapshot(lease)
+    prefetched = lease.budget
+    row = _snapshot_row(prefetched.row) if prefetched is not None and prefetched.current else _snapshot(lease)
     if row is None:
         return Allowance(True)
     go = Allowance(True, tuple(row["injected_constraints"] or ()))
@@ -116,12 +119,28 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
     """The requirement's budget inputs and every spend figure, in one statement. Hand-written SQL: built by the
     ORM, this query's correlated subqueries took ~10 ms of Python to assemble and compile on every step, five
     times what the database needed to answer it. Its text depends only on the role, so it is built once."""
-    sql, template = _snapshot_sql(lease.role)
-    values = {_STEP: lease.step_id,
-              _REQUIREMENT: Requirement._meta.pk.get_db_prep_value(lease.requirement_id, connection)}
     with connection.cursor() as cursor:
-        cursor.execute(sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template])
-        row = cursor.fetchone()
+        cursor.execute(*_snapshot_statement(lease.requirement_id, lease.key, lease.attempt))
+        return _snapshot_row(cursor.fetchone())
+
+
+def snapshot_at_commit(step: Step) -> write_behind.ReadAtCommit | None:
+    """The snapshot for a step this transaction schedules, read with its COMMIT (no round trip of its own), for
+    the worker that runs the step inline; None where it cannot be (the check then reads it at the step's
+    start). It is read after every write of the transaction, and is used only if nothing has run on the
+    connection since (an on-commit handler may have changed the requirement), so it holds what a read at the
+    step's start would: a step's model calls are all recorded before its apply runs."""
+    return write_behind.read_at_commit(*_snapshot_statement(step.requirement_id, step.key, step.attempt))
+
+
+def _snapshot_statement(requirement_id, key: str, attempt: int) -> tuple[str, list[Any]]:
+    sql, template = _snapshot_sql(steps.ROLE_OF_STEP[steps.kind_of(key)])
+    values = {_KEY: key, _ATTEMPT: attempt,
+              _REQUIREMENT: Requirement._meta.pk.get_db_prep_value(requirement_id, connection)}
+    return sql, [values.get(p, p) if isinstance(p, _Slot) else p for p in template]
+
+
+def _snapshot_row(row: tuple | None) -> dict[str, Any] | None:
     if row is None:
         return None
     row = dict(zip(_COLUMNS, row, strict=True))
@@ -132,10 +151,10 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
 
 
 class _Slot(str):
-    """A parameter filled in per call (the step, the requirement) in a cached statement's parameter list."""
+    """A parameter filled in per call (the step's key and attempt, the requirement) in a cached statement's parameter list."""
 
 
-_STEP, _REQUIREMENT = _Slot("step"), _Slot("requirement")
+_KEY, _ATTEMPT, _REQUIREMENT = _Slot("key"), _Slot("attempt"), _Slot("requirement")
 
 
 FIGURES = ("r_steps", "r_sandbox_runs", "o_steps", "o_sandbox_runs", "r_tokens", "r_cost_usd", "o_tokens", "o_cost_usd")
@@ -156,9 +175,10 @@ def _snapshot_sql(role: str) -> tuple[str, tuple[Any, ...]]:
     steps_sql = (
         f"SELECT COUNT(*) AS r_steps, COUNT(*) FILTER (WHERE {sandbox_sql}) AS r_sandbox_runs, "
         f"COUNT(*) FILTER (WHERE {role_sql}) AS o_steps, {role_sandbox} AS o_sandbox_runs "
-        f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND s.id <> %s AND NOT (s.state = "
+        f"FROM {step} s WHERE s.requirement_id = %s AND s.runs > 0 AND NOT (s.key = %s AND s.attempt = %s) "
+        f"AND NOT (s.state = "
         f"'{StepState.SKIPPED}' AND (s.error LIKE '{PARKED}%%' OR s.error LIKE '{DROPPED}%%'))")
-    steps_params = (_REQUIREMENT, _STEP)
+    steps_params = (_REQUIREMENT, _KEY, _ATTEMPT)  # the step itself is left out by its unique (key, attempt)
     calls_sql = (
         f"SELECT COALESCE(SUM({tokens}), 0) AS r_tokens, COALESCE(SUM(s.cost_usd), 0) AS r_cost_usd, "
         f"COALESCE(SUM({tokens}) FILTER (WHERE s.role = {_literal(role)}), 0) AS o_tokens, "

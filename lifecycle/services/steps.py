@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 
@@ -68,6 +68,9 @@ class Lease:
     requirement_id: object
     key: str
     attempt: int
+    # an inline step's budget snapshot, read with the COMMIT that claimed it (budgets.snapshot_at_commit); None:
+    # the budget check reads it when the step starts
+    budget: write_behind.ReadAtCommit | None = field(default=None, compare=False, repr=False)
 
     @property
     def role(self) -> str:
@@ -124,6 +127,7 @@ class InlineSlot:
         self.queue, self.worker = queue, worker
         self.reserved = False
         self.lease: Lease | None = None
+        self.budget: write_behind.ReadAtCommit | None = None
 
     def claim_fields(self) -> dict:
         now = timezone.now()
@@ -132,14 +136,18 @@ class InlineSlot:
 
     def reserve(self, step: Step) -> None:
         """Hold the slot for this step; its lease is handed over once the transaction that inserts it commits
-        (the slot stays empty if the row already existed: that step is someone else's)."""
+        (the slot stays empty if the row already existed: that step is someone else's). The step's budget
+        snapshot is read with that COMMIT, so its check at the start costs no round trip of its own."""
+        from lifecycle.services import budgets  # budgets builds on this module
+
         self.reserved = True
+        self.budget = budgets.snapshot_at_commit(step)
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:
         if step.pk is None:
             return
-        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
+        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=self.budget)
         log.info("step %s of %s started inline in %s", step, step.requirement_id, self.worker)
 
 

@@ -109,3 +109,36 @@ def test_a_message_waiting_at_any_priority_keeps_the_queue_busy(broker_url):
     assert steps._queue_sizer().waiting("llm") == 2
     redis.Redis.from_url(broker_url).flushdb()
     assert steps.queue_idle("llm")
+
+
+def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_that_claimed_it(
+        broker_url, alice, django_assert_num_queries):
+    """The snapshot goes out with the claiming COMMIT; the check then costs no query, unless something ran on
+    the connection after it (an on-commit handler may have changed the requirement): then it reads again."""
+    from decimal import Decimal
+
+    from django.db import transaction
+
+    from lifecycle.models import LLMCall
+    from lifecycle.services import budgets, steps
+
+    req = submit(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    steps._idle_until.clear()
+
+    def claimed_inline(key: str) -> steps.Lease:
+        with steps.inline_slot(queue="llm", worker="here") as slot, transaction.atomic():
+            steps.step_schedule(requirement_id=req.pk, key=key, attempt=1)
+        return slot.lease
+
+    lease = claimed_inline("ba_stories")
+    assert budgets._snapshot_row(lease.budget.row) == budgets._snapshot(lease) is not None
+    lease = claimed_inline("tl_plan")
+    with django_assert_num_queries(0):
+        assert budgets.budget_allows(lease)
+    lease = claimed_inline("architect_spec")
+    LLMCall.objects.create(requirement=req, role="tech_architect", provider="scripted", model="m",  # after it
+                           input_tokens=10**9, output_tokens=0, cost_usd=Decimal("1000"))
+    assert lease.budget.row is not None and not lease.budget.current
+    assert not budgets.budget_allows(lease)  # read again: the spend written after the snapshot counts
+    assert Step.objects.get(pk=lease.step_id).state == "skipped"

@@ -2,6 +2,7 @@
 in one pipeline with the next statement or COMMIT (tests/write_behind_cases.py), and that they are."""
 import uuid
 
+import psycopg
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from psycopg.pq import TransactionStatus
@@ -36,7 +37,8 @@ def test_writes_wait_for_the_next_statement_and_go_in_one_round_trip(acme_projec
 @pytest.mark.django_db(transaction=True)
 def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch):
     """psycopg's commit() inside a pipeline syncs, and leaving the pipeline syncs again: COMMIT is sent as one
-    more statement of the pipeline instead, and the writes and COMMIT cost one sync."""
+    more statement of the pipeline instead, and the writes and COMMIT cost one sync (the lock, with its BEGIN,
+    another)."""
     from psycopg._pipeline_base import BasePipeline
 
     requirement = _requirement(acme_project)
@@ -47,7 +49,7 @@ def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch)
         Requirement.objects.select_for_update().get(pk=requirement.pk)
         write_behind.insert(OutboxEvent(requirement=requirement, name="A"))
         write_behind.insert(OutboxEvent(requirement=requirement, name="B"))
-    assert len(syncs) == 1
+    assert len(syncs) == 2
     assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE
     assert OutboxEvent.objects.filter(name__in=["A", "B"]).count() == 2
     with pytest.raises(IntegrityError), transaction.atomic():  # a deferred constraint fails at COMMIT: raised
@@ -56,6 +58,70 @@ def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch)
     with transaction.atomic():
         write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
     assert OutboxEvent.objects.filter(name="C").exists() and not Step.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_begin_goes_with_the_transactions_first_statement(acme_project, monkeypatch):
+    """psycopg syncs after the BEGIN it sends inside a pipeline (a round trip of its own): the backend's
+    connection queues it with the statement that opens the transaction, and the transaction is still real."""
+    requirement = _requirement(acme_project)
+    commands = []
+    real = psycopg.Connection._exec_command
+
+    def exec_command(self, command, *args, **kwargs):
+        commands.append((command, bool(self._pipeline)))
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "_exec_command", exec_command)
+    with transaction.atomic():
+        assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE  # nothing sent yet
+        Requirement.objects.select_for_update().get(pk=requirement.pk)
+        assert commands == [(b"BEGIN", True)]  # queued in the lock's pipeline, not synced on its own
+        assert connection.connection.pgconn.transaction_status == TransactionStatus.INTRANS
+        with psycopg.connect(_url(), autocommit=True) as other, pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", [requirement.pk])
+        Requirement.objects.filter(pk=requirement.pk).update(title="changed")
+        with psycopg.connect(_url(), autocommit=True) as other:  # not committed yet: invisible elsewhere
+            assert other.execute("SELECT title FROM lifecycle_requirement WHERE id = %s",
+                                 [requirement.pk]).fetchone()[0] != "changed"
+    assert Requirement.objects.get(pk=requirement.pk).title == "changed"
+    with pytest.raises(RuntimeError), transaction.atomic():  # and a rollback undoes it
+        Requirement.objects.filter(pk=requirement.pk).update(title="undone")
+        raise RuntimeError
+    assert Requirement.objects.get(pk=requirement.pk).title == "changed"
+
+
+def _url() -> str:
+    params = connection.get_connection_params()
+    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if k in (
+        "dbname", "user", "password", "host", "port")})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_at_commit_sees_every_write_and_holds_until_the_connection_runs_something(acme_project, monkeypatch):
+    from psycopg._pipeline_base import BasePipeline
+
+    requirement = _requirement(acme_project)
+    count = "SELECT COUNT(*) FROM lifecycle_outboxevent WHERE requirement_id = %s"
+    assert write_behind.read_at_commit(count, [requirement.pk]) is None  # no transaction: read when needed
+    with transaction.atomic():
+        Requirement.objects.select_for_update().get(pk=requirement.pk)
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Queued"))
+        read = write_behind.read_at_commit(count, [requirement.pk])
+        OutboxEvent.objects.create(requirement=requirement, name="RunAfterIt")
+        write_behind.insert(OutboxEvent(requirement=requirement, name="QueuedAfterIt"))
+        assert read.row is None and not read.current
+        syncs = []
+        real = BasePipeline._enqueue_sync
+        monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
+    assert len(syncs) == 1  # the last write, the read and COMMIT: one round trip
+    assert read.row == (3,) and read.current
+    OutboxEvent.objects.count()  # anything run since (an on-commit handler's statement, say)…
+    assert not read.current  # …and the row is no longer taken as current
+    with pytest.raises(RuntimeError), transaction.atomic():
+        rolled_back = write_behind.read_at_commit(count, [requirement.pk])
+        raise RuntimeError
+    assert rolled_back.row is None and not rolled_back.current  # never sent
 
 
 @pytest.mark.django_db(transaction=True)
