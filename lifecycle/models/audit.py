@@ -14,7 +14,9 @@ class StateTransition(models.Model):
     from_state = models.CharField(max_length=40)
     to_state = models.CharField(max_length=40)
     actor_role = models.CharField(max_length=40, blank=True, help_text="agent role or policy that acted")
-    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # indexed only where set (transition_by_user): most transitions are an agent's or a policy's
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   db_index=False)
     via = models.CharField(max_length=20, blank=True)
     guard = models.CharField(max_length=300, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -22,6 +24,7 @@ class StateTransition(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["actor_user"], name="transition_by_user", condition=Q(actor_user__isnull=False))]
 
     def __str__(self) -> str:
         return f"{self.subject} {self.event}: {self.from_state} → {self.to_state}"
