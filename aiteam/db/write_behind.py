@@ -8,7 +8,7 @@ first, so every read in the transaction sees every write before it; a rollback d
 rest. Elsewhere (SQLite, autocommit, outside a transaction) the same statement runs at once.
 
 A read can ride along too, where its answer is wanted only once the transaction has committed: read_at_commit
-sends it in the COMMIT's pipeline, after every write of the transaction.
+sends it in the COMMIT's pipeline, right after the COMMIT.
 
 The statements are built here from the model's fields (no save() signals; aiteam registers none); the values
 are taken when the call is made, as an immediate write would take them.
@@ -36,16 +36,21 @@ class Write:
 
 def insert(obj: models.Model) -> None:
     """INSERT the new instance; its primary key is set when the statement has run."""
-    _submit(Write(_insert_sql(type(obj), False), _values(obj, _insert_fields(type(obj)), add=True),
-                  lambda row: _inserted(obj, row)))
+    _insert(obj, once=False)
 
 
 def insert_once(obj: models.Model) -> None:
     """INSERT unless a unique constraint already holds such a row (ON CONFLICT DO NOTHING), queued like `insert`:
     once it has run, obj.pk is set if the row was inserted and stays None if it existed. A conflict leaves no
     aborted transaction to recover from, so no savepoint is needed."""
-    _submit(Write(_insert_sql(type(obj), True), _values(obj, _insert_fields(type(obj)), add=True),
-                  lambda row: _inserted(obj, row)))
+    _insert(obj, once=True)
+
+
+def _insert(obj: models.Model, *, once: bool) -> None:
+    db = _db()
+    model = type(obj)
+    _submit(Write(_insert_sql(model, once), _values(obj, _insert_fields(model), add=True, db=db),
+                  lambda row: _inserted(obj, row, db.alias)), db)
 
 
 def update(obj: models.Model, fields: Iterable[str]) -> None:
@@ -55,7 +60,7 @@ def update(obj: models.Model, fields: Iterable[str]) -> None:
     model_fields = tuple(meta.get_field(name) for name in fields)
     db = _db()
     params = (*_values(obj, model_fields, add=False, db=db), meta.pk.get_db_prep_value(obj.pk, db))
-    _submit(Write(_update_sql(type(obj), fields), params))
+    _submit(Write(_update_sql(type(obj), fields), params), db)
     loaded.remember(obj, (f.attname for f in model_fields))
 
 
@@ -73,21 +78,24 @@ def save(obj: models.Model) -> None:
 
 
 class ReadAtCommit:
-    """A read sent in the COMMIT's pipeline, after every write of its transaction. Its row holds only while the
-    connection has run nothing since: once any statement has (an on-commit handler that may have changed what
-    was read, say), `current` is False and the caller reads again."""
+    """A read sent in the COMMIT's pipeline, after the COMMIT: it sees everything its transaction wrote. Its row
+    holds only while the connection has run nothing since: once any statement has (an on-commit handler that
+    may have changed what was read, say), `current` is False and the caller reads again. It is False too when
+    the read could not be made (the row never came)."""
 
     def __init__(self, sql: str, params: tuple) -> None:
         self.write = Write(sql, params, self._arrived)
         self.row: tuple | None = None
-        self._mark: int | None = None  # the connection's statement count when the row arrived
+        self._mark: tuple[object, int] | None = None  # the connection and its statement count when the row came
 
     def _arrived(self, row: tuple | None) -> None:
-        self.row, self._mark = row, _db().statements_run
+        db = _db()
+        self.row, self._mark = row, (db, db.statements_run)
 
     @property
     def current(self) -> bool:
-        return self._mark is not None and self._mark == _db().statements_run
+        db = _db()
+        return self._mark == (db, db.statements_run)
 
 
 def read_at_commit(sql: str, params: Iterable) -> ReadAtCommit | None:
@@ -108,27 +116,26 @@ def _update_fields(model: type[models.Model]) -> tuple[tuple[str, str], ...]:
     return tuple((f.name, f.attname) for f in model._meta.local_concrete_fields if not f.primary_key)
 
 
-def _submit(write: Write) -> None:
-    db = _db()
+def _submit(write: Write, db) -> None:
     queue = getattr(db, "write_behind", None)
     if queue is not None and db.in_atomic_block:
         queue.append(write)
         return
-    row = _run_now(write)
+    row = _run_now(write, db)
     if write.done:
         write.done(row)
 
 
-def _run_now(write: Write) -> tuple | None:
-    with connection.cursor() as cursor:  # the backend's wrapper sends anything queued in the same pipeline
+def _run_now(write: Write, db) -> tuple | None:
+    with db.cursor() as cursor:  # the backend's wrapper sends anything queued in the same pipeline
         cursor.execute(write.sql, write.params)
         return cursor.fetchone() if cursor.description else None
 
 
-def _inserted(obj: models.Model, row: tuple | None) -> None:
+def _inserted(obj: models.Model, row: tuple | None, alias: str) -> None:
     if row is not None:
         obj.pk = row[0]
-        obj._state.adding, obj._state.db = False, connection.alias
+        obj._state.adding, obj._state.db = False, alias
 
 
 def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool, db=None) -> tuple:

@@ -127,9 +127,9 @@ def _snapshot(lease: steps.Lease) -> dict[str, Any] | None:
 def snapshot_at_commit(step: Step) -> write_behind.ReadAtCommit | None:
     """The snapshot for a step this transaction schedules, read with its COMMIT (no round trip of its own), for
     the worker that runs the step inline; None where it cannot be (the check then reads it at the step's
-    start). It is read after every write of the transaction, and is used only if nothing has run on the
-    connection since (an on-commit handler may have changed the requirement), so it holds what a read at the
-    step's start would: a step's model calls are all recorded before its apply runs."""
+    start). It is read right after the COMMIT, and is used only if nothing has run on the connection since (an
+    on-commit handler may have changed the requirement), so it holds what a read at the step's start would: a
+    step's model calls are all recorded before its apply runs."""
     return write_behind.read_at_commit(*_snapshot_statement(step.requirement_id, step.key, step.attempt))
 
 

@@ -17,7 +17,7 @@ from datetime import timedelta
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from kombu.exceptions import ChannelError
@@ -290,21 +290,26 @@ def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
 def _step_and_requirement_for_update(step_id: int) -> Step:
     """Step.objects.select_for_update().select_related("requirement").get(pk=step_id), compiled once: every
     step's apply runs it, and assembling its SQL took longer than the database took to answer it."""
-    if not connection.in_atomic_block:  # what the ORM checks when it compiles select_for_update
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the `connection` proxy looks it up on every use
+    if not db.in_atomic_block:  # what the ORM checks when it compiles select_for_update
         raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
     sql, converters = _apply_lock_query()
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, [step_id])
         row = cursor.fetchone()
     if row is None:
         raise Step.DoesNotExist(f"step {step_id} does not exist")
-    row = by_pk.converted(row, converters, connection)
-    split = len(Step._meta.concrete_fields)
-    step = Step.from_db(connection.alias, [f.attname for f in Step._meta.concrete_fields], row[:split])
-    requirement = Requirement.from_db(connection.alias, [f.attname for f in Requirement._meta.concrete_fields],
-                                      row[split:])
+    row = by_pk.converted(row, converters, db)
+    step_fields, requirement_fields = _attnames(Step), _attnames(Requirement)
+    step = Step.from_db(db.alias, step_fields, row[:len(step_fields)])
+    requirement = Requirement.from_db(db.alias, requirement_fields, row[len(step_fields):])
     Step.requirement.field.set_cached_value(step, requirement)
     return step
+
+
+@lru_cache(maxsize=2)
+def _attnames(model) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields]
 
 
 @lru_cache(maxsize=1)

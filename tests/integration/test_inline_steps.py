@@ -112,15 +112,17 @@ def test_a_message_waiting_at_any_priority_keeps_the_queue_busy(broker_url):
 
 
 def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_that_claimed_it(
-        broker_url, alice, django_assert_num_queries):
+        broker_url, alice, django_assert_num_queries, monkeypatch):
     """The snapshot goes out with the claiming COMMIT; the check then costs no query, unless something ran on
     the connection after it (an on-commit handler may have changed the requirement): then it reads again."""
     from decimal import Decimal
 
     from django.db import transaction
 
+    from lifecycle.handlers import HANDLERS
     from lifecycle.models import LLMCall
     from lifecycle.services import budgets, steps
+    from lifecycle.services.outbox import emit
 
     req = submit(alice)
     redis.Redis.from_url(broker_url).flushdb()
@@ -136,9 +138,16 @@ def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_t
     lease = claimed_inline("tl_plan")
     with django_assert_num_queries(0):
         assert budgets.budget_allows(lease)
-    lease = claimed_inline("architect_spec")
-    LLMCall.objects.create(requirement=req, role="tech_architect", provider="scripted", model="m",  # after it
-                           input_tokens=10**9, output_tokens=0, cost_usd=Decimal("1000"))
+
+    def overspend(event) -> None:  # an event handler, relayed on commit after the snapshot was read
+        LLMCall.objects.create(requirement=req, role="tech_architect", provider="scripted", model="m",
+                               input_tokens=10**9, output_tokens=0, cost_usd=Decimal("1000"))
+
+    monkeypatch.setitem(HANDLERS, "Overspent", [overspend])
+    with steps.inline_slot(queue="llm", worker="here") as slot, transaction.atomic():
+        emit(req, "Overspent")
+        steps.step_schedule(requirement_id=req.pk, key="architect_spec", attempt=1)
+    lease = slot.lease
     assert lease.budget.row is not None and not lease.budget.current
-    assert not budgets.budget_allows(lease)  # read again: the spend written after the snapshot counts
+    assert not budgets.budget_allows(lease)  # read again: the spend the handler wrote counts
     assert Step.objects.get(pk=lease.step_id).state == "skipped"

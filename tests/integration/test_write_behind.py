@@ -73,10 +73,11 @@ def test_begin_goes_with_the_transactions_first_statement(acme_project, monkeypa
         return real(self, command, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Connection, "_exec_command", exec_command)
+    syncs = _count_syncs(monkeypatch)
     with transaction.atomic():
         assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE  # nothing sent yet
         Requirement.objects.select_for_update().get(pk=requirement.pk)
-        assert commands == [(b"BEGIN", True)]  # queued in the lock's pipeline, not synced on its own
+        assert commands == [(b"BEGIN", True)] and len(syncs) == 1  # queued in the lock's pipeline, one sync
         assert connection.connection.pgconn.transaction_status == TransactionStatus.INTRANS
         with psycopg.connect(_url(), autocommit=True) as other, pytest.raises(psycopg.errors.LockNotAvailable):
             other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", [requirement.pk])
@@ -91,6 +92,39 @@ def test_begin_goes_with_the_transactions_first_statement(acme_project, monkeypa
     assert Requirement.objects.get(pk=requirement.pk).title == "changed"
 
 
+def _count_syncs(monkeypatch) -> list:
+    from psycopg._pipeline_base import BasePipeline
+
+    syncs = []
+    real = BasePipeline._enqueue_sync
+    monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
+    return syncs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_whatever_opens_the_transaction_runs_inside_it(acme_project):
+    """A transaction's first statement, however it is sent: executemany, a server-side cursor (iterator()), a
+    statement that fails in the driver before it is sent (the transaction goes on and commits)."""
+    requirement = _requirement(acme_project)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.executemany("UPDATE lifecycle_requirement SET title = %s WHERE id = %s",
+                               [("one", requirement.pk), ("two", requirement.pk)])
+        raise RuntimeError("undo it")
+    assert Requirement.objects.get(pk=requirement.pk).title == "t"
+    with transaction.atomic():
+        assert [r.pk for r in Requirement.objects.select_for_update().filter(pk=requirement.pk).iterator(10)] == [
+            requirement.pk]
+        with psycopg.connect(_url(), autocommit=True) as other, pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", [requirement.pk])
+    with transaction.atomic():
+        with pytest.raises(DatabaseError):
+            Requirement.objects.filter(title="NUL \x00 refused by the driver").exists()
+        assert connection.connection.pgconn.transaction_status == TransactionStatus.INTRANS
+        Requirement.objects.filter(pk=requirement.pk).update(title="after")
+    assert Requirement.objects.get(pk=requirement.pk).title == "after"
+
+
 def _url() -> str:
     params = connection.get_connection_params()
     return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if k in (
@@ -99,8 +133,6 @@ def _url() -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_read_at_commit_sees_every_write_and_holds_until_the_connection_runs_something(acme_project, monkeypatch):
-    from psycopg._pipeline_base import BasePipeline
-
     requirement = _requirement(acme_project)
     count = "SELECT COUNT(*) FROM lifecycle_outboxevent WHERE requirement_id = %s"
     assert write_behind.read_at_commit(count, [requirement.pk]) is None  # no transaction: read when needed
@@ -111,17 +143,43 @@ def test_a_read_at_commit_sees_every_write_and_holds_until_the_connection_runs_s
         OutboxEvent.objects.create(requirement=requirement, name="RunAfterIt")
         write_behind.insert(OutboxEvent(requirement=requirement, name="QueuedAfterIt"))
         assert read.row is None and not read.current
-        syncs = []
-        real = BasePipeline._enqueue_sync
-        monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
-    assert len(syncs) == 1  # the last write, the read and COMMIT: one round trip
+        syncs = _count_syncs(monkeypatch)
+    assert len(syncs) == 1  # the last write, COMMIT and the read: one round trip
     assert read.row == (3,) and read.current
     OutboxEvent.objects.count()  # anything run since (an on-commit handler's statement, say)…
     assert not read.current  # …and the row is no longer taken as current
+
+    read = _committed_with_read(count, requirement)
+    with transaction.atomic():  # a transaction of queued writes only is a statement run too
+        write_behind.insert(OutboxEvent(requirement=requirement, name="QueuedOnly"))
+    assert read.row is not None and not read.current
+
     with pytest.raises(RuntimeError), transaction.atomic():
         rolled_back = write_behind.read_at_commit(count, [requirement.pk])
         raise RuntimeError
     assert rolled_back.row is None and not rolled_back.current  # never sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_after_commit_that_fails_leaves_the_transaction_committed(acme_project):
+    requirement = _requirement(acme_project)
+    with transaction.atomic():
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Kept"))
+        broken = write_behind.read_at_commit("SELECT 1 / (COUNT(*) - COUNT(*)) FROM lifecycle_outboxevent", [])
+        fine = write_behind.read_at_commit("SELECT COUNT(*) FROM lifecycle_outboxevent", [])
+    assert OutboxEvent.objects.filter(name="Kept").exists()
+    assert broken.row is None and not broken.current and fine.row is None  # no answer: the reader reads itself
+    with transaction.atomic():  # nothing is held against the next transaction
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Next"))
+    assert OutboxEvent.objects.filter(name="Next").exists()
+
+
+def _committed_with_read(sql: str, requirement) -> write_behind.ReadAtCommit:
+    with transaction.atomic():
+        Requirement.objects.filter(pk=requirement.pk).exists()
+        read = write_behind.read_at_commit(sql, [requirement.pk])
+    assert read.current
+    return read
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,35 +3,44 @@
 Queued writes go out in one psycopg pipeline with the next statement (any statement: a read must see them)
 or with COMMIT, so a step's closing writes cost one round trip instead of one each. A rollback, or a
 rollback to a savepoint, drops them: they were made after the last statement, hence after that savepoint.
+Reads queued for COMMIT (write_behind.read_at_commit) go in its pipeline after it; one queued inside a
+savepoint that is rolled back is still sent, and its answer left unused.
 
 A transaction's first statement goes in a pipeline too, with the BEGIN that psycopg sends before it: psycopg
-syncs after that BEGIN on its own (a round trip of its own), and the connection class below queues it instead,
-so BEGIN and the statement that opens the transaction cost one round trip. psycopg keeps its own account of the
-transaction (it sends BEGIN, COMMIT and ROLLBACK as before); only where BEGIN's answer is read changes.
+syncs after a BEGIN sent inside a pipeline (a round trip of its own), and the connection class below queues
+it instead, in this backend's own pipelines only (they read nothing before their sync, so the BEGIN's answer
+is there before anything could ask for a second one). psycopg keeps its own account of the transaction: it
+sends BEGIN, COMMIT and ROLLBACK as before; only where BEGIN's answer is read changes.
 
 A queued write that fails raises at the statement it went out with, which may belong to other code. Should
-that code swallow the error, the transaction must still not commit what is left of it: a failed pipeline is
-remembered, and COMMIT is refused (Django then rolls back and raises) unless a rollback to a savepoint that
-was open when it failed has undone it.
+that code swallow the error, the transaction must still not commit what is left of it: a failed pipeline that
+carried queued writes is remembered, and COMMIT is refused (Django then rolls back and raises) unless a
+rollback to a savepoint that was open when it failed has undone it.
 """
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
 
 import psycopg
 from django.db import DatabaseError
 from django.db.backends.postgresql import base
 from django.db.backends.utils import debug_transaction
+from psycopg.abc import PQGen
 from psycopg.pq import TransactionStatus
 
 from aiteam.db.loaded import TransactionEpoch
 from aiteam.db.write_behind import Write
+
+log = logging.getLogger(__name__)
 
 
 class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.write_behind: list[Write] = []
-        self.reads_at_commit: list[Write] = []  # sent after the writes, in the COMMIT's pipeline
-        self.statements_run = 0  # through Django's cursors: write_behind.ReadAtCommit asks whether any ran since
+        self.reads_at_commit: list[Write] = []  # sent after COMMIT, in its pipeline
+        self.statements_run = 0  # every statement sent: write_behind.ReadAtCommit asks whether any ran since
         self._failed_under: tuple[str, ...] | None = None  # the savepoints open when a pipeline failed
         self.execute_wrappers.append(self._send_queued_with)
 
@@ -53,11 +62,11 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
         return self._pipelined(queued, lambda: execute(sql, params, many, context))
 
     def _opens_transaction(self) -> bool:
-        """Inside a transaction that has run nothing yet: psycopg sends BEGIN with this statement."""
+        """Inside a transaction that has run nothing yet: psycopg sends BEGIN before the next statement."""
         connection = self.connection
         return not connection.autocommit and connection.pgconn.transaction_status == TransactionStatus.IDLE
 
-    def get_new_connection(self, conn_params):
+    def get_new_connection(self, conn_params) -> psycopg.Connection:
         connection = super().get_new_connection(conn_params)
         connection.__class__ = BeginInPipeline  # a subclass adding one method: the instance is otherwise as made
         return connection
@@ -66,24 +75,38 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
         if self._failed_under is not None:
             raise DatabaseError("COMMIT refused: a queued write of this transaction failed (see the error it "
                                 "raised at the statement it was sent with)")
-        queued, self.write_behind, self.reads_at_commit = self.write_behind + self.reads_at_commit, [], []
-        if not queued or self.connection is None:
+        queued, self.write_behind = self.write_behind, []
+        reads, self.reads_at_commit = self.reads_at_commit, []
+        if not (queued or reads) or self.connection is None:
             return super()._commit()
         with debug_transaction(self, "COMMIT"):
             # COMMIT as one more statement of the pipeline: connection.commit() would sync on its own, and
             # leaving the pipeline syncs again (two round trips instead of one).
-            self._pipelined(queued, lambda: self.connection.execute("COMMIT", prepare=False))
+            self._pipelined(queued, lambda: self.connection.execute("COMMIT", prepare=False), reads_after=reads)
         return None
 
-    def _pipelined(self, queued: list[Write], then=None):
+    def _pipelined(self, queued: Sequence[Write], then: Callable | None = None, *, reads_after: Sequence[Write] = ()):
+        """Send the queued writes, then `then()` (a statement, or COMMIT), then `reads_after`, in one pipeline.
+        A read after COMMIT that fails leaves the commit done: its answer is simply not there (its reader reads
+        again when it needs it)."""
+        result, cursors, read_cursors = None, [], []
+        self.statements_run += len(queued) + len(reads_after)
         try:
             with self.wrap_database_errors, self.connection.pipeline():
-                cursors = _send(self, queued)
+                self.connection.begin_queued = self._opens_transaction()
+                _send(self, queued, cursors)
                 result = then() if then else None
-        except BaseException:
-            self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes the failure
-            raise
+                _send(self, reads_after, read_cursors)
+        except Exception:
+            if not (reads_after and _committed(result)):
+                if queued:  # the error may surface in, and be swallowed by, code that did not queue them
+                    self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes it
+                raise
+            log.warning("a read sent after COMMIT failed; the transaction is committed", exc_info=True)
+        finally:
+            self.connection.begin_queued = False
         _finish(queued, cursors)
+        _finish(reads_after[:len(read_cursors)], read_cursors)
         return result
 
     def _rollback(self):
@@ -100,29 +123,38 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
 
 
 class BeginInPipeline(psycopg.Connection):
-    """psycopg's connection, except that inside a pipeline the BEGIN it sends before a transaction's first
-    statement is queued with that statement; psycopg syncs after it, which costs a round trip of its own."""
+    """psycopg's connection, except that the BEGIN it sends before a transaction's first statement is queued
+    without a sync when DatabaseWrapper._pipelined asks for it (`begin_queued`): psycopg syncs after a BEGIN in
+    a pipeline so that a fetch inside the pipeline cannot see the transaction as not begun and send a second
+    one; _pipelined fetches nothing before its sync."""
 
-    def _start_query(self):
-        if self._pipeline and not self._autocommit and self.pgconn.transaction_status == TransactionStatus.IDLE:
-            yield from self._exec_command(self._get_tx_start_command())  # in a pipeline: queued, read at its sync
+    begin_queued = False
+
+    def _start_query(self) -> PQGen[None]:
+        if self.begin_queued and self._pipeline:
+            self.begin_queued = False  # once: the statement it goes with is the transaction's first
+            yield from self._exec_command(self._get_tx_start_command())  # queued; its answer comes at the sync
             return
         yield from super()._start_query()
 
 
-def _send(db: DatabaseWrapper, queued: list[Write]) -> list:
-    cursors = []
+def _committed(commit_cursor) -> bool:
+    return commit_cursor is not None and commit_cursor.statusmessage == "COMMIT"
+
+
+def _send(db: DatabaseWrapper, queued: Sequence[Write], cursors: list) -> None:
     for write in queued:
         cursor = db.connection.cursor()
-        cursor.execute(write.sql, write.params)
         cursors.append(cursor)
+        cursor.execute(write.sql, write.params)
         if db.queries_logged:  # a test's query count and the debug log still see each write
             db.queries_log.append({"sql": f"{write.sql} /* pipelined */", "time": "0.000"})
-    return cursors
 
 
-def _finish(queued: list[Write], cursors: list) -> None:
+def _finish(queued: Sequence[Write], cursors: list) -> None:
+    """Hand each statement's row to its `done` (an INSERT … RETURNING's, None when ON CONFLICT inserted none;
+    a read's); a statement that has no result (it failed, or was skipped after a failure) gets no call."""
     for write, cursor in zip(queued, cursors, strict=True):
-        if write.done:  # an INSERT … RETURNING: its row, or None when ON CONFLICT DO NOTHING inserted none
+        if write.done and cursor.pgresult is not None:
             write.done(cursor.fetchone())
         cursor.close()
