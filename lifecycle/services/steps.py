@@ -308,8 +308,8 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
 
 
 @lru_cache(maxsize=2)
-def _attnames(model) -> list[str]:
-    return [f.attname for f in model._meta.concrete_fields]
+def _attnames(model) -> tuple[str, ...]:
+    return tuple(f.attname for f in model._meta.concrete_fields)
 
 
 @lru_cache(maxsize=1)

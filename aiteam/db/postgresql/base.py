@@ -97,8 +97,8 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
                 _send(self, queued, cursors)
                 result = then() if then else None
                 _send(self, reads_after, read_cursors)
-        except Exception:
-            if not (reads_after and _committed(result)):
+        except BaseException as exc:
+            if not (isinstance(exc, Exception) and reads_after and _committed(result)):
                 if queued:  # the error may surface in, and be swallowed by, code that did not queue them
                     self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes it
                 raise
