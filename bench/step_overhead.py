@@ -24,7 +24,9 @@ the next step starts). Each node records its start time in the state; a step is 
 consecutive node starts (the first from invoke() start, the last to invoke() return), so each of the 8
 intervals holds one node and one checkpoint write. Its sequential runs are interleaved with the machinery's
 (--langgraph-runs spread evenly over the --requirements): this machine's speed drifts over minutes, and
-both sides of the ratio must run under the same drift.
+both sides of the ratio must run under the same drift. Besides the ratio of the two medians, a paired ratio:
+each sequential requirement's median step over that of the LangGraph runs made right after it, whose median
+and quartiles follow the table (drift within a run cancels out of each pair).
 
     .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
         [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
@@ -212,16 +214,18 @@ def ms(a: datetime, b: datetime) -> float:
 def analyse(runs: list, keys: list[str] = KEYS, predecessors: dict = PREDECESSORS) -> dict:
     from lifecycle.models import Step
 
-    deltas, totals, run_ms, handoff_ms, queue_ms, last_finish = [], [], {}, {}, {}, []
+    deltas, totals, run_ms, handoff_ms, queue_ms, last_finish, by_run = [], [], {}, {}, {}, [], []
     for rid, t0 in runs:
         rows = {s.key: s for s in Step.objects.filter(requirement_id=rid, key__in=keys)}
         if sorted(rows) != sorted(keys):
             sys.exit(f"requirement {rid}: expected the steps {keys}, found {sorted(rows)}")
         ordered = sorted(rows.values(), key=lambda s: s.finished_at)
-        previous = t0
+        previous, mine = t0, []
         for step in ordered:
-            deltas.append(ms(previous, step.finished_at))
+            mine.append(ms(previous, step.finished_at))
             previous = step.finished_at
+        deltas += mine
+        by_run.append(mine)
         totals.append(ms(t0, ordered[-1].finished_at))
         last_finish.append(ordered[-1].finished_at)
         for key, step in rows.items():
@@ -230,7 +234,7 @@ def analyse(runs: list, keys: list[str] = KEYS, predecessors: dict = PREDECESSOR
             handoff_ms.setdefault(key, []).append(ms(before, step.started_at))
             queue_ms.setdefault(key, []).append(ms(step.enqueued_at, step.started_at))
     return {"deltas": deltas, "totals": totals, "run": run_ms, "handoff": handoff_ms, "queue": queue_ms,
-            "last_finish": max(last_finish)}
+            "last_finish": max(last_finish), "by_run": by_run}
 
 
 # --- LangGraph ----------------------------------------------------------------------------------------------
@@ -291,6 +295,7 @@ class LangGraphRuns:
         self.extra = durability_kwargs()
         self.deltas: list[float] = []
         self.totals: list[float] = []
+        self.batches: list[list[float]] = []  # per call of run_until: the step times of the runs it made
 
     def __enter__(self) -> LangGraphRuns:
         saver = self.saver_context.__enter__()
@@ -304,13 +309,16 @@ class LangGraphRuns:
         self.saver_context.__exit__(*exc)
 
     def run_until(self, runs: int) -> None:
+        batch = []
         while len(self.totals) < runs:
             d, total = one_run(self.app, f"seq-{len(self.totals)}", self.extra)
-            self.deltas += d
+            batch += d
             self.totals.append(total)
+        self.deltas += batch
+        self.batches.append(batch)
 
     def result(self) -> dict:
-        return {"deltas": self.deltas, "totals": self.totals,
+        return {"deltas": self.deltas, "totals": self.totals, "batches": self.batches,
                 "durability": self.extra.get("durability", "default (not selectable)")}
 
 
@@ -359,6 +367,12 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    paired = paired_ratios(machinery["sequential"]["by_run"], lg["batches"])
+    if paired:
+        quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
+        print(f"aiteam machinery / LangGraph, paired (each requirement's median step against the LangGraph runs "
+              f"made right after it): median {statistics.median(paired):.2f}x, quartiles {quartiles[0]:.2f}–"
+              f"{quartiles[2]:.2f}x (n={len(paired)})")
     for name, result in (("machinery", machinery), ("agents", aiteam)):
         seq = result["sequential"]
         print(f"\naiteam {name} per step (finish_i − finish_i−1, ms): {summary(seq['deltas'])}")
@@ -387,6 +401,13 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
               f"{statistics.median(burst['totals']) / 1000:.2f} s")
     print(f"  LangGraph: {n_steps} steps in {lg['burst_wall']:.2f} s = {n_steps / lg['burst_wall']:.1f} steps/s "
           f"({lg['burst_wall'] * 1000 / n_steps:.2f} ms/step), {args.concurrency} threads, pooled connections")
+
+
+def paired_ratios(aiteam_runs: list[list[float]], langgraph_batches: list[list[float]]) -> list[float]:
+    """Per sequential requirement, its median step over that of the LangGraph runs made right after it: the
+    machine's speed drifts within minutes, and a pair a second apart sees the same drift."""
+    return [statistics.median(mine) / statistics.median(theirs)
+            for mine, theirs in zip(aiteam_runs, langgraph_batches, strict=False) if mine and theirs]
 
 
 def seq_line(result: dict) -> str:
