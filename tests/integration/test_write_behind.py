@@ -39,12 +39,8 @@ def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch)
     """psycopg's commit() inside a pipeline syncs, and leaving the pipeline syncs again: COMMIT is sent as one
     more statement of the pipeline instead, and the writes and COMMIT cost one sync (the lock, with its BEGIN,
     another)."""
-    from psycopg._pipeline_base import BasePipeline
-
     requirement = _requirement(acme_project)
-    syncs = []
-    real = BasePipeline._enqueue_sync
-    monkeypatch.setattr(BasePipeline, "_enqueue_sync", lambda self: syncs.append(1) or real(self))
+    syncs = _count_syncs(monkeypatch)
     with transaction.atomic():
         Requirement.objects.select_for_update().get(pk=requirement.pk)
         write_behind.insert(OutboxEvent(requirement=requirement, name="A"))
