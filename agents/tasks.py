@@ -37,6 +37,7 @@ from agents.roles import (
 from agents.roles.base import Agent, AgentByContext
 from agents.schemas.constraints import with_constraints
 from aiteam.db import by_pk
+from aiteam.db.write_behind import RowsChanged
 from lifecycle import contexts, recordings, selectors
 from lifecycle.errors import IllegalTransition, StaleStep
 from lifecycle.failure_rules import Route
@@ -159,7 +160,7 @@ def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: 
         _apply(spec, lease, output)
         return None
     with steps.inline_slot(queue=steps.queue_for(lease.key), worker=worker) as slot:
-        _apply(spec, lease, output)
+        _apply(spec, lease, output, slot)
     return slot.lease
 
 
@@ -176,7 +177,13 @@ def _retry_later(task, lease: steps.Lease, *, retries: int, delivered: bool) -> 
     raise task.retry(countdown=backoff_seconds(retries))
 
 
-def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:
+def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSlot | None = None) -> None:
+    if lease.rows is not None:
+        if _applied_on_snapshot(spec, lease, output):
+            return
+        if slot is not None:
+            slot.clear()  # the first try's transaction rolled back: nothing it scheduled exists
+        lease = lease.locking()
     try:
         spec.apply(lease=lease, output=output)
     except StaleStep as exc:
@@ -191,6 +198,18 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any) -> None:
                                        error=redact(f"while applying the output: {type(exc).__name__}: {exc}"))
         except StaleStep:
             log.warning("step %s was taken over while failing", lease.step_id)
+
+
+def _applied_on_snapshot(spec: StepSpec, lease: steps.Lease, output: Any) -> bool:
+    """Apply on the rows read with the COMMIT that claimed the step (steps.lock_at_commit). False when they changed
+    since (the transaction rolled back), or when the apply refused (an illegal transition, a stale fence): a
+    refusal decided on the snapshot is decided again on the rows as they are. The caller applies again, locking."""
+    try:
+        spec.apply(lease=lease, output=output)
+    except (RowsChanged, IllegalTransition, StaleStep) as exc:
+        log.info("step %s: applying again under the lock (%s: %s)", lease.step_id, type(exc).__name__, exc)
+        return False
+    return True
 
 
 def _llm(lease: steps.Lease):

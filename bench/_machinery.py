@@ -43,7 +43,7 @@ def load_and_rotate(lease: steps.Lease) -> str:
 
 def apply(*, lease: steps.Lease, output: str) -> None:
     with transaction.atomic():
-        step, requirement = steps.lock_for_apply(lease)
+        step, requirement = steps.lock_at_commit(lease)
         transition(requirement, "retry_development", actor=ACTOR, metadata={"step": lease.key})
         emit(requirement, "BenchStepDone", {"step": lease.key, "state": output})
         steps.step_finish(step)

@@ -8,7 +8,9 @@ first, so every read in the transaction sees every write before it; a rollback d
 rest. Elsewhere (SQLite, autocommit, outside a transaction) the same statement runs at once.
 
 A read can ride along too, where its answer is wanted only once the transaction has committed: read_at_commit
-sends it in the COMMIT's pipeline, right after the COMMIT.
+sends it in the COMMIT's pipeline, right after the COMMIT. And a check, where rows read before the transaction
+must still be as read: expect_unchanged locks them and fails the transaction (RowsChanged) when they are not,
+so a transaction of such a check, queued writes and COMMIT costs one round trip.
 
 The statements are built here from the model's fields (no save() signals; aiteam registers none); the values
 are taken when the call is made, as an immediate write would take them.
@@ -20,11 +22,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, models
+from django.db.transaction import TransactionManagementError
 
 from aiteam.db import loaded
 
 Done = Callable[[tuple | None], None]
+CHANGED = "AIT01"  # the SQLSTATE aiteam_expect_one raises (lifecycle migration 0013)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,23 @@ def save(obj: models.Model) -> None:
     fields = loaded.changed(obj, [name for name, attname in _update_fields(type(obj)) if attname not in deferred])
     if fields:
         update(obj, fields)
+
+
+class RowsChanged(DatabaseError):
+    """A check queued by expect_unchanged found its rows changed since they were read. The transaction cannot
+    commit: leaving its atomic block rolls it back."""
+
+
+def expect_unchanged(sql: str, params: Iterable) -> None:
+    """Inside a transaction, on PostgreSQL: queue a check that locks rows read before the transaction and fails
+    it with RowsChanged unless they are still as read. `sql` selects aiteam_expect_one(count(*)) over the rows
+    FOR UPDATE, filtered by what was read (their xmin, which every change of a row changes). Queued like a write,
+    it goes out with the transaction's next statement or its COMMIT, before any write queued after it: those
+    writes are made under its lock, and a failed check stops them and the COMMIT in the same pipeline."""
+    db = _db()
+    if not db.in_atomic_block or db.vendor != "postgresql":
+        raise TransactionManagementError("expect_unchanged needs a transaction on PostgreSQL")
+    _submit(Write(sql, tuple(params)), db)
 
 
 class ReadAtCommit:

@@ -12,7 +12,7 @@ from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
+from lifecycle.services.steps import Lease, lock_at_commit, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, RequirementState, ReviewKind
 
@@ -26,7 +26,7 @@ def architect_apply(*, lease: Lease, output: TechnicalSpecOutput) -> None:
     the spec inconsistent) the revision goes straight to the engineer's fix, whose code the tech lead reviews
     again against it: the table has no in_review/in_development → design edge, and none is needed."""
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         requirement.design_round = lease.attempt
         requirement.save(update_fields=["design_round"])
         spec = output.model_dump(exclude={"adrs"})
@@ -49,7 +49,7 @@ def architect_apply(*, lease: Lease, output: TechnicalSpecOutput) -> None:
 def design_review_apply(*, lease: Lease, output: ReviewVerdict) -> None:
     """Approve → design_ready; revise → another architect round, at most N, then a human decides."""
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         artifact_store(requirement, kind=ArtifactKind.REVIEW, name="design_review", content=output.model_dump(),
                        summary=f"{output.verdict}: {output.reasoning}", metadata={"round": lease.attempt,
                        "verdict": output.verdict}, step=step, role=TECH_LEAD.role)
@@ -84,7 +84,7 @@ def plan_apply(*, lease: Lease, output: ImplementationPlanOutput) -> None:
     from lifecycle.services.development import schedule_ready_tasks
 
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         ImplementationTask.objects.bulk_create(
             ImplementationTask(requirement=requirement, position=i, **task.model_dump())
             for i, task in enumerate(output.tasks, start=1)

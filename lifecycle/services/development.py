@@ -21,7 +21,7 @@ from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.routing import failure_route_record, failure_with_history
-from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
+from lifecycle.services.steps import Lease, lock_at_commit, lock_for_apply, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind, StepState
 
@@ -105,7 +105,7 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
 
 def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         artifact_store(requirement, kind=ArtifactKind.REVIEW, name="code_review", content=output.model_dump(),
                        summary=f"{output.verdict}: {output.reasoning}", metadata={"round": lease.attempt,
                        "verdict": output.verdict}, step=step, role=TECH_LEAD.role)

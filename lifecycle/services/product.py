@@ -10,7 +10,7 @@ from lifecycle.playbooks import playbook_named
 from lifecycle.services import steps
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
+from lifecycle.services.steps import Lease, lock_at_commit, step_finish, step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ReviewKind
 
@@ -21,7 +21,7 @@ BUSINESS_ANALYST = Actor.agent("business_analyst")
 def product_owner_apply(*, lease: Lease, output: ProductOwnerOutput) -> None:
     """A clear brief becomes a RequirementDoc (→ clarified); a vague one a clarification task (→ blocked)."""
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         meta = {"step": step.pk, "fence": lease.fence}
         if output.verdict == "clear":
             RequirementDoc.objects.create(
@@ -59,7 +59,7 @@ def _hand_over(requirement: Requirement, meta: dict) -> None:
 def business_analyst_apply(*, lease: Lease, output: BusinessAnalystOutput) -> None:
     """Stories for this round (→ user_stories_created) and a stories_approval task for a human."""
     with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+        step, requirement = lock_at_commit(lease)
         stories = UserStory.objects.bulk_create(
             UserStory(requirement=requirement, round=lease.attempt, position=i, **story.model_dump())
             for i, story in enumerate(output.stories, start=1)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
 
@@ -71,6 +71,13 @@ class Lease:
     # an inline step's budget snapshot, read with the COMMIT that claimed it (budgets.snapshot_at_commit); None:
     # the budget check reads it when the step starts
     budget: write_behind.ReadAtCommit | None = field(default=None, compare=False, repr=False)
+    # an inline step's row and its requirement's as that COMMIT left them, read with it too (with their xmin):
+    # lock_at_commit applies on them; None: it locks them as lock_for_apply does
+    rows: write_behind.ReadAtCommit | None = field(default=None, compare=False, repr=False)
+
+    def locking(self) -> Lease:
+        """This lease without its snapshot rows: lock_at_commit locks and reads them at once (lock_for_apply)."""
+        return replace(self, rows=None)
 
     @property
     def role(self) -> str:
@@ -128,6 +135,7 @@ class InlineSlot:
         self.reserved = False
         self.lease: Lease | None = None
         self.budget: write_behind.ReadAtCommit | None = None
+        self.rows: write_behind.ReadAtCommit | None = None
 
     def claim_fields(self) -> dict:
         now = timezone.now()
@@ -137,18 +145,26 @@ class InlineSlot:
     def reserve(self, step: Step) -> None:
         """Hold the slot for this step; its lease is handed over once the transaction that inserts it commits
         (the slot stays empty if the row already existed: that step is someone else's). The step's budget
-        snapshot is read with that COMMIT, so its check at the start costs no round trip of its own."""
+        snapshot and its rows (for lock_at_commit) are read with that COMMIT: its budget check and its apply's
+        lock cost no round trip of their own."""
         from lifecycle.services import budgets  # budgets builds on this module
 
         self.reserved = True
         self.budget = budgets.snapshot_at_commit(step)
+        self.rows = write_behind.read_at_commit(_rows_query(), (
+            Requirement._meta.pk.get_db_prep_value(step.requirement_id, connection), step.key, step.attempt))
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:
         if step.pk is None:
             return
-        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=self.budget)
+        self.lease = Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=self.budget,
+                           rows=self.rows)
         log.info("step %s of %s started inline in %s", step, step.requirement_id, self.worker)
+
+    def clear(self) -> None:
+        """Empty again, for an apply run a second time (the first one's transaction rolled back)."""
+        self.reserved, self.lease, self.budget, self.rows = False, None, None, None
 
 
 _slot: ContextVar[InlineSlot | None] = ContextVar("inline_slot", default=None)
@@ -287,6 +303,23 @@ def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
     return step, step.requirement
 
 
+def lock_at_commit(lease: Lease) -> tuple[Step, Requirement]:
+    """lock_for_apply without a round trip of its own, for an apply whose every effect is in this database: the
+    step and its requirement as the lease's snapshot has them (an inline step's, read with the COMMIT that claimed
+    it). The transaction's first statement to go out (at the latest its COMMIT) locks both rows and checks that
+    neither changed since (write_behind.expect_unchanged, on their xmin), before any write of the apply; if one
+    did, the transaction fails with RowsChanged and nothing of it commits, and the caller applies again on a
+    lease without the snapshot (agents.tasks does). An apply that commits to a workspace or calls out must hold
+    the lock before it does so: it uses lock_for_apply. Without a snapshot, this is lock_for_apply."""
+    snapshot = lease.rows.row if lease.rows is not None else None
+    if snapshot is None:
+        return lock_for_apply(lease)
+    db = connections[DEFAULT_DB_ALIAS]
+    step = _fenced(_step_and_requirement(snapshot[:-2], db), lease)
+    write_behind.expect_unchanged(_unchanged_sql(), (step.pk, snapshot[-2], snapshot[-1]))
+    return step, step.requirement
+
+
 def _step_and_requirement_for_update(step_id: int) -> Step:
     """Step.objects.select_for_update().select_related("requirement").get(pk=step_id), compiled once: every
     step's apply runs it, and assembling its SQL took longer than the database took to answer it."""
@@ -299,7 +332,12 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
         row = cursor.fetchone()
     if row is None:
         raise Step.DoesNotExist(f"step {step_id} does not exist")
-    row = by_pk.converted(row, converters, db)
+    return _step_and_requirement(row, db)
+
+
+def _step_and_requirement(row: tuple, db) -> Step:
+    """A row of the apply lock's columns as a step with its requirement cached on it."""
+    row = by_pk.converted(row, _apply_lock_query()[1], db)
     step_fields, requirement_fields = _attnames(Step), _attnames(Requirement)
     step = Step.from_db(db.alias, step_fields, row[:len(step_fields)])
     requirement = Requirement.from_db(db.alias, requirement_fields, row[len(step_fields):])
@@ -321,6 +359,33 @@ def _apply_lock_query():
     assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
         Requirement._meta.concrete_fields), "the ORM's select_related layout changed"
     return sql, tuple(compiler.get_converters([column for column, _, _ in compiler.select]).items())
+
+
+@lru_cache(maxsize=1)
+def _rows_query() -> str:
+    """The apply lock's columns, unlocked, then each row's xmin, for the step (requirement, key, attempt)."""
+    step, requirement, _, pk, requirement_id = _tables()
+    columns = [f"{step}.{connection.ops.quote_name(f.column)}" for f in Step._meta.concrete_fields]
+    columns += [f"{requirement}.{connection.ops.quote_name(f.column)}" for f in Requirement._meta.concrete_fields]
+    return (f"SELECT {', '.join(columns)}, {step}.xmin::text, {requirement}.xmin::text FROM {step} "
+            f"JOIN {requirement} ON {requirement}.{pk} = {step}.{requirement_id} WHERE {step}.{requirement_id} = %s "
+            f"AND {step}.{connection.ops.quote_name('key')} = %s AND {step}.{connection.ops.quote_name('attempt')} = %s")
+
+
+@lru_cache(maxsize=1)
+def _unchanged_sql() -> str:
+    """Lock the step and its requirement; fail unless both still have the xmin they were read with."""
+    step, requirement, step_pk, pk, requirement_id = _tables()
+    return (f"SELECT aiteam_expect_one(count(*)) FROM (SELECT 1 FROM {step} JOIN {requirement} "
+            f"ON {requirement}.{pk} = {step}.{requirement_id} WHERE {step}.{step_pk} = %s AND {step}.xmin = %s::xid "
+            f"AND {requirement}.xmin = %s::xid FOR UPDATE) unchanged")
+
+
+def _tables() -> tuple[str, ...]:
+    """The step and requirement tables, their primary keys and the step's requirement column, quoted."""
+    quote = connection.ops.quote_name
+    return (quote(Step._meta.db_table), quote(Requirement._meta.db_table), quote(Step._meta.pk.column),
+            quote(Requirement._meta.pk.column), quote(Step._meta.get_field("requirement").column))
 
 
 def _fenced(step: Step, lease: Lease) -> Step:

@@ -7,7 +7,7 @@ import pytest
 import redis
 from django.utils import timezone
 
-from lifecycle.models import Step
+from lifecycle.models import OutboxEvent, Requirement, Step
 from tests.integration.test_worker_crash import assert_applied_exactly_once, reached_stories, running_step, submit
 from tests.workers import wait_for
 
@@ -151,3 +151,119 @@ def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_t
     assert lease.budget.row is not None and not lease.budget.current
     assert not budgets.budget_allows(lease)  # read again: the spend the handler wrote counts
     assert Step.objects.get(pk=lease.step_id).state == "skipped"
+
+
+def claimed_inline(req, key: str):
+    """The lease of `key`, scheduled and claimed inline as an apply's transaction does (no worker involved)."""
+    from django.db import transaction
+
+    from lifecycle.services import steps
+
+    with steps.inline_slot(queue="llm", worker="here") as slot, transaction.atomic():
+        steps.step_schedule(requirement_id=req.pk, key=key, attempt=1)
+    return slot.lease
+
+
+def retried_development_apply(applied_on: list):
+    """An apply of the machinery's kind (bench/_machinery.py), noting the requirement it was given each time."""
+    from django.db import transaction
+
+    from agents.tasks import StepSpec
+    from lifecycle.actors import Actor
+    from lifecycle.services import steps
+    from lifecycle.services.outbox import emit
+    from lifecycle.services.transitions import transition
+
+    def apply(*, lease, output) -> None:
+        with transaction.atomic():
+            step, requirement = steps.lock_at_commit(lease)
+            applied_on.append((requirement.state, requirement.title))
+            transition(requirement, "retry_development", actor=Actor.agent("test"), metadata={"step": lease.key})
+            emit(requirement, "Applied", {"title": requirement.title})
+            steps.step_finish(step)
+
+    return StepSpec(apply, run=lambda lease: None)
+
+
+def in_development(alice):
+    req = submit(alice)
+    Requirement.objects.filter(pk=req.pk).update(state="in_development")
+    return req
+
+
+def test_an_inline_step_applies_on_the_rows_read_with_the_commit_that_claimed_it_in_one_round_trip(
+        broker_url, alice, django_assert_num_queries, monkeypatch):
+    from agents import tasks
+    from tests.integration.test_write_behind import _count_syncs
+
+    req = in_development(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    assert lease.rows.row is not None
+    applied_on, syncs = [], _count_syncs(monkeypatch)
+    with django_assert_num_queries(7) as captured:
+        tasks._apply(retried_development_apply(applied_on), lease, None)
+    reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
+    assert len(reads) == 1 and "aiteam_expect_one" in reads[0]  # the check; no lock query of its own
+    assert len(syncs) == 1  # BEGIN, the check, requirement, audit row, event, step and COMMIT in one pipeline
+    assert applied_on == [("in_development", "crash test")]
+    assert Step.objects.get(pk=lease.step_id).state == "done"
+    assert req.transitions.filter(event="retry_development").count() == 1
+    assert OutboxEvent.objects.filter(requirement=req, name="Applied").count() == 1
+
+
+def test_a_requirement_changed_after_the_snapshot_is_applied_again_under_the_lock_once(broker_url, alice):
+    from agents import tasks
+
+    req = in_development(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    Requirement.objects.filter(pk=req.pk).update(title="edited meanwhile")  # a reviewer, say, after the snapshot
+    applied_on = []
+    tasks._apply(retried_development_apply(applied_on), lease, None)
+    assert applied_on == [("in_development", "crash test"), ("in_development", "edited meanwhile")]
+    assert Requirement.objects.get(pk=req.pk).title == "edited meanwhile"  # their change kept
+    assert Step.objects.get(pk=lease.step_id).state == "done"
+    assert req.transitions.filter(event="retry_development").count() == 1  # the first try left nothing
+    assert list(OutboxEvent.objects.filter(requirement=req, name="Applied").values_list("payload", flat=True)) == [
+        {"title": "edited meanwhile"}]
+
+
+def test_a_requirement_cancelled_after_the_snapshot_is_decided_again_on_its_rows_and_the_step_skipped(
+        broker_url, alice):
+    from agents import tasks
+    from lifecycle.services import steps
+
+    req = in_development(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    Requirement.objects.filter(pk=req.pk).update(state="cancelled")
+    applied_on = []
+    with steps.inline_slot(queue="llm", worker="here") as slot:
+        tasks._apply(retried_development_apply(applied_on), lease, None, slot)
+    assert applied_on == [("in_development", "crash test"), ("cancelled", "crash test")]  # the retry sees it
+    step = Step.objects.get(pk=lease.step_id)
+    assert step.state == "skipped" and "cancelled" in step.error
+    assert not req.transitions.filter(event="retry_development").exists()
+    assert slot.lease is None and not slot.reserved
+
+
+def test_the_snapshot_rows_load_what_the_orm_loads_and_a_stale_fence_is_refused_on_them(broker_url, alice):
+    from django.db import transaction
+
+    from lifecycle.errors import StaleStep
+    from lifecycle.services import steps
+
+    req = in_development(alice)
+    Requirement.objects.filter(pk=req.pk).update(run_settings={"budgets": {"requirement": {"steps": 7}}})
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    with transaction.atomic():
+        step, requirement = steps.lock_at_commit(lease)
+    orm = Step.objects.select_related("requirement").get(pk=lease.step_id)
+    for model, mine, theirs in ((Step, step, orm), (Requirement, requirement, orm.requirement)):
+        assert [f.value_from_object(mine) for f in model._meta.concrete_fields] == \
+            [f.value_from_object(theirs) for f in model._meta.concrete_fields]
+    assert step.requirement is requirement and not step._state.adding
+    with pytest.raises(StaleStep), transaction.atomic():
+        steps.lock_at_commit(steps.Lease(lease.step_id, lease.fence + 1, req.pk, lease.key, 1, rows=lease.rows))

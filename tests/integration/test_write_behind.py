@@ -221,3 +221,53 @@ def test_several_commands_in_one_string_still_run_with_writes_queued(acme_projec
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1; SELECT 2")  # the simple protocol: sent after the queue, not in its pipeline
     assert OutboxEvent.objects.filter(name="Queued").exists()
+
+
+XMIN = "SELECT xmin::text FROM lifecycle_requirement WHERE id = %s"
+UNCHANGED = ("SELECT aiteam_expect_one(count(*)) FROM (SELECT 1 FROM lifecycle_requirement WHERE id = %s "
+             "AND xmin = %s::xid FOR UPDATE) unchanged")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_that_rows_are_unchanged_locks_them_and_goes_with_the_writes_and_commit(acme_project, monkeypatch):
+    requirement = _requirement(acme_project)
+    (xmin,) = connection.cursor().execute(XMIN, [requirement.pk]).fetchone()
+    syncs = _count_syncs(monkeypatch)
+    with transaction.atomic():
+        write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+        write_behind.insert(OutboxEvent(requirement=requirement, name="UnderTheCheck"))
+        assert not syncs  # queued: nothing sent yet
+        Requirement.objects.filter(pk=requirement.pk).update(title="locked")  # the check goes out first
+        assert len(syncs) == 1  # BEGIN, the check, the insert and the update: one pipeline
+        with psycopg.connect(_url(), autocommit=True) as other, pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", [requirement.pk])
+    assert OutboxEvent.objects.filter(name="UnderTheCheck").exists()
+
+    syncs.clear()
+    (xmin,) = connection.cursor().execute(XMIN, [requirement.pk]).fetchone()
+    with transaction.atomic():  # BEGIN, the check, the writes and COMMIT: one round trip
+        write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+        write_behind.insert(OutboxEvent(requirement=requirement, name="OneTrip"))
+    assert len(syncs) == 1 and OutboxEvent.objects.filter(name="OneTrip").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_changed_since_it_was_read_fails_the_check_and_nothing_of_the_transaction_commits(acme_project):
+    requirement = _requirement(acme_project)
+    (xmin,) = connection.cursor().execute(XMIN, [requirement.pk]).fetchone()
+    with psycopg.connect(_url(), autocommit=True) as other:  # another writer, after the read
+        other.execute("UPDATE lifecycle_requirement SET title = 'theirs' WHERE id = %s", [requirement.pk])
+    with pytest.raises(write_behind.RowsChanged), transaction.atomic():
+        write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+        write_behind.insert(OutboxEvent(requirement=requirement, name="Stale"))
+        write_behind.update(Requirement(pk=requirement.pk, title="mine"), ["title"])
+    assert not OutboxEvent.objects.filter(name="Stale").exists()
+    assert Requirement.objects.get(pk=requirement.pk).title == "theirs"
+
+    with pytest.raises(write_behind.RowsChanged), transaction.atomic():  # raised at the statement it went with
+        write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+        Requirement.objects.filter(pk=requirement.pk).update(title="mine")
+    assert connection.connection.pgconn.transaction_status == TransactionStatus.IDLE  # rolled back
+    assert Requirement.objects.get(pk=requirement.pk).title == "theirs"
+    with pytest.raises(transaction.TransactionManagementError):  # it guards a transaction: outside one, refused
+        write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])

@@ -12,6 +12,9 @@ it instead, in this backend's own pipelines only (they read nothing before their
 is there before anything could ask for a second one). psycopg keeps its own account of the transaction: it
 sends BEGIN, COMMIT and ROLLBACK as before; only where BEGIN's answer is read changes.
 
+A check queued by write_behind.expect_unchanged fails with SQLSTATE AIT01 when its rows changed since they
+were read; it is raised as write_behind.RowsChanged, wherever it surfaced.
+
 A queued write that fails raises at the statement it went out with, which may belong to other code. Should
 that code swallow the error, the transaction must still not commit what is left of it: a failed pipeline that
 carried queued writes is remembered, and COMMIT is refused (Django then rolls back and raises) unless a
@@ -30,7 +33,7 @@ from psycopg.abc import PQGen
 from psycopg.pq import TransactionStatus
 
 from aiteam.db.loaded import TransactionEpoch
-from aiteam.db.write_behind import Write
+from aiteam.db.write_behind import CHANGED, RowsChanged, Write
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,8 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
             if not (isinstance(exc, Exception) and reads_after and _committed(result)):
                 if queued:  # the error may surface in, and be swallowed by, code that did not queue them
                     self._failed_under = tuple(self.savepoint_ids)  # cleared by a rollback that undoes it
+                if getattr(exc.__cause__, "sqlstate", None) == CHANGED:  # an expect_unchanged check failed
+                    raise RowsChanged(str(exc.__cause__).splitlines()[0]) from exc
                 raise
             log.warning("a read sent after COMMIT failed; the transaction is committed", exc_info=True)
         finally:
