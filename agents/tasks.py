@@ -57,6 +57,9 @@ class StepSpec:
     context: Callable[[steps.Lease], Any] | None = None
     agent: Agent | AgentByContext | None = None
     run: Callable[[steps.Lease], Any] | None = None
+    # the apply locks with steps.lock_at_commit (its every effect is in the database, so applying it again after
+    # a rollback is harmless): claimed inline, the step is applied on the rows read with the COMMIT that claimed it
+    at_commit: bool = False
 
     def execute(self, lease: steps.Lease, constraints: tuple[str, ...] = ()) -> Any:
         if self.run is not None:
@@ -101,21 +104,21 @@ def _deliver(lease: steps.Lease) -> dict:
 
 STEPS: dict[str, StepSpec] = {
     steps.PO_CLARIFY: StepSpec(product.product_owner_apply, lambda lease: selectors.product_owner_context(
-        lease.requirement_id), CLARIFY_JOBS),
+        lease.requirement_id), CLARIFY_JOBS, at_commit=True),
     steps.BA_STORIES: StepSpec(product.business_analyst_apply, lambda lease: selectors.business_analyst_context(
-        lease.requirement_id, lease.attempt), BUSINESS_ANALYST),
+        lease.requirement_id, lease.attempt), BUSINESS_ANALYST, at_commit=True),
     steps.ARCHITECT: StepSpec(design.architect_apply, lambda lease: contexts.architect_context(
-        lease.requirement_id, lease.attempt), TECH_ARCHITECT),
+        lease.requirement_id, lease.attempt), TECH_ARCHITECT, at_commit=True),
     steps.DESIGN_REVIEW: StepSpec(design.design_review_apply, lambda lease: contexts.design_review_context(
-        lease.requirement_id, lease.attempt), DESIGN_REVIEWER),
-    steps.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLAN_JOBS),
+        lease.requirement_id, lease.attempt), DESIGN_REVIEWER, at_commit=True),
+    steps.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLAN_JOBS, at_commit=True),
     steps.ENGINEER: StepSpec(development.engineer_apply, lambda lease: contexts.engineer_context(
         lease.requirement_id, lease.task_key, lease.attempt), ENGINEER),
     steps.FIX: StepSpec(development.fix_apply, lambda lease: contexts.fix_context(
         lease.requirement_id, lease.attempt), FIXER),
     steps.SELF_TEST: StepSpec(development.self_test_apply, run=_self_test),
     steps.CODE_REVIEW: StepSpec(development.code_review_apply, lambda lease: contexts.code_review_context(
-        lease.requirement_id, lease.attempt), CODE_REVIEWER),
+        lease.requirement_id, lease.attempt), CODE_REVIEWER, at_commit=True),
     steps.QC_TESTS: StepSpec(quality.qc_tests_apply, lambda lease: contexts.qc_context(lease.requirement_id),
                              QC_ENGINEER),
     steps.QC_RUN: StepSpec(quality.qc_run_apply, run=_qc_run),
@@ -159,9 +162,14 @@ def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: 
     if not inline:
         _apply(spec, lease, output)
         return None
-    with steps.inline_slot(queue=steps.queue_for(lease.key), worker=worker) as slot:
+    with steps.inline_slot(queue=steps.queue_for(lease.key), worker=worker, rows_for=_applies_at_commit) as slot:
         _apply(spec, lease, output, slot)
     return slot.lease
+
+
+def _applies_at_commit(key: str) -> bool:
+    spec = STEPS.get(steps.kind_of(key))
+    return spec is not None and spec.at_commit
 
 
 def _retry_later(task, lease: steps.Lease, *, retries: int, delivered: bool) -> None:
@@ -178,14 +186,21 @@ def _retry_later(task, lease: steps.Lease, *, retries: int, delivered: bool) -> 
 
 
 def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSlot | None = None) -> None:
-    if lease.rows is not None:
-        if _applied_on_snapshot(spec, lease, output):
-            return
-        if slot is not None:
-            slot.clear()  # the first try's transaction rolled back: nothing it scheduled exists
-        lease = lease.locking()
+    """Hand the output to the step's service. A step claimed inline whose apply works at commit (spec.at_commit)
+    is applied first on the rows read with the COMMIT that claimed it (steps.lock_at_commit); if they changed
+    since, or the apply refused on them (an illegal transition, a stale fence: a refusal decided on the snapshot
+    is decided again on the rows as they are), that transaction has rolled back and it is applied again, locking."""
     try:
-        spec.apply(lease=lease, output=output)
+        if lease.rows is not None and spec.at_commit:
+            try:
+                spec.apply(lease=lease, output=output)
+                return
+            except (RowsChanged, IllegalTransition, StaleStep) as exc:
+                log.info("step %s: its apply on the snapshot rolled back (%s: %s); applying it again, locking",
+                         lease.step_id, type(exc).__name__, exc)
+                if slot is not None:
+                    slot.clear()  # nothing the rolled-back try scheduled exists
+        spec.apply(lease=lease.locking(), output=output)
     except StaleStep as exc:
         log.warning("late write refused: %s", exc)
     except IllegalTransition as exc:
@@ -198,18 +213,6 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSl
                                        error=redact(f"while applying the output: {type(exc).__name__}: {exc}"))
         except StaleStep:
             log.warning("step %s was taken over while failing", lease.step_id)
-
-
-def _applied_on_snapshot(spec: StepSpec, lease: steps.Lease, output: Any) -> bool:
-    """Apply on the rows read with the COMMIT that claimed the step (steps.lock_at_commit). False when they changed
-    since (the transaction rolled back), or when the apply refused (an illegal transition, a stale fence): a
-    refusal decided on the snapshot is decided again on the rows as they are. The caller applies again, locking."""
-    try:
-        spec.apply(lease=lease, output=output)
-    except (RowsChanged, IllegalTransition, StaleStep) as exc:
-        log.info("step %s: applying again under the lock (%s: %s)", lease.step_id, type(exc).__name__, exc)
-        return False
-    return True
 
 
 def _llm(lease: steps.Lease):

@@ -59,5 +59,5 @@ def start(requirement: Requirement) -> None:
 
 
 for _key in KEYS:
-    STEPS[_key] = StepSpec(apply, run=load_and_rotate)
+    STEPS[_key] = StepSpec(apply, run=load_and_rotate, at_commit=True)
     steps.ROLE_OF_STEP[_key] = "bench"

@@ -9,11 +9,12 @@ Both run in this process, on one scratch PostgreSQL database, alternating requir
   loading the ~2 KB input, the apply transaction, inline continuation into the next step; no Celery worker,
   so no broker hop), Redis database 12 answering the inline slot's "is the queue idle";
 - floor: the same statements with the same values, built by aiteam's own SQL builders (the budget snapshot,
-  the ORM's SQL for the load, the apply lock, write-behind's UPDATE and INSERT), sent through one psycopg
-  connection with the same prepare threshold, and in the same round trips: the budget check (the first step
-  only: the others' is read with the COMMIT that claimed them), the load, BEGIN and the lock in one pipeline,
-  then one pipeline with the requirement update, audit row, outbox event, step done, next step, the next
-  step's budget snapshot and COMMIT.
+  the ORM's SQL for the load, the apply lock, the snapshot rows and their check, write-behind's UPDATE and
+  INSERT), sent through one psycopg connection with the same prepare threshold, and in the same round trips:
+  the budget check (the first step only: the others' is read with the COMMIT that claimed them), the load,
+  BEGIN and the lock in one pipeline (the first step only: the others are applied on the rows read with that
+  COMMIT, steps.lock_at_commit), then one pipeline with (BEGIN and the rows' check, for those) the requirement
+  update, audit row, outbox event, step done, next step, COMMIT, and the next step's budget snapshot and rows.
 
 Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
 "is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._report import BENCH_BROKER, print_load_after, print_machine, summary  # noqa: E402
 from bench._services import scratch_database  # noqa: E402
 
-PHASES = ("budget", "load", "begin + lock", "writes + budget + COMMIT")
+PHASES = ("budget", "load", "begin + lock", "writes + COMMIT + reads")
 WORKER = "step_floor"
 
 
@@ -110,11 +111,11 @@ class Bench:
     def floor_run(self) -> list[tuple[float, ...]]:
         """The same requirement's 8 steps as bare statements; per step, ms per phase."""
         lease = self.new()
-        requirement_id, step_id = lease.requirement_id, lease.step_id
+        requirement_id, step_id, rows = lease.requirement_id, lease.step_id, None
         out = []
         for index, key in enumerate(self.machinery.KEYS):
             following = self.machinery.NEXT.get(key)
-            phases, step_id = self.statements.step(self.raw, requirement_id, step_id, key, following)
+            phases, step_id, rows = self.statements.step(self.raw, requirement_id, step_id, key, following, rows)
             out.append(phases)
             assert following is None or step_id is not None, f"step {index + 2} was not inserted"
         return out
@@ -138,6 +139,7 @@ class Statements:
         self.load_sql = by_pk._compiled(Requirement, ("brief",), "default", connection.vendor)[0]
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
             self.lock_sql = steps._apply_lock_query()[0]
+        self.rows_sql, self.unchanged_sql = steps._rows_query(), steps._unchanged_sql()
         # the columns a self-loop transition writes (its state, when it was entered, the JSON values)
         self.requirement_fields = ("state", "clarifications", "budget_overrides", "injected_constraints",
                                    "state_changed_at")
@@ -153,7 +155,10 @@ class Statements:
         slots = {"key": key, "attempt": 1, "requirement": requirement_id}
         return [slots[self.slots[p]] if p in self.slots else p for p in self.budget_template]
 
-    def step(self, conn, requirement_id, step_id: int, key: str, following: str | None):
+    def step(self, conn, requirement_id, step_id: int, key: str, following: str | None, rows: tuple | None):
+        """One step; rows: the step's snapshot (its xmin and its requirement's) read with the COMMIT that
+        scheduled it, None for the first (claimed by step_claim, so locked first). Returns the phases' ms, the
+        next step's id and its snapshot."""
         from django.utils import timezone
         from psycopg.types.json import Jsonb
 
@@ -164,10 +169,11 @@ class Statements:
         brief = conn.execute(self.load_sql, [requirement_id]).fetchone()[0]
         output = brief[1:] + brief[:1]
         marks.append(time.perf_counter())
-        with conn.pipeline():
-            conn.execute("BEGIN", prepare=False)
-            lock = conn.execute(self.lock_sql, [step_id])
-        lock.fetchone()
+        if rows is None:
+            with conn.pipeline():
+                conn.execute("BEGIN", prepare=False)
+                lock = conn.execute(self.lock_sql, [step_id])
+            lock.fetchone()
         marks.append(time.perf_counter())
         now = timezone.now()
         audit = {"requirement_id": requirement_id, "subject": "requirement", "subject_id": str(requirement_id),
@@ -181,20 +187,25 @@ class Statements:
                "runs": 1, "worker": WORKER, "lease_expires_at": now + timedelta(seconds=900), "enqueued_at": now,
                "started_at": now, "finished_at": None, "error": ""}
         with conn.pipeline():
+            if rows is not None:
+                conn.execute("BEGIN", prepare=False)
+                conn.execute(self.unchanged_sql, [step_id, rows[-2], rows[-1]])
             conn.execute(self.requirement_sql, ["in_development", Jsonb([]), Jsonb({}), Jsonb([]), now,
                                                 requirement_id])
             conn.execute(self.audit_sql, [audit[f.attname] for f in self.audit_fields])
             conn.execute(self.event_sql, [event[f.attname] for f in self.event_fields])
             conn.execute(self.done_sql, ["done", "", now, None, step_id])
             inserted = conn.execute(self.next_sql, [nxt[f.attname] for f in self.next_fields]) if following else None
+            conn.execute("COMMIT", prepare=False)
             if following:
                 budget = conn.execute(self.budget_sql, self.budget_params(requirement_id, following))
-            conn.execute("COMMIT", prepare=False)
+                snapshot = conn.execute(self.rows_sql, [requirement_id, following, 1])
         if following:
             budget.fetchone()
+            rows = snapshot.fetchone()
         row = inserted.fetchone() if inserted else None
         marks.append(time.perf_counter())
-        return tuple((b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)), row[0] if row else None
+        return tuple((b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)), row[0] if row else None, rows
 
 
 def report(args, aiteam: list[float], floor: list[float], phases: dict, threshold) -> None:

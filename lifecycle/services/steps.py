@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -130,8 +130,9 @@ class InlineSlot:
     leaves a running step whose lease expires: the reaper re-queues it, as for any other step.
     """
 
-    def __init__(self, *, queue: str, worker: str) -> None:
+    def __init__(self, *, queue: str, worker: str, rows_for: Callable[[str], bool] = lambda key: False) -> None:
         self.queue, self.worker = queue, worker
+        self.rows_for = rows_for  # whether a step of this key is applied at commit: then its rows are read too
         self.reserved = False
         self.lease: Lease | None = None
         self.budget: write_behind.ReadAtCommit | None = None
@@ -151,8 +152,9 @@ class InlineSlot:
 
         self.reserved = True
         self.budget = budgets.snapshot_at_commit(step)
-        self.rows = write_behind.read_at_commit(_rows_query(), (
-            Requirement._meta.pk.get_db_prep_value(step.requirement_id, connection), step.key, step.attempt))
+        if self.rows_for(step.key):
+            self.rows = write_behind.read_at_commit(_rows_query(), (
+                Requirement._meta.pk.get_db_prep_value(step.requirement_id, connection), step.key, step.attempt))
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:
@@ -171,8 +173,8 @@ _slot: ContextVar[InlineSlot | None] = ContextVar("inline_slot", default=None)
 
 
 @contextmanager
-def inline_slot(*, queue: str, worker: str) -> Iterator[InlineSlot]:
-    slot = InlineSlot(queue=queue, worker=worker)
+def inline_slot(*, queue: str, worker: str, rows_for: Callable[[str], bool] = lambda key: False) -> Iterator[InlineSlot]:
+    slot = InlineSlot(queue=queue, worker=worker, rows_for=rows_for)
     token = _slot.set(slot)
     try:
         yield slot
@@ -309,12 +311,13 @@ def lock_at_commit(lease: Lease) -> tuple[Step, Requirement]:
     it). The transaction's first statement to go out (at the latest its COMMIT) locks both rows and checks that
     neither changed since (write_behind.expect_unchanged, on their xmin), before any write of the apply; if one
     did, the transaction fails with RowsChanged and nothing of it commits, and the caller applies again on a
-    lease without the snapshot (agents.tasks does). An apply that commits to a workspace or calls out must hold
-    the lock before it does so: it uses lock_for_apply. Without a snapshot, this is lock_for_apply."""
-    snapshot = lease.rows.row if lease.rows is not None else None
-    if snapshot is None:
-        return lock_for_apply(lease)
+    lease without the snapshot (agents.tasks does, for a StepSpec marked at_commit). An apply that commits to a
+    workspace or calls out must hold the lock before it does so: it uses lock_for_apply. Without a snapshot, or
+    called in a nested atomic block (not the apply's own transaction), this is lock_for_apply."""
     db = connections[DEFAULT_DB_ALIAS]
+    snapshot = lease.rows.row if lease.rows is not None else None
+    if snapshot is None or db.savepoint_ids:  # in a nested block, a rollback to its savepoint would drop the check
+        return lock_for_apply(lease)
     step = _fenced(_step_and_requirement(snapshot[:-2], db), lease)
     write_behind.expect_unchanged(_unchanged_sql(), (step.pk, snapshot[-2], snapshot[-1]))
     return step, step.requirement

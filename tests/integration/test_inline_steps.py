@@ -159,7 +159,7 @@ def claimed_inline(req, key: str):
 
     from lifecycle.services import steps
 
-    with steps.inline_slot(queue="llm", worker="here") as slot, transaction.atomic():
+    with steps.inline_slot(queue="llm", worker="here", rows_for=lambda key: True) as slot, transaction.atomic():
         steps.step_schedule(requirement_id=req.pk, key=key, attempt=1)
     return slot.lease
 
@@ -181,8 +181,9 @@ def retried_development_apply(applied_on: list):
             transition(requirement, "retry_development", actor=Actor.agent("test"), metadata={"step": lease.key})
             emit(requirement, "Applied", {"title": requirement.title})
             steps.step_finish(step)
+            steps.step_schedule(requirement_id=requirement.pk, key="engineer:next", attempt=1)
 
-    return StepSpec(apply, run=lambda lease: None)
+    return StepSpec(apply, run=lambda lease: None, at_commit=True)
 
 
 def in_development(alice):
@@ -201,11 +202,11 @@ def test_an_inline_step_applies_on_the_rows_read_with_the_commit_that_claimed_it
     lease = claimed_inline(req, "tl_plan")
     assert lease.rows.row is not None
     applied_on, syncs = [], _count_syncs(monkeypatch)
-    with django_assert_num_queries(7) as captured:
+    with django_assert_num_queries(8) as captured:  # BEGIN, the check, five writes, COMMIT
         tasks._apply(retried_development_apply(applied_on), lease, None)
     reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
     assert len(reads) == 1 and "aiteam_expect_one" in reads[0]  # the check; no lock query of its own
-    assert len(syncs) == 1  # BEGIN, the check, requirement, audit row, event, step and COMMIT in one pipeline
+    assert len(syncs) == 1  # all in one pipeline
     assert applied_on == [("in_development", "crash test")]
     assert Step.objects.get(pk=lease.step_id).state == "done"
     assert req.transitions.filter(event="retry_development").count() == 1
@@ -214,14 +215,18 @@ def test_an_inline_step_applies_on_the_rows_read_with_the_commit_that_claimed_it
 
 def test_a_requirement_changed_after_the_snapshot_is_applied_again_under_the_lock_once(broker_url, alice):
     from agents import tasks
+    from lifecycle.services import steps
 
     req = in_development(alice)
     redis.Redis.from_url(broker_url).flushdb()
     lease = claimed_inline(req, "tl_plan")
     Requirement.objects.filter(pk=req.pk).update(title="edited meanwhile")  # a reviewer, say, after the snapshot
     applied_on = []
-    tasks._apply(retried_development_apply(applied_on), lease, None)
+    with steps.inline_slot(queue="llm", worker="here") as slot:
+        tasks._apply(retried_development_apply(applied_on), lease, None, slot)
     assert applied_on == [("in_development", "crash test"), ("in_development", "edited meanwhile")]
+    following = Step.objects.get(requirement=req, key="engineer:next")  # scheduled once, by the second try
+    assert slot.lease.step_id == following.pk and following.state == "running"  # the slot took it again
     assert Requirement.objects.get(pk=req.pk).title == "edited meanwhile"  # their change kept
     assert Step.objects.get(pk=lease.step_id).state == "done"
     assert req.transitions.filter(event="retry_development").count() == 1  # the first try left nothing
@@ -245,7 +250,7 @@ def test_a_requirement_cancelled_after_the_snapshot_is_decided_again_on_its_rows
     step = Step.objects.get(pk=lease.step_id)
     assert step.state == "skipped" and "cancelled" in step.error
     assert not req.transitions.filter(event="retry_development").exists()
-    assert slot.lease is None and not slot.reserved
+    assert slot.lease is None and not Step.objects.filter(requirement=req, key="engineer:next").exists()
 
 
 def test_the_snapshot_rows_load_what_the_orm_loads_and_a_stale_fence_is_refused_on_them(broker_url, alice):
@@ -267,3 +272,19 @@ def test_the_snapshot_rows_load_what_the_orm_loads_and_a_stale_fence_is_refused_
     assert step.requirement is requirement and not step._state.adding
     with pytest.raises(StaleStep), transaction.atomic():
         steps.lock_at_commit(steps.Lease(lease.step_id, lease.fence + 1, req.pk, lease.key, 1, rows=lease.rows))
+
+
+def test_an_apply_not_marked_at_commit_locks_first_and_runs_once(broker_url, alice):
+    """Applies that commit to a workspace must hold the lock before they do: their lease's rows are not used."""
+    import dataclasses
+
+    from agents import tasks
+
+    req = in_development(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    Requirement.objects.filter(pk=req.pk).update(state="cancelled")
+    applied_on = []
+    tasks._apply(dataclasses.replace(retried_development_apply(applied_on), at_commit=False), lease, None)
+    assert applied_on == [("cancelled", "crash test")]  # locked at once: the rows as they are, one try
+    assert Step.objects.get(pk=lease.step_id).state == "skipped"

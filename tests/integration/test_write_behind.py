@@ -235,12 +235,12 @@ def test_a_check_that_rows_are_unchanged_locks_them_and_goes_with_the_writes_and
     syncs = _count_syncs(monkeypatch)
     with transaction.atomic():
         write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
-        write_behind.insert(OutboxEvent(requirement=requirement, name="UnderTheCheck"))
         assert not syncs  # queued: nothing sent yet
-        Requirement.objects.filter(pk=requirement.pk).update(title="locked")  # the check goes out first
-        assert len(syncs) == 1  # BEGIN, the check, the insert and the update: one pipeline
+        Step.objects.count()  # a read of another table: the check goes out first, in its pipeline
+        assert len(syncs) == 1
         with psycopg.connect(_url(), autocommit=True) as other, pytest.raises(psycopg.errors.LockNotAvailable):
             other.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE NOWAIT", [requirement.pk])
+        write_behind.insert(OutboxEvent(requirement=requirement, name="UnderTheCheck"))
     assert OutboxEvent.objects.filter(name="UnderTheCheck").exists()
 
     syncs.clear()
@@ -271,3 +271,27 @@ def test_a_row_changed_since_it_was_read_fails_the_check_and_nothing_of_the_tran
     assert Requirement.objects.get(pk=requirement.pk).title == "theirs"
     with pytest.raises(transaction.TransactionManagementError):  # it guards a transaction: outside one, refused
         write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_waiting_on_a_writer_that_then_commits_fails(acme_project):
+    """READ COMMITTED: the check waits for the lock another transaction holds; once that one commits its change,
+    PostgreSQL evaluates the check on the row as changed, and it fails."""
+    import threading
+
+    requirement = _requirement(acme_project)
+    (xmin,) = connection.cursor().execute(XMIN, [requirement.pk]).fetchone()
+    other = psycopg.connect(_url())
+    other.execute("UPDATE lifecycle_requirement SET title = 'theirs' WHERE id = %s", [requirement.pk])  # uncommitted
+    committer = threading.Timer(0.5, other.commit)
+    committer.start()
+    try:
+        with pytest.raises(write_behind.RowsChanged), transaction.atomic():
+            write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
+            write_behind.insert(OutboxEvent(requirement=requirement, name="AfterTheWait"))
+        assert not committer.is_alive()  # it did wait for the other transaction
+    finally:
+        committer.join()
+        other.close()
+    assert not OutboxEvent.objects.filter(name="AfterTheWait").exists()
+    assert Requirement.objects.get(pk=requirement.pk).title == "theirs"
