@@ -295,3 +295,46 @@ def test_a_check_waiting_on_a_writer_that_then_commits_fails(acme_project):
         other.close()
     assert not OutboxEvent.objects.filter(name="AfterTheWait").exists()
     assert Requirement.objects.get(pk=requirement.pk).title == "theirs"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_values_passed_through_are_what_django_would_prepare(acme_project):
+    """write_behind hands a str, bool, aware datetime, UUID or None to psycopg as it is, where Django's
+    get_db_prep_save would return it unchanged; every other value (an int, JSON, a naive datetime, a str
+    subclass) still goes through get_db_prep_save."""
+    import datetime as dt
+    import warnings
+
+    from django.utils import timezone
+    from psycopg.types.json import Jsonb
+
+    from lifecycle.models import StateTransition
+    from lifecycle.states import StepState
+
+    requirement = _requirement(acme_project)
+    now = timezone.now()
+    rows = [
+        StateTransition(requirement_id=requirement.pk, subject="requirement", subject_id=str(requirement.pk),
+                        event="e", from_state="a", to_state="b", actor_role="r", actor_user=None, via="agent",
+                        guard="", metadata={"step": "k"}, created_at=now),
+        OutboxEvent(requirement=requirement, name="N", payload={"state": "x"}, sent_at=None),
+        OutboxEvent(requirement=None, name="N", payload=[], sent_at=now.replace(tzinfo=None)),
+        Step(requirement=requirement, key="k", attempt=2, state=StepState.RUNNING, fence=1, runs=1, worker="w",
+             started_at=now, lease_expires_at=now + dt.timedelta(seconds=5), finished_at=None),
+        requirement,
+    ]
+
+    def plain(value):
+        return ("jsonb", value.obj) if isinstance(value, Jsonb) else (type(value).__name__, value)
+
+    for row in rows:
+        fields = tuple(f for f in write_behind._insert_fields(type(row)) if not getattr(f, "auto_now", False)
+                       and not getattr(f, "auto_now_add", False))
+        with warnings.catch_warnings():  # the naive datetime's warning, from both
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mine = write_behind._values(row, fields, add=True, db=connection)
+            theirs = tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields)
+        assert [plain(v) for v in mine] == [plain(v) for v in theirs], type(row).__name__
+    assert write_behind._passing(StateTransition._meta.get_field("event")) == {str}
+    assert write_behind._passing(Step._meta.get_field("requirement")) == {uuid.UUID, type(None)}
+    assert write_behind._passing(Step._meta.get_field("attempt")) == frozenset()  # Django wraps ints for psycopg
