@@ -220,7 +220,7 @@ def _llm(lease: steps.Lease):
         llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id)
 
     try:
-        bundle_sha, source_id = by_pk.values(Requirement, lease.requirement_id, ("prompt_bundle_id", "replay_of_id"))
+        bundle_sha, source_id = steps.requirement_values(lease, ("prompt_bundle_id", "replay_of_id"))
     except Requirement.DoesNotExist:  # deleted meanwhile: the configured provider and prompts, as before
         bundle_sha, source_id = None, None
     # A replay never reaches the configured provider: its answers come from the source run's recorded calls.

@@ -2,7 +2,8 @@
 
 LangGraph's nodes in that benchmark do trivial work on a ~2 KB state; these steps do the same, so what is
 compared is the orchestration: each step is a Step row run by the real `run_step` task (claim with a lease and a
-fence, or an inline claim), loads its ~2 KB input (the requirement's brief), rotates it, and applies the result in
+fence, or an inline claim), reads its ~2 KB input (the requirement's brief: the first step by a query, an inline
+step from the rows that came with the COMMIT that claimed it), rotates it, and applies the result in
 one transaction through the real services: fenced lock, requirement lock, a guarded FSM transition with its audit
 row (the lifecycle's in_development self-loop, `retry_development`), an outbox event carrying the 2 KB state, the
 step marked done and the next step scheduled (inline in the same worker, or through the broker).
@@ -23,7 +24,6 @@ from django.db import connection, transaction  # noqa: E402
 
 from agents.tasks import STEPS, StepSpec  # noqa: E402
 from aiteam.celery import app  # noqa: E402, F401  (celery -A bench._machinery finds it here)
-from aiteam.db import by_pk  # noqa: E402
 from lifecycle.actors import Actor  # noqa: E402
 from lifecycle.models import Requirement  # noqa: E402
 from lifecycle.services import steps  # noqa: E402
@@ -39,7 +39,7 @@ ANNOUNCE = "AITEAM_BENCH_ANNOUNCE"  # "1": the last step announces its commit (b
 
 
 def load_and_rotate(lease: steps.Lease) -> str:
-    (doc,) = by_pk.values(Requirement, lease.requirement_id, ("brief",))
+    (doc,) = steps.requirement_values(lease, ("brief",))  # an inline step's came with the COMMIT that claimed it
     return doc[1:] + doc[:1]
 
 

@@ -6,15 +6,16 @@ Python adds on top (Django's cursor and ORM, model instances, the FSM, preparing
 
 Both run in this process, on one scratch PostgreSQL database, alternating requirement by requirement:
 - aiteam: bench/_machinery.py's 8 steps, each through the body of the real `run_step` task (budget check,
-  loading the ~2 KB input, the apply transaction, inline continuation into the next step; no Celery worker,
+  reading the ~2 KB input, the apply transaction, inline continuation into the next step; no Celery worker,
   so no broker hop), Redis database 12 answering the inline slot's "is the queue idle";
 - floor: the same statements with the same values, built by aiteam's own SQL builders (the budget snapshot,
   the ORM's SQL for the load, the apply lock, the snapshot rows and their check, write-behind's UPDATE and
   INSERT), sent through one psycopg connection with the same prepare threshold, and in the same round trips:
-  the budget check (the first step only: the others' is read with the COMMIT that claimed them), the load,
-  BEGIN and the lock in one pipeline (the first step only: the others are applied on the rows read with that
-  COMMIT, steps.lock_at_commit), then one pipeline with (BEGIN and the rows' check, for those) the requirement
-  update, audit row, outbox event, step done, next step, COMMIT, and the next step's budget snapshot and rows.
+  for the first step only, the budget check, the load, then BEGIN and the lock in one pipeline (the others'
+  budget snapshot and rows, their input among them, are read with the COMMIT that claimed them, and they are
+  applied on those rows, steps.lock_at_commit); then one pipeline with (BEGIN and the rows' check, for those)
+  the requirement update, audit row, outbox event, step done, next step, COMMIT, and the next step's budget
+  snapshot and rows.
 
 Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
 "is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
@@ -140,6 +141,7 @@ class Statements:
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
             self.lock_sql = steps._apply_lock_query()[0]
         self.rows_sql, self.unchanged_sql = steps._rows_query(), steps._unchanged_sql()
+        self.brief_at = len(steps._attnames(Step)) + steps._attnames(Requirement).index("brief")
         # the columns a self-loop transition writes (its state, when it was entered, the JSON values)
         self.requirement_fields = ("state", "clarifications", "budget_overrides", "injected_constraints",
                                    "state_changed_at")
@@ -166,7 +168,10 @@ class Statements:
         if key == self.first_key:  # the others' snapshot came with the COMMIT that claimed them
             conn.execute(self.budget_sql, self.budget_params(requirement_id, key)).fetchone()
         marks.append(time.perf_counter())
-        brief = conn.execute(self.load_sql, [requirement_id]).fetchone()[0]
+        if rows is None:
+            brief = conn.execute(self.load_sql, [requirement_id]).fetchone()[0]
+        else:  # came with the COMMIT that claimed the step
+            brief = rows[self.brief_at]
         output = brief[1:] + brief[:1]
         marks.append(time.perf_counter())
         if rows is None:

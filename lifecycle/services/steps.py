@@ -338,9 +338,27 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
     return _step_and_requirement(row, db)
 
 
+def requirement_values(lease: Lease, fields: tuple[str, ...]) -> tuple:
+    """The requirement's fields (attnames) for a step's input: as the lease's snapshot has them when the step came
+    with its rows (claimed inline, applied at commit: no query), else read by primary key. A step's input is a
+    moment's picture either way; what its apply writes is checked against the rows as they are then."""
+    snapshot = lease.rows.row if lease.rows is not None else None
+    if snapshot is None:
+        return by_pk.values(Requirement, lease.requirement_id, fields)
+    converters, offset = dict(_row_converters()), len(_attnames(Step))
+    db, out = connections[DEFAULT_DB_ALIAS], []
+    for position in (offset + _attnames(Requirement).index(name) for name in fields):
+        value = snapshot[position]
+        functions, expression = converters.get(position, ((), None))
+        for convert in functions:
+            value = convert(value, expression, db)
+        out.append(value)
+    return tuple(out)
+
+
 def _step_and_requirement(row: tuple, db) -> Step:
     """A row of the apply lock's columns as a step with its requirement cached on it."""
-    row = by_pk.converted(row, _apply_lock_query()[1], db)
+    row = by_pk.converted(row, _row_converters(), db)
     step_fields, requirement_fields = _attnames(Step), _attnames(Requirement)
     step = Step.from_db(db.alias, step_fields, row[:len(step_fields)])
     requirement = Requirement.from_db(db.alias, requirement_fields, row[len(step_fields):])
@@ -362,6 +380,16 @@ def _apply_lock_query():
     assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
         Requirement._meta.concrete_fields), "the ORM's select_related layout changed"
     return sql, tuple(compiler.get_converters([column for column, _, _ in compiler.select]).items())
+
+
+@lru_cache(maxsize=1)
+def _row_converters() -> tuple:
+    """The converters of the apply lock's columns (the same without FOR UPDATE, which the ORM compiles only in a
+    transaction): for the lock's rows and the snapshot's, which has the same columns in the same order."""
+    compiler = Step.objects.select_related("requirement").filter(pk=0).query.get_compiler(connection.alias)
+    compiler.as_sql()  # lays the select out
+    assert len(compiler.select) == len(_attnames(Step)) + len(_attnames(Requirement)), "the layout changed"
+    return tuple(compiler.get_converters([column for column, _, _ in compiler.select]).items())
 
 
 @lru_cache(maxsize=1)

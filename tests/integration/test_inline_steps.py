@@ -288,3 +288,20 @@ def test_an_apply_not_marked_at_commit_locks_first_and_runs_once(broker_url, ali
     tasks._apply(dataclasses.replace(retried_development_apply(applied_on), at_commit=False), lease, None)
     assert applied_on == [("cancelled", "crash test")]  # locked at once: the rows as they are, one try
     assert Step.objects.get(pk=lease.step_id).state == "skipped"
+
+
+def test_an_inline_step_reads_its_requirement_input_from_its_snapshot_without_a_query(
+        broker_url, alice, django_assert_num_queries):
+    from aiteam.db import by_pk
+    from lifecycle.services import steps
+
+    req = in_development(alice)
+    redis.Redis.from_url(broker_url).flushdb()
+    lease = claimed_inline(req, "tl_plan")
+    fields = ("brief", "title", "created_at", "clarifications", "prompt_bundle_id")
+    with django_assert_num_queries(0):
+        snapshot = steps.requirement_values(lease, fields)
+    assert snapshot == by_pk.values(Requirement, req.pk, fields)
+    with django_assert_num_queries(1):  # a step without rows (claimed through the broker) reads them
+        assert steps.requirement_values(lease.locking(), fields) == snapshot
+
