@@ -140,7 +140,9 @@ class Statements:
         self.load_sql = by_pk._compiled(Requirement, ("brief",), "default", connection.vendor)[0]
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
             self.lock_sql = steps._apply_lock_query()[0]
-        self.rows_sql, self.unchanged_sql = steps._rows_query(), steps._unchanged_sql()
+        self.snapshot_sql = f"SELECT * FROM ({steps._rows_query()}) step_rows CROSS JOIN ({self.budget_sql}) budget"
+        self.rows_width = len(steps._attnames(Step)) + len(steps._attnames(Requirement)) + 2
+        self.unchanged_sql = steps._unchanged_sql()
         self.brief_at = len(steps._attnames(Step)) + steps._attnames(Requirement).index("brief")
         # the columns a self-loop transition writes (its state, when it was entered, the JSON values)
         self.requirement_fields = ("state", "clarifications", "budget_overrides", "injected_constraints",
@@ -202,12 +204,11 @@ class Statements:
             conn.execute(self.done_sql, ["done", "", now, None, step_id])
             inserted = conn.execute(self.next_sql, [nxt[f.attname] for f in self.next_fields]) if following else None
             conn.execute("COMMIT", prepare=False)
-            if following:
-                budget = conn.execute(self.budget_sql, self.budget_params(requirement_id, following))
-                snapshot = conn.execute(self.rows_sql, [requirement_id, following, 1])
+            if following:  # the next step's rows and budget snapshot, one read (steps.InlineSlot.reserve)
+                snapshot = conn.execute(self.snapshot_sql, [requirement_id, following, 1,
+                                                            *self.budget_params(requirement_id, following)])
         if following:
-            budget.fetchone()
-            rows = snapshot.fetchone()
+            rows = snapshot.fetchone()[:self.rows_width]
         row = inserted.fetchone() if inserted else None
         marks.append(time.perf_counter())
         return tuple((b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)), row[0] if row else None, rows

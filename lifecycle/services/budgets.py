@@ -130,7 +130,12 @@ def snapshot_at_commit(step: Step) -> write_behind.ReadAtCommit | None:
     start). It is read right after the COMMIT, and is used only if nothing has run on the connection since (an
     on-commit handler may have changed the requirement), so it holds what a read at the step's start would: a
     step's model calls are all recorded before its apply runs."""
-    return write_behind.read_at_commit(*_snapshot_statement(step.requirement_id, step.key, step.attempt))
+    return write_behind.read_at_commit(*snapshot_statement(step))
+
+
+def snapshot_statement(step: Step) -> tuple[str, list[Any]]:
+    """The snapshot's SQL and parameters for a step (to read it together with something else)."""
+    return _snapshot_statement(step.requirement_id, step.key, step.attempt)
 
 
 def _snapshot_statement(requirement_id, key: str, attempt: int) -> tuple[str, list[Any]]:

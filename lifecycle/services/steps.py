@@ -70,10 +70,10 @@ class Lease:
     attempt: int
     # an inline step's budget snapshot, read with the COMMIT that claimed it (budgets.snapshot_at_commit); None:
     # the budget check reads it when the step starts
-    budget: write_behind.ReadAtCommit | None = field(default=None, compare=False, repr=False)
+    budget: write_behind.ReadAtCommit | write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
     # an inline step's row and its requirement's as that COMMIT left them, read with it too (with their xmin):
     # lock_at_commit applies on them; None: it locks them as lock_for_apply does
-    rows: write_behind.ReadAtCommit | None = field(default=None, compare=False, repr=False)
+    rows: write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
 
     def locking(self) -> Lease:
         """This lease without its snapshot rows: lock_at_commit locks and reads them at once (lock_for_apply)."""
@@ -135,8 +135,8 @@ class InlineSlot:
         self.rows_for = rows_for  # whether a step of this key is applied at commit: then its rows are read too
         self.reserved = False
         self.lease: Lease | None = None
-        self.budget: write_behind.ReadAtCommit | None = None
-        self.rows: write_behind.ReadAtCommit | None = None
+        self.budget: write_behind.ReadAtCommit | write_behind.ReadPart | None = None
+        self.rows: write_behind.ReadPart | None = None
 
     def claim_fields(self) -> dict:
         now = timezone.now()
@@ -151,10 +151,17 @@ class InlineSlot:
         from lifecycle.services import budgets  # budgets builds on this module
 
         self.reserved = True
-        self.budget = budgets.snapshot_at_commit(step)
-        if self.rows_for(step.key):
-            self.rows = write_behind.read_at_commit(_rows_query(), (
-                Requirement._meta.pk.get_db_prep_value(step.requirement_id, connection), step.key, step.attempt))
+        if self.rows_for(step.key):  # one read after COMMIT: the rows, then the budget snapshot beside them
+            budget_sql, budget_params = budgets.snapshot_statement(step)
+            read = write_behind.read_at_commit(
+                f"SELECT * FROM ({_rows_query()}) step_rows CROSS JOIN ({budget_sql}) budget",
+                (Requirement._meta.pk.get_db_prep_value(step.requirement_id, connections[DEFAULT_DB_ALIAS]),
+                 step.key, step.attempt, *budget_params))
+            if read is not None:
+                width = len(_attnames(Step)) + len(_attnames(Requirement)) + 2  # and the two rows' xmin
+                self.rows, self.budget = read.part(0, width), read.part(width)
+        else:
+            self.budget = budgets.snapshot_at_commit(step)
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:

@@ -290,10 +290,10 @@ def test_an_apply_not_marked_at_commit_locks_first_and_runs_once(broker_url, ali
     assert Step.objects.get(pk=lease.step_id).state == "skipped"
 
 
-def test_an_inline_step_reads_its_requirement_input_from_its_snapshot_without_a_query(
+def test_an_inline_step_reads_its_input_and_budget_from_the_read_with_its_claiming_commit(
         broker_url, alice, django_assert_num_queries):
     from aiteam.db import by_pk
-    from lifecycle.services import steps
+    from lifecycle.services import budgets, steps
 
     req = in_development(alice)
     redis.Redis.from_url(broker_url).flushdb()
@@ -301,6 +301,9 @@ def test_an_inline_step_reads_its_requirement_input_from_its_snapshot_without_a_
     fields = ("brief", "title", "created_at", "clarifications", "prompt_bundle_id")
     with django_assert_num_queries(0):
         snapshot = steps.requirement_values(lease, fields)
+        assert budgets.budget_allows(lease)  # its budget snapshot came in the same read
+    assert lease.budget.current and budgets._snapshot_row(lease.budget.row) == budgets._snapshot(lease)
+    assert not lease.budget.current and not lease.rows.current  # a statement has run since: one read, both parts
     assert snapshot == by_pk.values(Requirement, req.pk, fields)
     with django_assert_num_queries(1):  # a step without rows (claimed through the broker) reads them
         assert steps.requirement_values(lease.locking(), fields) == snapshot
