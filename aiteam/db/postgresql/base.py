@@ -148,8 +148,12 @@ def _committed(commit_cursor) -> bool:
 
 
 def _send(db: DatabaseWrapper, queued: Sequence[Write], cursors: list) -> None:
+    shared = None  # the writes whose result nobody reads go through one cursor (making one per statement cost more)
     for write in queued:
-        cursor = db.connection.cursor()
+        if write.done is None:
+            cursor = shared = shared or db.connection.cursor()
+        else:
+            cursor = db.connection.cursor()
         cursors.append(cursor)
         cursor.execute(write.sql, write.params)
         if db.queries_logged:  # a test's query count and the debug log still see each write
