@@ -52,7 +52,7 @@ def apply(*, lease: steps.Lease, output: str) -> None:
         if lease.key in NEXT:
             steps.step_schedule(requirement_id=lease.requirement_id, key=NEXT[lease.key], attempt=1)
         elif os.environ.get(ANNOUNCE) == "1":
-            transaction.on_commit(lambda: announce(lease.requirement_id))
+            transaction.on_commit(lambda: announce(lease.requirement_id), robust=True)
 
 
 def announce(requirement_id) -> None:

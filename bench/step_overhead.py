@@ -129,18 +129,20 @@ def run_machinery(args, between) -> dict:
         return requirement.pk, t0
 
     warm = [submit_one(f"warm-up {i}") for i in range(3)]
-    finished.wait([rid for rid, _ in warm], args.timeout, last=last)
-    sequential = []
-    for i in range(args.requirements):
-        rid, t0 = submit_one(f"sequential {i}")
-        finished.wait([rid], args.timeout, last=last)
-        sequential.append((rid, t0))
-        between(len(sequential))
-    burst_start = now()
-    burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
-    submitted = now()
-    finished.wait([rid for rid, _ in burst], args.timeout * args.requirements, last=last)
-    finished.close()
+    try:
+        finished.wait([rid for rid, _ in warm], args.timeout, last=last)
+        sequential = []
+        for i in range(args.requirements):
+            rid, t0 = submit_one(f"sequential {i}")
+            finished.wait([rid], args.timeout, last=last)
+            sequential.append((rid, t0))
+            between(len(sequential))
+        burst_start = now()
+        burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
+        submitted = now()
+        finished.wait([rid for rid, _ in burst], args.timeout * args.requirements, last=last)
+    finally:
+        finished.close()
     analyse_keys = {"keys": keys, "predecessors": predecessors}
     return {"warm": analyse(warm, **analyse_keys), "sequential": analyse(sequential, **analyse_keys),
             "burst": analyse(burst, **analyse_keys), "burst_start": burst_start, "burst_submitted": submitted,

@@ -104,7 +104,7 @@ class ReadAtCommit:
     """A read sent in the COMMIT's pipeline, after the COMMIT: it sees everything its transaction wrote. Its row
     holds only while the connection has run nothing since: once any statement has (an on-commit handler that
     may have changed what was read, say), `current` is False and the caller reads again. It is False too when
-    the read could not be made (the row never came)."""
+    the read could not be made (no answer came); a read that found no row is current with `row` None."""
 
     def __init__(self, sql: str, params: tuple) -> None:
         self.write = Write(sql, params, self._arrived)
@@ -186,7 +186,7 @@ def _values(obj: models.Model, fields: tuple[models.Field, ...], *, add: bool, d
     out = []
     for field, passes in _preparation(fields, db.vendor):
         value = field.pre_save(obj, add)
-        if type(value) in passes and (type(value) is not datetime or value.tzinfo is not None):
+        if type(value) in passes and (type(value) is not datetime or value.utcoffset() is not None):
             out.append(value)  # what get_db_prep_save would return (see _passing)
         else:
             out.append(field.get_db_prep_save(_now(value), db))
@@ -211,17 +211,14 @@ def _passing(field: models.Field) -> frozenset:
         return _passing(field.target_field) | {type(None)}  # a ForeignKey saves None as None, null or not
     if cls.get_db_prep_save is not models.Field.get_db_prep_save:
         return frozenset()
-    methods = (cls.get_prep_value, cls.get_db_prep_value)
-    if methods in ((models.CharField.get_prep_value, models.Field.get_db_prep_value),
-                   (models.TextField.get_prep_value, models.Field.get_db_prep_value)):
-        passes = {str}
-    elif methods == (models.BooleanField.get_prep_value, models.Field.get_db_prep_value):
-        passes = {bool}
-    elif methods == (models.DateTimeField.get_prep_value, models.DateTimeField.get_db_prep_value):
-        passes = {datetime}  # aware only (checked per value): a naive one is made aware, with a warning
-    elif methods == (models.UUIDField.get_prep_value, models.UUIDField.get_db_prep_value):
-        passes = {uuid.UUID}
-    else:
+    methods = (cls.get_prep_value, cls.get_db_prep_value, cls.to_python)
+    base = {models.CharField: {str}, models.TextField: {str}, models.BooleanField: {bool},
+            models.DateTimeField: {datetime},  # aware only (checked per value): a naive one is made aware, warned
+            models.UUIDField: {uuid.UUID}}
+    passes = next((types for django_field, types in base.items()
+                   if methods == (django_field.get_prep_value, django_field.get_db_prep_value, django_field.to_python)),
+                  None)
+    if passes is None:
         return frozenset()
     return frozenset(passes | ({type(None)} if field.null else set()))
 

@@ -95,8 +95,9 @@ def parked_steps(requirement: Requirement) -> QuerySet[Step]:
 def budget_allows(lease: steps.Lease) -> Allowance:
     """Truthy when the step may run. Otherwise the step is parked and, the first time, the requirement
     escalated with a budget_exhausted review task; the caller just returns."""
-    prefetched = lease.budget
-    row = _snapshot_row(prefetched.row) if prefetched is not None and prefetched.current else _snapshot(lease)
+    prefetched = lease.budget  # read again unless it came, holds, and found the row (the step's too, read with it)
+    usable = prefetched is not None and prefetched.current and prefetched.row is not None
+    row = _snapshot_row(prefetched.row) if usable else _snapshot(lease)
     if row is None:
         return Allowance(True)
     go = Allowance(True, tuple(row["injected_constraints"] or ()))

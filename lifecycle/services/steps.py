@@ -347,8 +347,9 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
 
 def requirement_values(lease: Lease, fields: tuple[str, ...]) -> tuple:
     """The requirement's fields (attnames) for a step's input: as the lease's snapshot has them when the step came
-    with its rows (claimed inline, applied at commit: no query), else read by primary key. A step's input is a
-    moment's picture either way; what its apply writes is checked against the rows as they are then."""
+    with its rows (claimed inline, applied at commit: no query), else read by primary key. The snapshot is used
+    even when something has run on the connection since (its `current` is not asked): a step's input is a
+    moment's picture either way, and what its apply writes is checked against the rows as they are then."""
     snapshot = lease.rows.row if lease.rows is not None else None
     if snapshot is None:
         return by_pk.values(Requirement, lease.requirement_id, fields)

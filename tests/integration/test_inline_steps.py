@@ -115,6 +115,7 @@ def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_t
         broker_url, alice, django_assert_num_queries, monkeypatch):
     """The snapshot goes out with the claiming COMMIT; the check then costs no query, unless something ran on
     the connection after it (an on-commit handler may have changed the requirement): then it reads again."""
+    import dataclasses
     from decimal import Decimal
 
     from django.db import transaction
@@ -151,6 +152,13 @@ def test_an_inline_step_checks_its_budget_with_the_snapshot_read_at_the_commit_t
     assert lease.budget.row is not None and not lease.budget.current
     assert not budgets.budget_allows(lease)  # read again: the spend the handler wrote counts
     assert Step.objects.get(pk=lease.step_id).state == "skipped"
+
+    from aiteam.db import write_behind
+
+    found_nothing = write_behind.ReadAtCommit("SELECT 1 WHERE false", ())
+    found_nothing._arrived(None)  # came back current, without a row
+    lease = claimed_inline("qc_tests")  # not taken as "nothing to check" (that allows): read again, overspent
+    assert not budgets.budget_allows(dataclasses.replace(lease, budget=found_nothing))
 
 
 def claimed_inline(req, key: str):

@@ -305,6 +305,7 @@ def test_values_passed_through_are_what_django_would_prepare(acme_project):
     import datetime as dt
     import warnings
 
+    from django.db import models
     from django.utils import timezone
     from psycopg.types.json import Jsonb
 
@@ -335,6 +336,15 @@ def test_values_passed_through_are_what_django_would_prepare(acme_project):
             mine = write_behind._values(row, fields, add=True, db=connection)
             theirs = tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields)
         assert [plain(v) for v in mine] == [plain(v) for v in theirs], type(row).__name__
-    assert write_behind._passing(StateTransition._meta.get_field("event")) == {str}
-    assert write_behind._passing(Step._meta.get_field("requirement")) == {uuid.UUID, type(None)}
-    assert write_behind._passing(Step._meta.get_field("attempt")) == frozenset()  # Django wraps ints for psycopg
+    fields = write_behind._insert_fields(Step)
+    passing = dict(write_behind._preparation(fields, connection.vendor))  # what _values used above
+    assert passing[Step._meta.get_field("key")] == {str}
+    assert passing[Step._meta.get_field("requirement")] == {uuid.UUID, type(None)}
+    assert passing[Step._meta.get_field("finished_at")] == {dt.datetime, type(None)}
+    assert passing[Step._meta.get_field("attempt")] == frozenset()  # Django wraps ints for psycopg
+
+    class Upper(models.CharField):  # prepares values its own way: never passed through
+        def to_python(self, value):
+            return value.upper() if isinstance(value, str) else value
+
+    assert write_behind._passing(Upper(max_length=5)) == frozenset()
