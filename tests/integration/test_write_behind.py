@@ -54,6 +54,12 @@ def test_queued_writes_and_commit_take_one_round_trip(acme_project, monkeypatch)
     with transaction.atomic():
         write_behind.insert(OutboxEvent(requirement=requirement, name="C"))
     assert OutboxEvent.objects.filter(name="C").exists() and not Step.objects.exists()
+    kept = list(connection.connection.pipeline_cursors)  # the pipelines' cursors are kept and used again
+    for name in ("D", "E"):
+        with transaction.atomic():
+            write_behind.insert(OutboxEvent(requirement=requirement, name=name))
+            write_behind.update(requirement, ["title"])
+    assert connection.connection.pipeline_cursors == kept and OutboxEvent.objects.filter(name__in=["D", "E"]).count() == 2
 
 
 @pytest.mark.django_db(transaction=True)

@@ -62,7 +62,7 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
             if queued:
                 self._pipelined(queued)
             return execute(sql, params, many, context)
-        return self._pipelined(queued, lambda: execute(sql, params, many, context))
+        return self._pipelined(queued, lambda cursors: execute(sql, params, many, context))
 
     def _opens_transaction(self) -> bool:
         """Inside a transaction that has run nothing yet: psycopg sends BEGIN before the next statement."""
@@ -85,21 +85,22 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
         with debug_transaction(self, "COMMIT"):
             # COMMIT as one more statement of the pipeline: connection.commit() would sync on its own, and
             # leaving the pipeline syncs again (two round trips instead of one).
-            self._pipelined(queued, lambda: self.connection.execute("COMMIT", prepare=False), reads_after=reads)
+            self._pipelined(queued, lambda cursors: cursors.take().execute("COMMIT", prepare=False),
+                            reads_after=reads)
         return None
 
     def _pipelined(self, queued: Sequence[Write], then: Callable | None = None, *, reads_after: Sequence[Write] = ()):
-        """Send the queued writes, then `then()` (a statement, or COMMIT), then `reads_after`, in one pipeline.
-        A read after COMMIT that fails leaves the commit done: its answer is simply not there (its reader reads
-        again when it needs it)."""
-        result, cursors, read_cursors = None, [], []
+        """Send the queued writes, then `then(cursors)` (a statement, or COMMIT), then `reads_after`, in one
+        pipeline. A read after COMMIT that fails leaves the commit done: its answer is simply not there (its
+        reader reads again when it needs it)."""
+        result, cursors, read_cursors, pool = None, [], [], _Cursors(self.connection)
         self.statements_run += len(queued) + len(reads_after)
         try:
             with self.wrap_database_errors, self.connection.pipeline():
                 self.connection.begin_queued = self._opens_transaction()
-                _send(self, queued, cursors)
-                result = then() if then else None
-                _send(self, reads_after, read_cursors)
+                _send(self, queued, cursors, pool)
+                result = then(pool) if then else None
+                _send(self, reads_after, read_cursors, pool)
         except BaseException as exc:
             if not (isinstance(exc, Exception) and reads_after and _committed(result)):
                 if queued:  # the error may surface in, and be swallowed by, code that did not queue them
@@ -134,6 +135,7 @@ class BeginInPipeline(psycopg.Connection):
     one; _pipelined fetches nothing before its sync."""
 
     begin_queued = False
+    pipeline_cursors: list | None = None  # kept for DatabaseWrapper's pipelines (_Cursors)
 
     def _start_query(self) -> PQGen[None]:
         if self.begin_queued and self._pipeline:
@@ -147,17 +149,35 @@ def _committed(commit_cursor) -> bool:
     return commit_cursor is not None and commit_cursor.statusmessage == "COMMIT"
 
 
-def _send(db: DatabaseWrapper, queued: Sequence[Write], cursors: list) -> None:
-    shared = None  # the writes whose result nobody reads go through one cursor (making one per statement cost more)
+def _send(db: DatabaseWrapper, queued: Sequence[Write], cursors: list, pool: _Cursors) -> None:
     for write in queued:
-        if write.done is None:
-            cursor = shared = shared or db.connection.cursor()
-        else:
-            cursor = db.connection.cursor()
+        cursor = pool.take() if write.done else pool.shared()
         cursors.append(cursor)
         cursor.execute(write.sql, write.params)
         if db.queries_logged:  # a test's query count and the debug log still see each write
             db.queries_log.append({"sql": f"{write.sql} /* pipelined */", "time": "0.000"})
+
+
+class _Cursors:
+    """The cursors of one pipeline: one for each statement whose result is read, one for all the others. They are
+    the connection's, kept from pipeline to pipeline: making a psycopg cursor cost more than sending a statement,
+    and a used one has its parameter types' dumpers at hand."""
+
+    def __init__(self, connection: BeginInPipeline) -> None:
+        self.connection, self.taken, self._shared = connection, 0, None
+        if connection.pipeline_cursors is None:
+            connection.pipeline_cursors = []
+
+    def take(self) -> psycopg.Cursor:
+        spare = self.connection.pipeline_cursors
+        if self.taken == len(spare):
+            spare.append(self.connection.cursor())
+        self.taken += 1
+        return spare[self.taken - 1]
+
+    def shared(self) -> psycopg.Cursor:
+        self._shared = self._shared or self.take()
+        return self._shared
 
 
 def _finish(queued: Sequence[Write], cursors: list) -> None:
@@ -166,4 +186,3 @@ def _finish(queued: Sequence[Write], cursors: list) -> None:
     for write, cursor in zip(queued, cursors, strict=True):
         if write.done and cursor.pgresult is not None:
             write.done(cursor.fetchone())
-        cursor.close()
