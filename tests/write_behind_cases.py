@@ -144,11 +144,13 @@ def check_save_writes_only_what_changed_since_the_row_was_loaded_in_this_transac
         locked = Requirement.objects.select_for_update().get(pk=requirement.pk)
         locked.title, locked.clarifications = "renamed", [*locked.clarifications, {"q": "why?"}]
         write_behind.save(locked)
-        write_behind.save(locked)  # nothing immutable changed since: only the JSON values (always written) again
-    json = ["clarifications", "budget_overrides", "injected_constraints"]
-    assert _update_columns(log) == [["title", *json], json]
-    assert Requirement.objects.values_list("title", "clarifications").get(pk=requirement.pk) == \
-        ("renamed", [{"q": "why?"}])
+        write_behind.save(locked)  # nothing changed since: no UPDATE
+        locked.clarifications.append({"q": "and how?"})  # a JSON value changed in place: seen, and written
+        locked.budget_overrides["steps"] = 3
+        write_behind.save(locked)
+    assert _update_columns(log) == [["title", "clarifications"], ["clarifications", "budget_overrides"]]
+    assert Requirement.objects.values_list("title", "clarifications", "budget_overrides").get(pk=requirement.pk) == \
+        ("renamed", [{"q": "why?"}, {"q": "and how?"}], {"steps": 3})
 
 
 def check_save_writes_every_field_when_the_memory_cannot_be_trusted(acme_project) -> None:

@@ -10,8 +10,9 @@ backend's TransactionEpoch changes when a transaction begins or commits and at e
 savepoint; epochs are unique in the process, so an instance handed to another thread's connection is not
 trusted either.
 Otherwise — outside a transaction, in a later one, after a rollback — every field is written, as save() does.
-A value that can change in place unseen (a JSON dict or list) is always written, as is any field whose
-pre_save sets the value (auto_now).
+A JSON dict or list is remembered as a deep copy, so one changed in place no longer equals what was
+remembered and is written; any other value that can change in place unseen is always written, as is any
+field whose pre_save sets the value (auto_now).
 
 What it cannot see: another path (a queryset update, a second instance of the row) changing a column in the
 same transaction, after which this instance sets that column back to the value it loaded; that write is
@@ -19,6 +20,7 @@ skipped. aiteam's services change a locked row through one instance.
 """
 from __future__ import annotations
 
+import copy
 import datetime
 import decimal
 import itertools
@@ -31,6 +33,8 @@ from django.db import connections, models
 # Values of these types cannot change in place: equal to the remembered value means the column holds it.
 IMMUTABLE = frozenset({str, int, bool, float, decimal.Decimal, uuid.UUID, datetime.datetime, datetime.date,
                        datetime.time, datetime.timedelta, bytes, type(None)})
+_JSON = frozenset({dict, list})  # remembered as deep copies, so comparing them says whether they changed
+_COMPARABLE = IMMUTABLE | _JSON
 _MISSING = object()
 
 
@@ -99,7 +103,9 @@ def remember(obj: models.Model, attnames: Iterable[str]) -> None:
         taken = obj.__dict__["_loaded"] = (epoch, {})
     values = taken[1]
     for attname in attnames:
-        values[attname] = obj.__dict__.get(attname, _MISSING)
+        value = obj.__dict__.get(attname, _MISSING)
+        # a JSON dict or list is remembered as a copy: changed in place later, it no longer equals it
+        values[attname] = copy.deepcopy(value) if type(value) in _JSON else value
 
 
 def forget(obj: models.Model) -> None:
@@ -117,7 +123,7 @@ def changed(obj: models.Model, names: list[str]) -> list[str]:
     for name in names:
         attname, always = fields[name]
         new, old = obj.__dict__.get(attname, _MISSING), values.get(attname, _MISSING)
-        if always or old is _MISSING or type(new) is not type(old) or type(new) not in IMMUTABLE or new != old:
+        if always or old is _MISSING or type(new) is not type(old) or type(new) not in _COMPARABLE or new != old:
             out.append(name)
     return out
 
