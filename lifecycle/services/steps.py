@@ -336,7 +336,7 @@ def _step_and_requirement_for_update(step_id: int) -> Step:
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the `connection` proxy looks it up on every use
     if not db.in_atomic_block:  # what the ORM checks when it compiles select_for_update
         raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-    sql, converters = _apply_lock_query()
+    sql = _apply_lock_query()
     with db.cursor() as cursor:
         cursor.execute(sql, [step_id])
         row = cursor.fetchone()
@@ -380,14 +380,14 @@ def _attnames(model) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1)
-def _apply_lock_query():
-    """The SQL (the step's columns, then its requirement's, as the ORM orders them) and its column converters."""
+def _apply_lock_query() -> str:
+    """The SQL: the step's columns, then its requirement's, as the ORM orders them (converted by _row_converters)."""
     compiler = Step.objects.select_for_update().select_related("requirement").filter(pk=0).query.get_compiler(
         connection.alias)
     sql, params = compiler.as_sql()
     assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
         Requirement._meta.concrete_fields), "the ORM's select_related layout changed"
-    return sql, tuple(compiler.get_converters([column for column, _, _ in compiler.select]).items())
+    return sql
 
 
 @lru_cache(maxsize=1)
