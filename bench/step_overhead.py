@@ -88,7 +88,7 @@ def main() -> None:
             with LangGraphRuns(lg_url) as langgraph_runs:
                 # LangGraph's sequential runs are interleaved with aiteam's, a few after each requirement: the
                 # machine's speed drifts over minutes, and both sides of the ratio must see the same drift
-                machinery = run_machinery(args, between=lambda done: langgraph_runs.run_until(
+                machinery = run_machinery(args, url, between=lambda done: langgraph_runs.run_until(
                     args.langgraph_runs * done // args.requirements))
             aiteam = run_aiteam(args)
         except BaseException:
@@ -109,13 +109,11 @@ def main() -> None:
 # --- aiteam -------------------------------------------------------------------------------------------------
 
 
-def run_machinery(args, between) -> dict:
-    from django.db import connection
-
+def run_machinery(args, url: str, between) -> dict:
     from bench import _machinery
     from lifecycle.models import Organization, Project, Requirement
 
-    finished = Finished(connection.settings_dict)
+    finished = Finished(url)
 
     org = Organization.objects.create(slug="machinery", name="machinery")
     project = Project.objects.create(organization=org, slug="default", name="machinery")
@@ -205,14 +203,12 @@ class Finished:
     (three queries, and PostgreSQL's for them) from the 2-core machine while the worker was being measured:
     inline steps measured 7-27 % slower on the worker than in-process then, 3-10 % when polling every 50-80 ms."""
 
-    def __init__(self, settings_dict: dict) -> None:
+    def __init__(self, url: str) -> None:
         import psycopg
 
         from bench._machinery import CHANNEL
 
-        self.conn = psycopg.connect(dbname=settings_dict["NAME"], user=settings_dict["USER"],
-                                    password=settings_dict["PASSWORD"], host=settings_dict["HOST"],
-                                    port=settings_dict["PORT"] or None, autocommit=True)
+        self.conn = psycopg.connect(url, autocommit=True)
         self.conn.execute(f"LISTEN {CHANNEL}")
         self.seen: set[str] = set()
 
