@@ -284,6 +284,7 @@ def test_a_check_waiting_on_a_writer_that_then_commits_fails(acme_project):
     """READ COMMITTED: the check waits for the lock another transaction holds; once that one commits its change,
     PostgreSQL evaluates the check on the row as changed, and it fails."""
     import threading
+    import time
 
     requirement = _requirement(acme_project)
     (xmin,) = connection.cursor().execute(XMIN, [requirement.pk]).fetchone()
@@ -291,11 +292,13 @@ def test_a_check_waiting_on_a_writer_that_then_commits_fails(acme_project):
     other.execute("UPDATE lifecycle_requirement SET title = 'theirs' WHERE id = %s", [requirement.pk])  # uncommitted
     committer = threading.Timer(0.5, other.commit)
     committer.start()
+    started = time.monotonic()
     try:
         with pytest.raises(write_behind.RowsChanged), transaction.atomic():
             write_behind.expect_unchanged(UNCHANGED, [requirement.pk, xmin])
             write_behind.insert(OutboxEvent(requirement=requirement, name="AfterTheWait"))
-        assert not committer.is_alive()  # it did wait for the other transaction
+        # it waited for the other transaction's COMMIT (its thread may not have returned from commit() yet)
+        assert time.monotonic() - started >= 0.45
     finally:
         committer.join()
         other.close()
