@@ -1,6 +1,6 @@
 """Per-step orchestration cost: aiteam's real step machinery against LangGraph with a Postgres checkpointer.
 
-aiteam, machinery (the headline, like for like with LangGraph's trivial nodes): N requirements (default 20)
+aiteam, machinery (the headline, like for like with LangGraph's trivial nodes): N requirements (default 60)
 through bench/_machinery.py's 8 steps — each a Step row run by the real run_step task (lease, fence, inline
 continuation or broker hop), reading its ~2 KB state (an inline step's came with the COMMIT that claimed it),
 rotating it, and applying it in one transaction through
@@ -23,13 +23,19 @@ LangGraph: a StateGraph of 8 nodes in a line, each doing trivial work on a ~2 KB
 PostgresSaver on its own scratch database, invoked with durability="sync" (each checkpoint is written before
 the next step starts). Each node records its start time in the state; a step is the interval between
 consecutive node starts (the first from invoke() start, the last to invoke() return), so each of the 8
-intervals holds one node and one checkpoint write. Its sequential runs are interleaved with the machinery's
-(--langgraph-runs spread evenly over the --requirements): this machine's speed drifts over minutes, and
-both sides of the ratio must run under the same drift. Besides the ratio of the two medians, a paired ratio:
-each sequential requirement's median step over that of the LangGraph runs made right after it, whose median
-and quartiles follow the table (drift within a run cancels out of each pair).
+intervals holds one node and one checkpoint write.
 
-    .venv/bin/python bench/step_overhead.py [--requirements 20] [--langgraph-runs 100] [--concurrency 2]
+LangGraph makes as many sequential runs as aiteam's machinery has sequential requirements, and the two take
+turns in blocks of the same size (--block, default 5): five requirements, five LangGraph runs, five
+requirements… This machine's speed drifts over minutes, and both sides of the ratio must run under the same
+drift. The blocks are equal because what ran just before matters: a pipeline that follows the other side's
+block starts with caches full of the other's code and rows. Measured (the machinery against LangGraph, the same
+code): one requirement then five LangGraph runs, as this benchmark did before, gave 1.12–1.15× (LangGraph
+warm in four runs of five, aiteam cold in every one); blocks of five and five gave 0.99–1.01×. Besides the
+ratio of the two medians, a paired ratio: each block's median step over that of the LangGraph block made right
+after it, whose median and quartiles follow the table (drift within a run cancels out of each pair).
+
+    .venv/bin/python bench/step_overhead.py [--requirements 60] [--block 5] [--concurrency 2]
         [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
 """
 from __future__ import annotations
@@ -86,10 +92,9 @@ def main() -> None:
                               queues="llm,default", wait_ready=30, app="bench._machinery")
         try:
             with LangGraphRuns(lg_url) as langgraph_runs:
-                # LangGraph's sequential runs are interleaved with aiteam's, a few after each requirement: the
-                # machine's speed drifts over minutes, and both sides of the ratio must see the same drift
-                machinery = run_machinery(args, url, between=lambda done: langgraph_runs.run_until(
-                    args.langgraph_runs * done // args.requirements))
+                # LangGraph's sequential runs take turns with aiteam's in blocks of the same size: the machine's
+                # speed drifts over minutes, and both sides of the ratio must see the same drift (module docstring)
+                machinery = run_machinery(args, url, between=langgraph_runs.run_until)
             aiteam = run_aiteam(args)
         except BaseException:
             print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -134,7 +139,8 @@ def run_machinery(args, url: str, between) -> dict:
             rid, t0 = submit_one(f"sequential {i}")
             finished.wait([rid], args.timeout, last=last)
             sequential.append((rid, t0))
-            between(len(sequential))
+            if len(sequential) % args.block == 0 or len(sequential) == args.requirements:
+                between(len(sequential))  # as many LangGraph runs as requirements so far
         burst_start = now()
         burst = [submit_one(f"burst {i}") for i in range(args.requirements)]
         submitted = now()
@@ -390,7 +396,8 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
           f"inline window {args.inline_window:g} s")
     print("  machinery = bench/_machinery.py (trivial work, real step machinery); agents = the real roles, replay "
           "at 0 ms, autonomous")
-    print(f"LangGraph: {len(lg['totals'])} runs one at a time (interleaved with aiteam's machinery runs) "
+    print(f"LangGraph: {len(lg['totals'])} runs one at a time (in turns with aiteam's machinery, blocks of "
+          f"{args.block} and {args.block}) "
           f"of an 8-node StateGraph (~2 KB state), "
           f"PostgresSaver, durability={lg['durability']}")
     print()
@@ -409,12 +416,12 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    paired = paired_ratios(machinery["sequential"]["by_run"], lg["batches"])
+    paired = paired_ratios(machinery["sequential"]["by_run"], lg["batches"], args.block)
     if paired:
         quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
-        print(f"aiteam machinery / LangGraph, paired (each requirement's median step against the LangGraph runs "
-              f"made right after it): median {statistics.median(paired):.2f}x, quartiles {quartiles[0]:.2f}–"
-              f"{quartiles[2]:.2f}x (n={len(paired)})")
+        print(f"aiteam machinery / LangGraph, paired (each block of {args.block} requirements' median step against "
+              f"the block of LangGraph runs made right after it): median {statistics.median(paired):.2f}x, "
+              f"quartiles {quartiles[0]:.2f}–{quartiles[2]:.2f}x (n={len(paired)})")
     for name, result in (("machinery", machinery), ("agents", aiteam)):
         seq = result["sequential"]
         print(f"\naiteam {name} per step (finish_i − finish_i−1, ms): {summary(seq['deltas'])}")
@@ -445,11 +452,12 @@ def report(args, machinery: dict, aiteam: dict, lg: dict) -> None:
           f"({lg['burst_wall'] * 1000 / n_steps:.2f} ms/step), {args.concurrency} threads, pooled connections")
 
 
-def paired_ratios(aiteam_runs: list[list[float]], langgraph_batches: list[list[float]]) -> list[float]:
-    """Per sequential requirement, its median step over that of the LangGraph runs made right after it: the
-    machine's speed drifts within minutes, and a pair a second apart sees the same drift."""
+def paired_ratios(aiteam_runs: list[list[float]], langgraph_batches: list[list[float]], block: int) -> list[float]:
+    """Per block of sequential requirements, its median step over that of the LangGraph block made right after
+    it: the machine's speed drifts within minutes, and a pair a fraction of a second apart sees the same drift."""
+    blocks = [[step for run in aiteam_runs[i:i + block] for step in run] for i in range(0, len(aiteam_runs), block)]
     return [statistics.median(mine) / statistics.median(theirs)
-            for mine, theirs in zip(aiteam_runs, langgraph_batches, strict=False) if mine and theirs]
+            for mine, theirs in zip(blocks, langgraph_batches, strict=False) if mine and theirs]
 
 
 def seq_line(result: dict) -> str:
@@ -462,8 +470,9 @@ def fmt(values: list[float]) -> str:
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requirements", type=int, default=20)
-    parser.add_argument("--langgraph-runs", type=int, default=100)
+    parser.add_argument("--requirements", type=int, default=60)
+    parser.add_argument("--block", type=int, default=5,
+                        help="requirements, then as many LangGraph runs, in turn (both sides' blocks the same size)")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=30, help="seconds one requirement may take")
     parser.add_argument("--inline-window", type=float, default=5.0,
