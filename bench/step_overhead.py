@@ -29,11 +29,14 @@ LangGraph makes as many sequential runs as aiteam's machinery has sequential req
 turns in blocks of the same size (--block, default 5): five requirements, five LangGraph runs, five
 requirements… This machine's speed drifts over minutes, and both sides of the ratio must run under the same
 drift. The blocks are equal because what ran just before matters: a pipeline that follows the other side's
-block starts with caches full of the other's code and rows. Measured (the machinery against LangGraph, the same
-code): one requirement then five LangGraph runs, as this benchmark did before, gave 1.12–1.15× (LangGraph
-warm in four runs of five, aiteam cold in every one); blocks of five and five gave 0.99–1.01×. Besides the
-ratio of the two medians, a paired ratio: each block's median step over that of the LangGraph block made right
-after it, whose median and quartiles follow the table (drift within a run cancels out of each pair).
+block starts with caches full of the other's code and rows. Measured on one host (README, "The harness,
+again"): one requirement then five LangGraph runs, as this benchmark did before, gave 1.11× here, and 1.12
+and 1.15× in a throwaway script running the same two sides (LangGraph warm in four runs of five, aiteam cold
+in every one); blocks of five and five gave 0.99 and 1.01× in that script. aiteam's first block follows an
+unmeasured LangGraph block too, like every later one. What is left of the effect is the first pipeline of
+each block, on both sides; it cost aiteam more than LangGraph there. Besides the ratio of the two medians, a
+paired ratio: each block's median step over that of the LangGraph block made right after it, whose median and
+quartiles follow the table (drift within a run cancels out of each pair).
 
     .venv/bin/python bench/step_overhead.py [--requirements 60] [--block 5] [--concurrency 2]
         [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
@@ -94,7 +97,8 @@ def main() -> None:
             with LangGraphRuns(lg_url) as langgraph_runs:
                 # LangGraph's sequential runs take turns with aiteam's in blocks of the same size: the machine's
                 # speed drifts over minutes, and both sides of the ratio must see the same drift (module docstring)
-                machinery = run_machinery(args, url, between=langgraph_runs.run_until)
+                machinery = run_machinery(args, url, between=langgraph_runs.run_until,
+                                          before=lambda: langgraph_runs.warm(args.block))
             aiteam = run_aiteam(args)
         except BaseException:
             print("--- worker log (tail) ---\n" + log.read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -114,7 +118,7 @@ def main() -> None:
 # --- aiteam -------------------------------------------------------------------------------------------------
 
 
-def run_machinery(args, url: str, between) -> dict:
+def run_machinery(args, url: str, between, before=lambda: None) -> dict:
     from bench import _machinery
     from lifecycle.models import Organization, Project, Requirement
 
@@ -134,6 +138,7 @@ def run_machinery(args, url: str, between) -> dict:
     warm = [submit_one(f"warm-up {i}") for i in range(3)]
     try:
         finished.wait([rid for rid, _ in warm], args.timeout, last=last)
+        before()  # the first block follows the other side's, as every later one does
         sequential = []
         for i in range(args.requirements):
             rid, t0 = submit_one(f"sequential {i}")
@@ -334,7 +339,8 @@ def one_run(app, thread: str, extra: dict) -> tuple[list[float], float]:
 
 
 class LangGraphRuns:
-    """LangGraph's sequential runs, on one PostgresSaver connection, a few at a time (see main)."""
+    """LangGraph's sequential runs, on one PostgresSaver connection, a block at a time after each block of
+    aiteam's requirements (see main)."""
 
     def __init__(self, url: str) -> None:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -355,6 +361,11 @@ class LangGraphRuns:
 
     def __exit__(self, *exc) -> None:
         self.saver_context.__exit__(*exc)
+
+    def warm(self, runs: int) -> None:
+        """Runs not measured (before aiteam's first block)."""
+        for i in range(runs):
+            one_run(self.app, f"warm-block-{i}", self.extra)
 
     def run_until(self, runs: int) -> None:
         batch = []
@@ -457,7 +468,7 @@ def paired_ratios(aiteam_runs: list[list[float]], langgraph_batches: list[list[f
     it: the machine's speed drifts within minutes, and a pair a fraction of a second apart sees the same drift."""
     blocks = [[step for run in aiteam_runs[i:i + block] for step in run] for i in range(0, len(aiteam_runs), block)]
     return [statistics.median(mine) / statistics.median(theirs)
-            for mine, theirs in zip(blocks, langgraph_batches, strict=False) if mine and theirs]
+            for mine, theirs in zip(blocks, langgraph_batches, strict=True)]
 
 
 def seq_line(result: dict) -> str:
@@ -477,7 +488,10 @@ def parse():
     parser.add_argument("--timeout", type=float, default=30, help="seconds one requirement may take")
     parser.add_argument("--inline-window", type=float, default=5.0,
                         help="AITEAM_STEP_INLINE_WINDOW_S for the worker (0: every step through the broker)")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.requirements < 1 or args.block < 1:
+        parser.error("--requirements and --block must be at least 1")
+    return args
 
 
 if __name__ == "__main__":
