@@ -118,7 +118,7 @@ def main() -> None:
 # --- aiteam -------------------------------------------------------------------------------------------------
 
 
-def run_machinery(args, url: str, between, before=lambda: None) -> dict:
+def run_machinery(args, url: str, *, between, before) -> dict:
     from bench import _machinery
     from lifecycle.models import Organization, Project, Requirement
 
