@@ -264,8 +264,9 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
 
     with transaction.atomic():
         # of=self: lock the step only; the requirement row is read, not locked (its writers lock it themselves)
-        step = Step.objects.select_for_update(of=("self",)).select_related("requirement").filter(pk=step_id).first()
-        if step is None:
+        try:
+            step = _step_and_requirement_for_update(step_id, of=_STEP_ONLY)
+        except Step.DoesNotExist:
             log.warning("step %s no longer exists (its requirement was deleted); dropping the message", step_id)
             return None
         now = timezone.now()
@@ -286,7 +287,7 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
         step.runs += 1
         step.started_at = now
         step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
-        step.save(update_fields=["state", "worker", "fence", "runs", "started_at", "lease_expires_at"])
+        write_behind.update(step, ("state", "worker", "fence", "runs", "started_at", "lease_expires_at"))
     log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
     return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
 
@@ -330,13 +331,17 @@ def lock_at_commit(lease: Lease) -> tuple[Step, Requirement]:
     return step, step.requirement
 
 
-def _step_and_requirement_for_update(step_id: int) -> Step:
-    """Step.objects.select_for_update().select_related("requirement").get(pk=step_id), compiled once: every
-    step's apply runs it, and assembling its SQL took longer than the database took to answer it."""
+_STEP_ONLY = ("self",)  # select_for_update(of=…): the step's row only, its requirement read unlocked
+
+
+def _step_and_requirement_for_update(step_id: int, of: tuple[str, ...] = ()) -> Step:
+    """Step.objects.select_for_update(of=of).select_related("requirement").get(pk=step_id), compiled once: every
+    step's apply runs it (both rows locked) and every claim (the step's only), and assembling its SQL took
+    longer than the database took to answer it (a claim's ~1.7 ms of CPU, warm, on the 2-vCPU EPYC)."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the `connection` proxy looks it up on every use
     if not db.in_atomic_block:  # what the ORM checks when it compiles select_for_update
         raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-    sql = _apply_lock_query()
+    sql = _lock_query(of)
     with db.cursor() as cursor:
         cursor.execute(sql, [step_id])
         row = cursor.fetchone()
@@ -379,10 +384,11 @@ def _attnames(model) -> tuple[str, ...]:
     return tuple(f.attname for f in model._meta.concrete_fields)
 
 
-@lru_cache(maxsize=1)
-def _apply_lock_query() -> str:
-    """The SQL: the step's columns, then its requirement's, as the ORM orders them (converted by _row_converters)."""
-    compiler = Step.objects.select_for_update().select_related("requirement").filter(pk=0).query.get_compiler(
+@lru_cache(maxsize=2)
+def _lock_query(of: tuple[str, ...] = ()) -> str:
+    """The SQL: the step's columns, then its requirement's, as the ORM orders them (converted by _row_converters),
+    locking both rows, or those `of` names."""
+    compiler = Step.objects.select_for_update(of=of).select_related("requirement").filter(pk=0).query.get_compiler(
         connection.alias)
     sql, params = compiler.as_sql()
     assert list(params) == [0] and len(compiler.select) == len(Step._meta.concrete_fields) + len(
