@@ -144,9 +144,9 @@ class Statements:
         self.rows_width = len(steps._attnames(Step)) + len(steps._attnames(Requirement)) + 2
         self.unchanged_sql = steps._unchanged_sql()
         self.brief_at = len(steps._attnames(Step)) + steps._attnames(Requirement).index("brief")
-        # the columns a self-loop transition writes (its state, when it was entered, the JSON values)
-        self.requirement_fields = ("state", "clarifications", "budget_overrides", "injected_constraints",
-                                   "state_changed_at")
+        # the columns a self-loop transition writes: its state and when it was entered (write_behind.save writes
+        # only what changed since the row was read, aiteam.db.loaded)
+        self.requirement_fields = ("state", "state_changed_at")
         self.requirement_sql = wb._update_sql(Requirement, self.requirement_fields)
         self.audit_sql, self.audit_fields = wb._insert_sql(StateTransition, False), wb._insert_fields(StateTransition)
         self.event_sql, self.event_fields = wb._insert_sql(OutboxEvent, False), wb._insert_fields(OutboxEvent)
@@ -197,8 +197,7 @@ class Statements:
             if rows is not None:
                 conn.execute("BEGIN", prepare=False)
                 conn.execute(self.unchanged_sql, [step_id, rows[-2], rows[-1]])
-            conn.execute(self.requirement_sql, ["in_development", Jsonb([]), Jsonb({}), Jsonb([]), now,
-                                                requirement_id])
+            conn.execute(self.requirement_sql, ["in_development", now, requirement_id])
             conn.execute(self.audit_sql, [audit[f.attname] for f in self.audit_fields])
             conn.execute(self.event_sql, [event[f.attname] for f in self.event_fields])
             conn.execute(self.done_sql, ["done", "", now, None, step_id])
