@@ -103,8 +103,7 @@ def budget_allows(lease: steps.Lease) -> Allowance:
     go = Allowance(True, tuple(_parsed(row["injected_constraints"]) or ()))
     if not row["budget_exhausted"] and row["state"] not in BUDGET_STATES:
         return go  # no gate outside the working states (nothing runs there in the flow)
-    outcome = row["run_settings"] if row["run_settings"] is not None else row["project__settings"]
-    limits = _limits_of_json(row["playbook"], outcome, row["budget_overrides"])
+    limits = _limits_of_json(row["playbook"], row["run_settings"], row["project__settings"], row["budget_overrides"])
     spend = _spend_of_row(row, lease.role)
     over = exhausted(limits, spend, lease.role)
     if not over and not row["budget_exhausted"]:
@@ -160,18 +159,25 @@ def _parsed(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _limits_of_json(playbook: str, project_settings: Any, overrides: Any) -> dict:
-    """limits_for on the snapshot's JSON text, remembered per text: every step checks its budget, and the inputs
-    of the limits (playbook, project settings, overrides) rarely change; parsing and validating them again each
-    time cost ~10-20 us of a ~1.4 ms step. The limits returned are shared: read them, do not change them."""
-    if isinstance(project_settings, str | None) and isinstance(overrides, str | None):
-        return _limits_of_text(playbook, project_settings, overrides)
-    return limits_for(playbook, project_settings, overrides)
+def _limits_of_json(playbook: str, run_settings: Any, project_settings: Any, overrides: Any) -> dict:
+    """limits_for on the snapshot's JSON text (the run's settings, else the project's: Requirement.outcome_settings),
+    remembered per text: every step checks its budget, and the inputs of the limits rarely change; parsing and
+    validating them again each time cost ~10-20 us of a ~1.4 ms step. The limits returned are shared: read them,
+    do not change them. Invalid project budgets are therefore logged once per process and text, not every step."""
+    texts = (run_settings, project_settings, overrides)
+    if all(isinstance(text, str | None) for text in texts):
+        return _limits_of_text(playbook, *texts)
+    return _limits_of_values(playbook, *map(_parsed, texts))
 
 
 @lru_cache(maxsize=256)
-def _limits_of_text(playbook: str, project_settings: str | None, overrides: str | None) -> dict:
-    return limits_for(playbook, _parsed(project_settings), _parsed(overrides))
+def _limits_of_text(playbook: str, run_settings: str | None, project_settings: str | None,
+                    overrides: str | None) -> dict:
+    return _limits_of_values(playbook, *map(_parsed, (run_settings, project_settings, overrides)))
+
+
+def _limits_of_values(playbook: str, run_settings: Any, project_settings: Any, overrides: Any) -> dict:
+    return limits_for(playbook, run_settings if run_settings is not None else project_settings, overrides)
 
 
 class _Slot(str):

@@ -384,7 +384,7 @@ def _attnames(model) -> tuple[str, ...]:
     return tuple(f.attname for f in model._meta.concrete_fields)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def _lock_query(of: tuple[str, ...] = ()) -> str:
     """The SQL: the step's columns, then its requirement's, as the ORM orders them (converted by _row_converters),
     locking both rows, or those `of` names."""

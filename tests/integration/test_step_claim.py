@@ -22,7 +22,7 @@ def test_a_claim_locks_the_step_only_and_writes_its_lease_with_the_commit_in_two
         lease = steps.step_claim(step_id=queued.pk, worker="here")
     begin, lock, update, commit = (q["sql"] for q in captured.captured_queries)
     assert (begin, commit) == ("BEGIN", "COMMIT")
-    assert 'FOR UPDATE OF "lifecycle_step"' in lock and '"lifecycle_requirement"' in lock  # read with it, unlocked
+    assert lock.endswith('FOR UPDATE OF "lifecycle_step"') and '"lifecycle_requirement"' in lock  # read, unlocked
     assert update.startswith('UPDATE "lifecycle_step"') and update.endswith("/* pipelined */")
     assert len(syncs) == 2
     claimed = Step.objects.get(pk=queued.pk)

@@ -130,6 +130,19 @@ def test_parked_steps_are_not_counted_as_spent(requirement):
     assert budgets.spend_of(requirement)["requirement"]["steps"] == 1
 
 
+def test_the_check_takes_the_project_budget_as_it_is_now_when_the_run_kept_no_settings(requirement):
+    """The limits are remembered per JSON text of their inputs: a changed project budget is new text. A run's
+    settings stored as JSON null count as none, as Requirement.outcome_settings has it."""
+    from django.db.models import JSONField, Value
+
+    Requirement.objects.filter(pk=requirement.pk).update(run_settings=Value(None, JSONField()))
+    in_state(requirement, "in_development")
+    ran(requirement, "engineer:T1")
+    assert budgets.budget_allows(lease_for(requirement, "engineer:T2"))
+    with_budget(requirement, {"roles": {"senior_engineer": {"steps": 2}}})
+    assert not budgets.budget_allows(lease_for(requirement, "engineer:T3"))  # T1 and T2 ran: the limit is reached
+
+
 def test_an_invalid_project_budget_is_ignored_not_fatal(requirement):
     with_budget(requirement, {"requirement": {"steps": "many"}})
     assert budgets.budget_allows(lease_for(in_state(requirement, "received"), "po_clarify"))
