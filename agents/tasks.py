@@ -58,7 +58,7 @@ class StepSpec:
     agent: Agent | AgentByContext | None = None
     run: Callable[[steps.Lease], Any] | None = None
     # the apply locks with steps.lock_at_commit (its every effect is in the database, so applying it again after
-    # a rollback is harmless): claimed inline, the step is applied on the rows read with the COMMIT that claimed it
+    # a rollback is harmless): the step is applied on the rows read with the COMMIT that claimed it
     at_commit: bool = False
 
     def execute(self, lease: steps.Lease, constraints: tuple[str, ...] = ()) -> Any:
@@ -138,7 +138,7 @@ def run_step(self, step_id: int) -> None:
     """Run the step, then, while the chain is young, the next step it scheduled on this queue (inline)."""
     worker = f"{self.request.hostname or 'eager'} pid {os.getpid()}"
     inline_until = time.monotonic() + settings.STEP_TIMEOUTS.inline_window
-    lease = steps.step_claim(step_id=step_id, worker=worker)
+    lease = steps.step_claim(step_id=step_id, worker=worker, rows_for=_applies_at_commit)
     while lease is not None:
         inline = not self.request.is_eager and time.monotonic() < inline_until
         lease = _run_one(self, lease, worker=worker, inline=inline, delivered=lease.step_id == step_id)
@@ -186,7 +186,7 @@ def _retry_later(task, lease: steps.Lease, *, retries: int, delivered: bool) -> 
 
 
 def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSlot | None = None) -> None:
-    """Hand the output to the step's service. A step claimed inline whose apply works at commit (spec.at_commit)
+    """Hand the output to the step's service. A step whose apply works at commit (spec.at_commit)
     is applied first on the rows read with the COMMIT that claimed it (steps.lock_at_commit); if they changed
     since, or the apply refused on them (an illegal transition, a stale fence: a refusal decided on the snapshot
     is decided again on the rows as they are), that transaction has rolled back and it is applied again, locking."""

@@ -11,11 +11,11 @@ Both run in this process, on one scratch PostgreSQL database, alternating requir
 - floor: the same statements with the same values, built by aiteam's own SQL builders (the budget snapshot,
   the ORM's SQL for the load, the apply lock, the snapshot rows and their check, write-behind's UPDATE and
   INSERT), sent through one psycopg connection with the same prepare threshold, and in the same round trips:
-  for the first step only, the budget check, the load, then BEGIN and the lock in one pipeline (the others'
-  budget snapshot and rows, their input among them, are read with the COMMIT that claimed them, and they are
-  applied on those rows, steps.lock_at_commit); then one pipeline with (BEGIN and the rows' check, for those)
-  the requirement update, audit row, outbox event, step done, next step, COMMIT, and the next step's budget
-  snapshot and rows.
+  each step's budget snapshot and rows, its input among them, are read with the COMMIT that claimed it (the
+  first step's with step_claim's, the others' with the previous step's), and it is applied on those rows
+  (steps.lock_at_commit): one pipeline with BEGIN and the rows' check, the requirement update, audit row,
+  outbox event, step done, next step, COMMIT, and the next step's budget snapshot and rows. (Were a snapshot
+  missing, the step would check its budget, load its input, and lock, BEGIN and the lock in one pipeline.)
 
 Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
 "is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
@@ -85,6 +85,7 @@ class Bench:
 
     def new(self):
         """A requirement with its first step claimed by this process (not timed); returns its lease."""
+        from agents import tasks
         from lifecycle.models import Requirement, Step
         from lifecycle.services import steps
 
@@ -93,7 +94,7 @@ class Bench:
         self.machinery.start(requirement)
         self.broker.flushdb()  # start() queued the first step's message: the queue must read as idle
         step_id = Step.objects.values_list("pk", flat=True).get(requirement=requirement, key=self.machinery.KEYS[0])
-        return steps.step_claim(step_id=step_id, worker=WORKER)
+        return steps.step_claim(step_id=step_id, worker=WORKER, rows_for=tasks._applies_at_commit)
 
     def aiteam_run(self) -> list[float]:
         """One requirement's 8 steps through run_step's per-step body, inline; ms per step."""
@@ -112,7 +113,8 @@ class Bench:
     def floor_run(self) -> list[tuple[float, ...]]:
         """The same requirement's 8 steps as bare statements; per step, ms per phase."""
         lease = self.new()
-        requirement_id, step_id, rows = lease.requirement_id, lease.step_id, None
+        requirement_id, step_id = lease.requirement_id, lease.step_id
+        rows = lease.rows.row if lease.rows is not None else None  # read with the claim's COMMIT
         out = []
         for index, key in enumerate(self.machinery.KEYS):
             following = self.machinery.NEXT.get(key)
@@ -130,7 +132,7 @@ class Statements:
 
         from aiteam.db import by_pk
         from aiteam.db import write_behind as wb
-        from bench._machinery import ACTOR, KEYS
+        from bench._machinery import ACTOR
         from lifecycle.models import OutboxEvent, Requirement, StateTransition, Step
         from lifecycle.services import budgets, steps
         from lifecycle.services.transitions import _guard_names
@@ -152,7 +154,6 @@ class Statements:
         self.event_sql, self.event_fields = wb._insert_sql(OutboxEvent, False), wb._insert_fields(OutboxEvent)
         self.done_sql = wb._update_sql(Step, ("state", "error", "finished_at", "lease_expires_at"))
         self.next_sql, self.next_fields = wb._insert_sql(Step, True), wb._insert_fields(Step)
-        self.first_key = KEYS[0]
         self.actor, self.guard = ACTOR, _guard_names(Requirement.retry_development, "in_development")
 
     def budget_params(self, requirement_id, key: str) -> list:
@@ -161,13 +162,13 @@ class Statements:
 
     def step(self, conn, requirement_id, step_id: int, key: str, following: str | None, rows: tuple | None):
         """One step; rows: the step's snapshot (its xmin and its requirement's) read with the COMMIT that
-        scheduled it, None for the first (claimed by step_claim, so locked first). Returns the phases' ms, the
-        next step's id and its snapshot."""
+        claimed it (None: none was read, so it is locked first). Returns the phases' ms, the next step's id and
+        its snapshot."""
         from django.utils import timezone
         from psycopg.types.json import Jsonb
 
         marks = [time.perf_counter()]
-        if key == self.first_key:  # the others' snapshot came with the COMMIT that claimed them
+        if rows is None:  # else the budget snapshot came with the rows, with the COMMIT that claimed the step
             conn.execute(self.budget_sql, self.budget_params(requirement_id, key)).fetchone()
         marks.append(time.perf_counter())
         if rows is None:

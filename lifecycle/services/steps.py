@@ -68,10 +68,10 @@ class Lease:
     requirement_id: object
     key: str
     attempt: int
-    # an inline step's budget snapshot, read with the COMMIT that claimed it (budgets.snapshot_at_commit); None:
-    # the budget check reads it when the step starts
+    # the step's budget snapshot, read with the COMMIT that claimed it (inline or step_claim; _reads_at_commit);
+    # None: the budget check reads it when the step starts
     budget: write_behind.ReadAtCommit | write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
-    # an inline step's row and its requirement's as that COMMIT left them, read with it too (with their xmin):
+    # the step's row and its requirement's as that COMMIT left them, read with it too (with their xmin):
     # lock_at_commit applies on them; None: it locks them as lock_for_apply does
     rows: write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
 
@@ -148,20 +148,8 @@ class InlineSlot:
         (the slot stays empty if the row already existed: that step is someone else's). The step's budget
         snapshot and its rows (for lock_at_commit) are read with that COMMIT: its budget check and its apply's
         lock cost no round trip of their own."""
-        from lifecycle.services import budgets  # budgets builds on this module
-
         self.reserved = True
-        if self.rows_for(step.key):  # one read after COMMIT: the rows, then the budget snapshot beside them
-            budget_sql, budget_params = budgets.snapshot_statement(step)
-            read = write_behind.read_at_commit(
-                f"SELECT * FROM ({_rows_query()}) step_rows CROSS JOIN ({budget_sql}) budget",
-                (Requirement._meta.pk.get_db_prep_value(step.requirement_id, connections[DEFAULT_DB_ALIAS]),
-                 step.key, step.attempt, *budget_params))
-            if read is not None:
-                width = len(_attnames(Step)) + len(_attnames(Requirement)) + 2  # and the two rows' xmin
-                self.rows, self.budget = read.part(0, width), read.part(width)
-        else:
-            self.budget = budgets.snapshot_at_commit(step)
+        self.rows, self.budget = _reads_at_commit(step, self.rows_for)
         transaction.on_commit(lambda: self._hand_over(step))
 
     def _hand_over(self, step: Step) -> None:
@@ -174,6 +162,28 @@ class InlineSlot:
     def clear(self) -> None:
         """Empty again, for an apply run a second time (the first one's transaction rolled back)."""
         self.reserved, self.lease, self.budget, self.rows = False, None, None, None
+
+
+Budget = write_behind.ReadAtCommit | write_behind.ReadPart  # a step's budget snapshot, read with a COMMIT
+
+
+def _reads_at_commit(step: Step, rows_for: Callable[[str], bool]) -> tuple[write_behind.ReadPart | None, Budget | None]:
+    """Queue what a step claimed in this transaction starts from, read with its COMMIT (write_behind.read_at_commit):
+    its budget snapshot and, for a step applied at commit (rows_for), its row and its requirement's with their
+    xmin (for lock_at_commit), in one read. Returns (rows, budget), None where it cannot be read so."""
+    from lifecycle.services import budgets  # budgets builds on this module
+
+    if not rows_for(step.key):
+        return None, budgets.snapshot_at_commit(step)
+    budget_sql, budget_params = budgets.snapshot_statement(step)
+    read = write_behind.read_at_commit(
+        f"SELECT * FROM ({_rows_query()}) step_rows CROSS JOIN ({budget_sql}) budget",
+        (Requirement._meta.pk.get_db_prep_value(step.requirement_id, connections[DEFAULT_DB_ALIAS]),
+         step.key, step.attempt, *budget_params))
+    if read is None:
+        return None, None
+    width = len(_attnames(Step)) + len(_attnames(Requirement)) + 2  # and the two rows' xmin
+    return read.part(0, width), read.part(width)
 
 
 _slot: ContextVar[InlineSlot | None] = ContextVar("inline_slot", default=None)
@@ -258,8 +268,11 @@ def _queue_sizer() -> QueueSizer:
     return QueueSizer()
 
 
-def step_claim(*, step_id: int, worker: str) -> Lease | None:
-    """Take the lease on a step, or return None when there is nothing to do for this delivery."""
+def step_claim(*, step_id: int, worker: str, rows_for: Callable[[str], bool] = lambda key: False) -> Lease | None:
+    """Take the lease on a step, or return None when there is nothing to do for this delivery. The lease comes
+    with what the step starts from, read with the claim's COMMIT (_reads_at_commit): its budget snapshot and, for
+    a step applied at commit (rows_for), its rows, so that its budget check, its input and its apply's lock cost
+    no round trip of their own, as for a step claimed inline."""
     from lifecycle.services import failures
 
     with transaction.atomic():
@@ -288,8 +301,9 @@ def step_claim(*, step_id: int, worker: str) -> Lease | None:
         step.started_at = now
         step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
         write_behind.update(step, ("state", "worker", "fence", "runs", "started_at", "lease_expires_at"))
+        rows, budget = _reads_at_commit(step, rows_for)
     log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
-    return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt)
+    return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=budget, rows=rows)
 
 
 def _route_given_up(step: Step) -> None:
@@ -315,7 +329,7 @@ def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
 
 def lock_at_commit(lease: Lease) -> tuple[Step, Requirement]:
     """lock_for_apply without a round trip of its own, for an apply whose every effect is in this database: the
-    step and its requirement as the lease's snapshot has them (an inline step's, read with the COMMIT that claimed
+    step and its requirement as the lease's snapshot has them (read with the COMMIT that claimed
     it). The transaction's first statement to go out (at the latest its COMMIT) locks both rows and checks that
     neither changed since (write_behind.expect_unchanged, on their xmin), before any write of the apply; if one
     did, the transaction fails with RowsChanged and nothing of it commits, and the caller applies again on a
@@ -352,9 +366,10 @@ def _step_and_requirement_for_update(step_id: int, of: tuple[str, ...] = ()) -> 
 
 def requirement_values(lease: Lease, fields: tuple[str, ...]) -> tuple:
     """The requirement's fields (attnames) for a step's input: as the lease's snapshot has them when the step came
-    with its rows (claimed inline, applied at commit: no query), else read by primary key. The snapshot is used
-    even when something has run on the connection since (its `current` is not asked): a step's input is a
-    moment's picture either way, and what its apply writes is checked against the rows as they are then."""
+    with its rows (applied at commit: read with the COMMIT that claimed it; no query), else read by primary key.
+    The snapshot is used even when something has run on the connection since (its `current` is not asked): a
+    step's input is a moment's picture either way, and what its apply writes is checked against the rows as they
+    are then."""
     snapshot = lease.rows.row if lease.rows is not None else None
     if snapshot is None:
         return by_pk.values(Requirement, lease.requirement_id, fields)

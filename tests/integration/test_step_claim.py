@@ -1,33 +1,63 @@
 """Claiming a step delivered through the broker: the step row locked by SQL compiled once (its requirement read,
-not locked), the lease written with the COMMIT: two round trips, and no ORM query built per claim."""
+not locked), the lease written with the COMMIT, and what the step starts from (its budget snapshot, and for a
+step applied at commit its rows) read right after that COMMIT, in the same pipeline: two round trips in all, and
+the step's budget check, input and lock then cost none, as for a step claimed inline."""
 import pytest
 import redis
+from django.db import transaction
 
-from lifecycle.models import Step
+from lifecycle.models import Requirement, Step
 from tests.integration.test_worker_crash import submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_claim_locks_the_step_only_and_writes_its_lease_with_the_commit_in_two_round_trips(
-        broker_url, alice, django_assert_num_queries, monkeypatch):
-    from lifecycle.services import steps
-    from tests.integration.test_write_behind import _count_syncs
-
+def queued_first_step(broker_url, alice) -> Step:
     req = submit(alice)  # no worker: its first step waits, queued
     redis.Redis.from_url(broker_url).flushdb()
-    queued = Step.objects.get(requirement=req, key="po_clarify")
+    return Step.objects.get(requirement=req, key="po_clarify")
+
+
+def test_a_claim_locks_the_step_only_and_writes_its_lease_and_reads_its_start_with_the_commit_in_two_round_trips(
+        broker_url, alice, django_assert_num_queries, monkeypatch):
+    from aiteam.db import by_pk
+    from lifecycle.services import budgets, steps
+    from tests.integration.test_write_behind import _count_syncs
+
+    queued = queued_first_step(broker_url, alice)
     syncs = _count_syncs(monkeypatch)
-    with django_assert_num_queries(4) as captured:  # BEGIN, the lock; the lease's UPDATE, sent with COMMIT
-        lease = steps.step_claim(step_id=queued.pk, worker="here")
-    begin, lock, update, commit = (q["sql"] for q in captured.captured_queries)
+    with django_assert_num_queries(5) as captured:  # BEGIN, the lock; the lease's UPDATE, COMMIT, the read after it
+        lease = steps.step_claim(step_id=queued.pk, worker="here", rows_for=lambda key: True)
+    begin, lock, update, read, commit = (q["sql"] for q in captured.captured_queries)  # COMMIT logged last
     assert (begin, commit) == ("BEGIN", "COMMIT")
     assert lock.endswith('FOR UPDATE OF "lifecycle_step"') and '"lifecycle_requirement"' in lock  # read, unlocked
     assert update.startswith('UPDATE "lifecycle_step"') and update.endswith("/* pipelined */")
+    assert "xmin" in read and "r_steps" in read  # the rows and the budget snapshot, one statement
     assert len(syncs) == 2
+    with django_assert_num_queries(0):  # the step starts from what the claim read (nothing ran since)
+        assert budgets.budget_allows(lease)
+        brief = steps.requirement_values(lease, ("brief",))
     claimed = Step.objects.get(pk=queued.pk)
     assert (claimed.state, claimed.worker, claimed.fence, claimed.runs) == ("running", "here", queued.fence + 1, 1)
     assert (lease.step_id, lease.fence, lease.key) == (queued.pk, claimed.fence, "po_clarify")
     assert claimed.lease_expires_at > claimed.started_at
+    assert brief == by_pk.values(Requirement, lease.requirement_id, ("brief",))
+    with transaction.atomic():
+        step, _ = steps.lock_at_commit(lease)  # the rows as the claim left them: the lease's fence holds
+        assert (step.state, step.fence) == ("running", lease.fence)
+        transaction.set_rollback(True)  # the check queued for the rows goes nowhere
+
     assert steps.step_claim(step_id=queued.pk, worker="again") is None  # the live lease turns a duplicate away
     assert steps.step_claim(step_id=0, worker="here") is None  # a step deleted with its requirement
+
+
+def test_a_step_not_applied_at_commit_gets_its_budget_snapshot_only(broker_url, alice, django_assert_num_queries):
+    from lifecycle.services import budgets, steps
+
+    queued = queued_first_step(broker_url, alice)
+    lease = steps.step_claim(step_id=queued.pk, worker="here")
+    assert lease.rows is None and lease.budget.current
+    with django_assert_num_queries(0):
+        assert budgets.budget_allows(lease)
+    with django_assert_num_queries(1):  # no rows: its input is read by primary key
+        steps.requirement_values(lease, ("brief",))
