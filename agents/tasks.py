@@ -146,7 +146,7 @@ def run_step(self, step_id: int) -> None:
 
 def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: bool) -> steps.Lease | None:
     """One step under its lease; returns the lease of the next step when it was claimed for running inline."""
-    allowance = budgets.budget_allows(lease)  # one query; a spent budget parks the step and escalates
+    allowance = budgets.budget_allows(lease)  # read with the claim's COMMIT, else one query; a spent budget parks
     if not allowance:
         return None
     spec = STEPS[lease.kind]
@@ -191,7 +191,7 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSl
     since, or the apply refused on them (an illegal transition, a stale fence: a refusal decided on the snapshot
     is decided again on the rows as they are), that transaction has rolled back and it is applied again, locking."""
     try:
-        if lease.rows is not None and spec.at_commit:
+        if lease.rows is not None and lease.rows.row is not None and spec.at_commit:  # its rows came with it
             try:
                 spec.apply(lease=lease, output=output)
                 return

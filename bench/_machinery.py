@@ -39,7 +39,7 @@ ANNOUNCE = "AITEAM_BENCH_ANNOUNCE"  # "1": the last step announces its commit (b
 
 
 def load_and_rotate(lease: steps.Lease) -> str:
-    (doc,) = steps.requirement_values(lease, ("brief",))  # an inline step's came with the COMMIT that claimed it
+    (doc,) = steps.requirement_values(lease, ("brief",))  # came with the COMMIT that claimed the step
     return doc[1:] + doc[:1]
 
 

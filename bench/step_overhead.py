@@ -2,7 +2,7 @@
 
 aiteam, machinery (the headline, like for like with LangGraph's trivial nodes): N requirements (default 60)
 through bench/_machinery.py's 8 steps — each a Step row run by the real run_step task (lease, fence, inline
-continuation or broker hop), reading its ~2 KB state (an inline step's came with the COMMIT that claimed it),
+continuation or broker hop), reading its ~2 KB state (it came with the COMMIT that claimed the step),
 rotating it, and applying it in one transaction through
 the real services (guarded FSM transition + audit row, outbox event with the state, step done, next scheduled) —
 on a scratch PostgreSQL database, Redis (database 12) and one real Celery worker (prefork, -c 2).

@@ -8,8 +8,8 @@ Spend is derived from the records, never kept as a counter that could drift:
 A role's spend is the same, restricted to its steps (Step.key → ROLE_OF_STEP) and its calls (LLMCall.role).
 
 `budget_allows(lease)` costs one SELECT: the requirement's limits and every spend figure it needs
-come back in one statement (two filtered aggregates joined to the requirement). A step claimed for running
-inline has it read already, with the COMMIT of the transaction that claimed it (snapshot_at_commit). A step may start
+come back in one statement (two filtered aggregates joined to the requirement). A step claimed inline or by
+step_claim has it read already, with the COMMIT of the transaction that claimed it (snapshot_at_commit). A step may start
 while every dimension it uses has spent < limit, for the requirement and for its role; the step
 that crosses a limit finishes (a model call is not cut off half-way), so spend can exceed a limit
 by at most one step's worth.

@@ -61,6 +61,9 @@ def queue_for(key: str) -> str:
     return "sandbox" if kind in SANDBOX_STEPS else "default" if kind in DEFAULT_QUEUE_STEPS else "llm"
 
 
+Budget = write_behind.ReadAtCommit | write_behind.ReadPart  # a step's budget snapshot, read with a COMMIT
+
+
 @dataclass(frozen=True)
 class Lease:
     step_id: int
@@ -70,7 +73,7 @@ class Lease:
     attempt: int
     # the step's budget snapshot, read with the COMMIT that claimed it (inline or step_claim; _reads_at_commit);
     # None: the budget check reads it when the step starts
-    budget: write_behind.ReadAtCommit | write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
+    budget: Budget | None = field(default=None, compare=False, repr=False)
     # the step's row and its requirement's as that COMMIT left them, read with it too (with their xmin):
     # lock_at_commit applies on them; None: it locks them as lock_for_apply does
     rows: write_behind.ReadPart | None = field(default=None, compare=False, repr=False)
@@ -135,7 +138,7 @@ class InlineSlot:
         self.rows_for = rows_for  # whether a step of this key is applied at commit: then its rows are read too
         self.reserved = False
         self.lease: Lease | None = None
-        self.budget: write_behind.ReadAtCommit | write_behind.ReadPart | None = None
+        self.budget: Budget | None = None
         self.rows: write_behind.ReadPart | None = None
 
     def claim_fields(self) -> dict:
@@ -162,9 +165,6 @@ class InlineSlot:
     def clear(self) -> None:
         """Empty again, for an apply run a second time (the first one's transaction rolled back)."""
         self.reserved, self.lease, self.budget, self.rows = False, None, None, None
-
-
-Budget = write_behind.ReadAtCommit | write_behind.ReadPart  # a step's budget snapshot, read with a COMMIT
 
 
 def _reads_at_commit(step: Step, rows_for: Callable[[str], bool]) -> tuple[write_behind.ReadPart | None, Budget | None]:

@@ -313,6 +313,6 @@ def test_an_inline_step_reads_its_input_and_budget_from_the_read_with_its_claimi
     assert lease.budget.current and budgets._snapshot_row(lease.budget.row) == budgets._snapshot(lease)
     assert not lease.budget.current and not lease.rows.current  # a statement has run since: one read, both parts
     assert snapshot == by_pk.values(Requirement, req.pk, fields)
-    with django_assert_num_queries(1):  # a step without rows (claimed through the broker) reads them
+    with django_assert_num_queries(1):  # a lease without rows (locking, or not applied at commit) reads them
         assert steps.requirement_values(lease.locking(), fields) == snapshot
 

@@ -61,3 +61,24 @@ def test_a_step_not_applied_at_commit_gets_its_budget_snapshot_only(broker_url, 
         assert budgets.budget_allows(lease)
     with django_assert_num_queries(1):  # no rows: its input is read by primary key
         steps.requirement_values(lease, ("brief",))
+
+
+def test_a_claimed_step_whose_requirement_changed_before_its_apply_is_applied_again_under_the_lock_once(alice):
+    """A model call takes seconds: whatever changed the requirement meanwhile makes the apply on the claim's rows
+    roll back (RowsChanged), and it is applied again, locking, on the rows as they are."""
+    from agents import tasks
+    from lifecycle.services import steps
+    from tests.integration.test_inline_steps import in_development, retried_development_apply
+
+    req = in_development(alice)
+    step = Step.objects.create(requirement=req, key="tl_plan", attempt=1)
+    lease = steps.step_claim(step_id=step.pk, worker="here", rows_for=lambda key: True)
+    assert lease.rows.row is not None
+    Requirement.objects.filter(pk=req.pk).update(title="edited meanwhile")  # a reviewer, say, during the call
+    applied_on = []
+    tasks._apply(retried_development_apply(applied_on), lease, None)
+    assert applied_on == [("in_development", "crash test"), ("in_development", "edited meanwhile")]
+    assert Step.objects.get(pk=step.pk).state == "done"
+    assert Requirement.objects.get(pk=req.pk).title == "edited meanwhile"
+    assert req.transitions.filter(event="retry_development").count() == 1  # the first try left nothing
+    assert Step.objects.filter(requirement=req, key="engineer:next").count() == 1
