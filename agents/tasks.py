@@ -146,7 +146,7 @@ def run_step(self, step_id: int) -> None:
 
 def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: bool) -> steps.Lease | None:
     """One step under its lease; returns the lease of the next step when it was claimed for running inline."""
-    allowance = budgets.budget_allows(lease)  # read with the claim's COMMIT, else one query; a spent budget parks
+    allowance = budgets.budget_allows(lease)  # no query when read with the claiming COMMIT; a spent budget parks it
     if not allowance:
         return None
     spec = STEPS[lease.kind]
