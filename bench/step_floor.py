@@ -14,8 +14,8 @@ Both run in this process, on one scratch PostgreSQL database, alternating requir
   each step's budget snapshot and rows, its input among them, are read with the COMMIT that claimed it (the
   first step's with step_claim's, the others' with the previous step's), and it is applied on those rows
   (steps.lock_at_commit): one pipeline with BEGIN and the rows' check, the requirement update, audit row,
-  outbox event, step done, next step, COMMIT, and the next step's budget snapshot and rows. (Were a snapshot
-  missing, the step would check its budget, load its input, and lock, BEGIN and the lock in one pipeline.)
+  outbox event, step done, next step, COMMIT, and the next step's budget snapshot and rows. (A step without
+  a snapshot checks its budget and loads its input by query, then sends BEGIN and the lock in one pipeline.)
 
 Prints per-step medians of both, the difference (aiteam's Python above the floor, plus the inline slot's
 "is the queue idle" question to Redis every 20 ms, ~0.2 ms a step), and the floor by phase.
