@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import models
 from django.utils import timezone
-from django_fsm import can_proceed
+from django_fsm import TransitionNotAllowed
 
 from aiteam.db import write_behind
 from lifecycle.actors import Actor
@@ -25,10 +25,11 @@ def transition(obj: models.Model, event: str, *, actor: Actor, metadata: dict[st
     """
     method = getattr(obj, event)
     before = obj.state
-    if not can_proceed(method):
-        raise IllegalTransition(_refusal(obj, method, event))
     guards = _guard_names(method, before)
-    method()
+    try:
+        method()  # django-fsm checks the source and runs the guards (some query) once; a refusal changes nothing
+    except TransitionNotAllowed as exc:
+        raise IllegalTransition(_refusal(obj, method, event)) from exc
     if isinstance(obj, Requirement):
         obj.state_changed_at = timezone.now()  # a self-loop too: it re-enters the state
     write_behind.save(obj)

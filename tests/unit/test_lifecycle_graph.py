@@ -201,3 +201,15 @@ def test_random_walks_only_follow_the_table(acme_project, rita, playbook, walk):
     rows = list(req.transitions.order_by("id"))
     assert all(a.to_state == b.from_state for a, b in zip(rows, rows[1:], strict=False))
     assert all((r.from_state, r.event, r.to_state) in table for r in rows)
+
+
+@pytest.mark.django_db
+def test_a_guarded_transition_asks_its_guards_once(acme_project, rita, django_assert_num_queries):
+    """clarified → user_stories_created: the playbook guard reads a field, has_draft_stories queries. The
+    transition runs the guards once (django-fsm's own check), then writes the requirement and its audit row."""
+    req = _in_state(_requirement(acme_project, "new_feature"), "clarified")
+    satisfy(req, "create_stories", rita)
+    req = Requirement.objects.get(pk=req.pk)
+    with django_assert_num_queries(3):  # the draft-stories query, the UPDATE, the audit INSERT (no transaction)
+        transition(req, "create_stories", actor=ACTOR)
+    assert Requirement.objects.get(pk=req.pk).state == "user_stories_created"
