@@ -1,14 +1,16 @@
 """The REST API under load: gunicorn on a scratch PostgreSQL database, 32 clients for 60 s.
 
 Starts gunicorn (gthread, --workers 2 --threads 8 by default: one process per core, threads to overlap the
-~25 database round trips of a POST; a 10 s sweep of 4×4, 2×8, 2×16, 5×2 and 8×1 on 2 cores gave the same
-throughput within noise, 2×8 the lowest POST p95) on 127.0.0.1 against a migrated scratch
-database `aiteam_bench_api_load` with CELERY_BROKER_URL on Redis database 12 and no worker (the intake only
-publishes the first step after commit; it never waits on a worker). Creates org `bench`, admin `loader` and
-its token with `manage.py aiteam_user`, warms up for a few seconds, then runs N concurrent clients (threads,
-one keep-alive httpx.Client each) for the duration: each POSTs /api/v1/requirements/ {"brief": …} and then
-GETs /api/v1/requirements/{id}/ of what it created, alternately. Prints p50/p95/p99 per endpoint, requests/s,
-error counts and the CPU each side used (the load generator shares the machine's cores with the server).
+database round trips of a POST: five (the token, the project, the membership, BEGIN with the prompt bundle,
+then the four INSERTs and COMMIT in one pipeline). A 10 s sweep of 4×4, 2×8, 2×16, 5×2 and 8×1 on 2 cores,
+made when a POST took more round trips, gave the same throughput within noise, 2×8 the lowest POST p95) on
+127.0.0.1 against a migrated scratch database `aiteam_bench_api_load` with CELERY_BROKER_URL on Redis database
+12 and no worker (the intake only publishes the first step after commit; it never waits on a worker). Creates
+org `bench`, admin `loader` and its token with `manage.py aiteam_user`, warms up for a few seconds, then runs
+N concurrent clients (threads, one keep-alive httpx.Client each) for the duration: each POSTs
+/api/v1/requirements/ {"brief": …} and then GETs /api/v1/requirements/{id}/ of what it created, alternately.
+Prints p50/p95/p99 per endpoint, requests/s, error counts and the CPU each side used (the load generator
+shares the machine's cores with the server).
 
 Phases of --duration each. Paced (the latency target, POST p95 ≤ 50 ms), once per --pace-ms value: each
 client starts a POST+GET pair every that many ms (default 2000 then 1000: 16 then 32 briefs/s, as many
