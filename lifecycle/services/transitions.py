@@ -29,6 +29,8 @@ def transition(obj: models.Model, event: str, *, actor: Actor, metadata: dict[st
     try:
         method()  # django-fsm checks the source and runs the guards (some query) once; a refusal changes nothing
     except TransitionNotAllowed as exc:
+        if exc.object is not obj:  # another object's refusal, from a receiver: not this transition's
+            raise
         raise IllegalTransition(_refusal(obj, method, event)) from exc
     if isinstance(obj, Requirement):
         obj.state_changed_at = timezone.now()  # a self-loop too: it re-enters the state

@@ -26,6 +26,7 @@ rollback to a savepoint that was open when it failed has undone it.
 """
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -34,7 +35,7 @@ import psycopg
 from django.db import DatabaseError
 from django.db.backends.postgresql import base
 from django.db.backends.utils import debug_transaction
-from psycopg.abc import PQGen
+from psycopg.abc import AdaptContext, Buffer, PQGen
 from psycopg.adapt import Loader
 from psycopg.pq import Format, TransactionStatus
 
@@ -137,7 +138,7 @@ class DatabaseWrapper(TransactionEpoch, base.DatabaseWrapper):
 
 
 @lru_cache(maxsize=8)
-def tz_loader(tz) -> type[Loader]:
+def tz_loader(tz: datetime.tzinfo | None) -> type[Loader]:
     """A timestamptz loader that gives what Django's gives (the value in the connection's time zone, which Django
     sets to `tz`, with `tz` as its tzinfo; None: naive) through psycopg's default text loader, which its binary
     build implements in C. Django's own subclasses psycopg's pure-Python class, which psycopg cannot swap."""
@@ -146,11 +147,11 @@ def tz_loader(tz) -> type[Loader]:
     class TzLoader(Loader):
         timezone = tz
 
-        def __init__(self, oid: int, context=None) -> None:
+        def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
             super().__init__(oid, context)
             self._load = native(oid, context).load
 
-        def load(self, data):
+        def load(self, data: Buffer) -> datetime.datetime:
             return self._load(data).replace(tzinfo=tz)
 
     return TzLoader
