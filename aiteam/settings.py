@@ -108,7 +108,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "lifecycle.api.errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "lifecycle.api.pagination.Pages",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {"TITLE": "aiteam API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}

@@ -17,7 +17,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import Membership, Project, ReviewTask
+from lifecycle.models import Membership, Project, Requirement, ReviewTask
 from lifecycle.services.outbox import emit
 from lifecycle.services.transitions import transition
 from lifecycle.states import DECIDING_ROLES, Role
@@ -112,6 +112,11 @@ def assignable_users(task: ReviewTask) -> list[Any]:
 
 
 def _locked(task_id: Any) -> ReviewTask:
+    """The task, locked after its requirement: the order review_decide and the steps lock in. Locking the task
+    alone deadlocked with a decision: the decider held the requirement and waited for the task, and this
+    transaction's audit row and event, checking their foreign key at COMMIT, waited for the requirement."""
+    requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
+    Requirement.objects.select_for_update().get(pk=requirement_id)
     task = ReviewTask.objects.select_for_update(of=("self",)).select_related(
         "organization", "requirement", "assignee", "assignee_group").get(pk=task_id)
     if not task.is_pending:

@@ -71,12 +71,12 @@ def review_decide(
         task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization").get(pk=task_id)
         if actor.is_human:
             ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
+        if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent
+            raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
         texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),
                  "constraint": constraint.strip()}
         _validate(task, decision, texts)
         _validate_budget(decision, budget)
-        if not task.is_pending:
-            raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
         task.decision, task.reason = decision, texts["reason"]
         task.feedback = texts["feedback"] or texts["answer"] or texts["constraint"]
         task.decision_data = {"budget": budget} if budget is not None else {}

@@ -126,6 +126,17 @@ def test_review_tasks_filter_by_state(story_task, rita):
     assert client.get("/api/v1/review-tasks/?state=nonsense").status_code == 400
 
 
+def test_a_page_is_at_most_200_rows_however_large_the_limit_asked(alice):
+    client = api_for(alice)
+    for _ in range(2):
+        assert client.post(URL, {"brief": "a brief"}, format="json").status_code == 201
+    for limit in ("99999999999999999999", "9223372036854775807", "1000000"):  # past bigint, bigint's max, large
+        response = client.get(f"{URL}?limit={limit}&offset=1")
+        assert response.status_code == 200 and len(response.data["results"]) == 1
+        assert "limit=200" in (response.data["previous"] or "")  # the page's own links say the limit it used
+    assert client.get(f"{URL}?limit=x").status_code == 200  # not a number: the default page, as DRF does
+
+
 def test_the_openapi_schema_describes_the_api(alice):
     response = api_for(alice).get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200

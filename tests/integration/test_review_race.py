@@ -53,3 +53,43 @@ def test_concurrent_decisions_one_wins_the_other_gets_409(acme_project, rita):
         assert audit.count() == 1
         story_rows = StateTransition.objects.filter(subject="story", requirement__review_tasks__pk=task_id)
         assert story_rows.count() == 1
+
+
+def test_a_claim_while_a_decision_holds_the_requirement_waits_and_neither_deadlocks(acme_project, rita):
+    """The decider locks the requirement, then the task. A claim locks them in the same order, so it waits for
+    the decision instead of taking the task first: locking the task alone, its audit row's foreign-key check at
+    COMMIT waited for the requirement while the decider waited for the task, and PostgreSQL killed one of them."""
+    from django.db import connections
+
+    from lifecycle.actors import Actor
+    from lifecycle.models import ReviewTask
+    from lifecycle.services.assignment import review_claim
+
+    task_id = stories_awaiting_review(acme_project)
+    requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
+    decider = connections.create_connection("default")  # a second session, in the decider's place
+    claimed, errors = [], []
+
+    def claim():
+        try:
+            claimed.append(review_claim(task_id=task_id, actor=Actor.human(rita, via="api")).assignee_id)
+        except Exception as exc:  # noqa: BLE001 - the assertion below names it
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    try:
+        with decider.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE", [requirement_id])
+            claimer = threading.Thread(target=claim)
+            claimer.start()
+            claimer.join(timeout=0.5)
+            assert claimer.is_alive()  # waiting for the requirement, holding nothing
+            cursor.execute("SET LOCAL lock_timeout = '5s'")
+            cursor.execute("SELECT 1 FROM lifecycle_reviewtask WHERE id = %s FOR UPDATE", [task_id])  # not held
+            cursor.execute("COMMIT")
+        claimer.join(timeout=10)
+    finally:
+        decider.close()
+    assert errors == [] and claimed == [rita.pk]

@@ -147,9 +147,13 @@ def test_deciding_a_budget_task_twice_is_a_conflict(alice, rita, acme_project):
     req = run_out_at_the_plan(alice, rita, acme_project)
     task = pending(req, "budget_exhausted")
     decide(task, rita, "reject", reason="stop")
-    response = api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/",
-                                  {"decision": "inject_constraint", "constraint": "x"}, format="json")
+    url = f"/api/v1/review-tasks/{task.pk}/decision/"
+    response = api_for(rita).post(url, {"decision": "inject_constraint", "constraint": "x"}, format="json")
     assert response.status_code == 409
+    # what a pending task would refuse with 400 (no reason, not an option) is a conflict too once it is decided
+    for body in ({"decision": "reject"}, {"decision": "answer", "answer": "x"}):
+        response = api_for(rita).post(url, body, format="json")
+        assert response.status_code == 409 and "already resolved" in response.json()["detail"]
 
 
 def test_the_requirement_detail_shows_spend_against_limits(alice, rita, acme_project, oscar):
