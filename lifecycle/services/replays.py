@@ -44,6 +44,10 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
         raise IllegalTransition(f"requirement {source.pk} is still running ({source.state}, steps queued or running): "
                                 "only a finished or failed run can be replayed")
     with transaction.atomic():
+        # one request at a time per source: a client's retry, or a second click, finds the first replay running
+        Requirement.objects.select_for_update().filter(pk=source.pk).values_list("pk").get()
+        if Replay.objects.filter(requirement__replay_of=source, verdict=Replay.Verdict.RUNNING).exists():
+            raise IllegalTransition(f"a replay of requirement {source.pk} is still running: wait for its comparison")
         replay = Requirement.objects.create(
             organization_id=source.organization_id, project=source.project, title=source.title, brief=source.brief,
             playbook=source.playbook, prompt_bundle_id=source.prompt_bundle_id, run_settings=source.run_settings,

@@ -203,6 +203,21 @@ def test_the_api_refuses_other_tenants_reviewers_unknown_input_and_runs_still_wo
     assert not Requirement.objects.filter(replay_of=source).exists()
 
 
+def test_a_second_replay_of_a_source_is_refused_while_the_first_is_still_running(alice):
+    """A retried or doubled POST finds the first replay running (409) instead of starting a second one."""
+    from tests.conftest import api_for
+
+    source = submit(alice)
+    first = replay_start(source_id=source.pk, user=alice, via="api")
+    Replay.objects.filter(requirement=first).update(verdict=Replay.Verdict.RUNNING)  # as while its steps run
+    url = f"/api/v1/requirements/{source.pk}/replay/"
+    again = api_for(alice).post(url, {}, format="json")
+    assert again.status_code == 409 and "still running" in again.json()["detail"]
+    assert Requirement.objects.filter(replay_of=source).count() == 1
+    Replay.objects.filter(requirement=first).update(verdict=Replay.Verdict.MATCHED)  # compared: another may start
+    assert api_for(alice).post(url, {}, format="json").status_code == 202
+
+
 def test_the_replay_command_reproduces_make_demo_in_a_process_with_no_network_and_no_key(tmp_path):
     """`make demo`, then `manage.py aiteam_replay <id>`, each in a network namespace with no network where possible."""
     import re
