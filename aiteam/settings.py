@@ -111,7 +111,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "lifecycle.api.pagination.Pages",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "aiteam API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "aiteam API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # like every endpoint it describes
+    # several models have a `state`: each choice set gets its own name in the schema
+    "ENUM_NAME_OVERRIDES": {"RequirementStateEnum": "lifecycle.states.RequirementState",
+                            "StoryStateEnum": "lifecycle.states.StoryState",
+                            "ReviewStateEnum": "lifecycle.states.ReviewState",
+                            "StepStateEnum": "lifecycle.states.StepState"},
+}
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")

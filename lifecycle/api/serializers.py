@@ -1,6 +1,7 @@
 """Input serializers (strict: unknown fields and wrong types are 400) and output serializers."""
 from django.conf import settings
 from django.db.models import Count, Sum
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from lifecycle import playbooks, replay_compare
@@ -119,6 +120,28 @@ class RequirementCreatedOut(RequirementSummaryOut):
         fields = [*RequirementSummaryOut.Meta.fields, "brief"]
 
 
+class ReplayOut(serializers.ModelSerializer):
+    differences = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Replay
+        fields = ["verdict", "via", "created_at", "compared_at", "differences", "comparison"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_differences(self, run):
+        return replay_compare.describe(run.comparison) if run.comparison else []
+
+
+class LlmUsageOut(serializers.Serializer):
+    """The requirement's model calls, summed."""
+
+    calls = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6)
+
+
 class RequirementOut(RequirementSummaryOut):
     brief = serializers.CharField()
     requirement_doc = serializers.SerializerMethodField()
@@ -135,24 +158,29 @@ class RequirementOut(RequirementSummaryOut):
         fields = [*RequirementSummaryOut.Meta.fields, "brief", "clarifications", "requirement_doc", "stories",
                   "artifacts", "transitions", "open_review_tasks", "llm_usage", "status_digest", "budget", "replay"]
 
+    @extend_schema_field(DocOut(allow_null=True))
     def get_requirement_doc(self, obj):
         doc = obj.docs.order_by("-version").first()
         return DocOut(doc).data if doc else None
 
+    @extend_schema_field(ReviewTaskOut(many=True))
     def get_open_review_tasks(self, obj):
         pending = obj.review_tasks.pending().select_related("decided_by", "assignee", "assignee_group")
         return ReviewTaskOut(pending, many=True).data
 
+    @extend_schema_field(serializers.JSONField(allow_null=True, help_text="the project manager's latest digest"))
     def get_status_digest(self, obj):
         digest = latest(obj, ArtifactKind.STATUS_DIGEST, "digest")
         return {"updated_at": digest.created_at, **content_json(digest)} if digest else None
 
+    @extend_schema_field(serializers.JSONField(help_text="exhausted, paused_from, constraints, overrides, standing"))
     def get_budget(self, obj):
         """Spend against limits, per dimension, for the requirement and each role (lifecycle/services/budgets.py)."""
         from lifecycle.services.budgets import budget_report
 
         return budget_report(obj)
 
+    @extend_schema_field(ReplayOut(allow_null=True))
     def get_replay(self, obj):
         """On a replay: its verdict and the comparison with its source (None on any other requirement)."""
         try:
@@ -160,6 +188,7 @@ class RequirementOut(RequirementSummaryOut):
         except Replay.DoesNotExist:
             return None
 
+    @extend_schema_field(LlmUsageOut)
     def get_llm_usage(self, obj):
         totals = obj.llm_calls.aggregate(
             calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
@@ -192,17 +221,6 @@ class FailureRouteOut(serializers.ModelSerializer):
 
 class ReplayIn(StrictSerializer):
     """POST /requirements/{id}/replay/ takes no input: the recording decides everything."""
-
-
-class ReplayOut(serializers.ModelSerializer):
-    differences = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Replay
-        fields = ["verdict", "via", "created_at", "compared_at", "differences", "comparison"]
-
-    def get_differences(self, run):
-        return replay_compare.describe(run.comparison) if run.comparison else []
 
 
 class ProjectRef(serializers.ModelSerializer):
