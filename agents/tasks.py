@@ -43,7 +43,7 @@ from lifecycle.errors import IllegalTransition, StaleStep
 from lifecycle.failure_rules import Route
 from lifecycle.models import PromptBundle, Requirement
 from lifecycle.services import budgets, delivery, design, development, product, quality, routing, steps
-from lifecycle.services.development import workspace_for
+from lifecycle.services.development import workspace_aligned
 from lifecycle.services.llm_calls import llm_call_record
 
 log = logging.getLogger("aiteam.progress")
@@ -79,7 +79,7 @@ def _self_test(lease: steps.Lease) -> dict:
     requirement = by_pk.get(Requirement, lease.requirement_id)
     if requirement.replay_of_id:  # a replay: the source's recorded report, the sandbox is not run
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
-    return _sandbox(workspace_for(requirement).path).to_dict()
+    return _sandbox(workspace_aligned(requirement.pk).path).to_dict()
 
 
 def _qc_run(lease: steps.Lease) -> dict:
@@ -89,7 +89,7 @@ def _qc_run(lease: steps.Lease) -> dict:
     requirement = by_pk.get(Requirement, lease.requirement_id)
     if requirement.replay_of_id:
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
-    path = workspace_for(requirement).path
+    path = workspace_aligned(requirement.pk).path
     return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path)}
 
 
@@ -99,6 +99,7 @@ def _deliver(lease: steps.Lease) -> dict:
     source_id = by_pk.values(Requirement, lease.requirement_id, ("replay_of_id",))[0]
     if source_id:  # a replay pushes nothing: it applies the source's recorded delivery result
         return recordings.recorded_output(source_id=source_id, lease=lease)
+    workspace_aligned(lease.requirement_id)  # push what the database records, not what a failed apply left
     return deliver(delivery.delivery_plan(lease.requirement_id)).to_dict()
 
 

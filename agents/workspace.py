@@ -7,6 +7,7 @@ by the worker: the sandbox runs it from a scratch copy.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -33,6 +34,22 @@ class Workspace:
             self.path.mkdir(parents=True, exist_ok=True)
             self._git("init", "-q", "-b", self.branch)
         return self
+
+    def align(self, head: str) -> None:
+        """Make the workspace hold exactly commit `head` ("" : no commit), as the database records it: git work
+        an interrupted apply left behind (a commit whose transaction rolled back, files written but not committed,
+        the index lock of a killed git) is undone. The caller holds the requirement's lock, so no git command of
+        another writer can be running."""
+        if not (self.path / ".git").is_dir():
+            return
+        (self.path / ".git" / "index.lock").unlink(missing_ok=True)
+        if head:
+            self._git("reset", "-q", "--hard", head)
+        elif self.log():  # commits the database never recorded: the first apply failed after committing
+            shutil.rmtree(self.path)
+            self.ensure()
+            return
+        self._git("clean", "-q", "-ffdx")
 
     def write(self, files: list[SourceFile]) -> None:
         root = self.path.resolve()

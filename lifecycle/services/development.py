@@ -11,6 +11,7 @@ from django.utils.text import slugify
 
 from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
 from agents.workspace import Workspace
+from aiteam.db import write_behind
 from lifecycle import guards
 from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
@@ -57,7 +58,7 @@ def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)  # serializes commits to the workspace
         task = requirement.plan_tasks.get(key=lease.task_key)
-        commit = _write_and_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
+        commit = workspace_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
         store_code(requirement, output.files, step, lease.attempt, commit)
         emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit})
         step_finish(step)
@@ -70,7 +71,7 @@ def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
         step, requirement = lock_for_apply(lease)
         touched = {f.path for f in output.files}
         keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
-        commit = _write_and_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
+        commit = workspace_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
         store_code(requirement, output.files, step, lease.attempt, commit)
         emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit})
         step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=lease.attempt)
@@ -231,10 +232,27 @@ def development_escalate(requirement: Requirement, *, report: dict[str, Any], re
     )
 
 
-def _write_and_commit(requirement: Requirement, files: list[SourceFile], message: str) -> str:
+def workspace_commit(requirement: Requirement, files: list[SourceFile], message: str) -> str:
+    """Write the files and commit them, in the caller's transaction, which holds the requirement's lock; returns
+    the commit. The workspace is first put back at the commit the database records (git work a failed apply left
+    is undone), and the new commit is recorded with the transaction: if it rolls back, so will the workspace, at
+    the next apply or read."""
     workspace = workspace_for(requirement).ensure()
+    workspace.align(requirement.workspace_head)
     workspace.write(files)
-    return workspace.commit(message)
+    requirement.workspace_head = workspace.commit(message)
+    write_behind.update(requirement, ["workspace_head"])
+    return requirement.workspace_head
+
+
+def workspace_aligned(requirement_id) -> Workspace:
+    """The workspace at the commit the database records, for a step that reads it (the sandbox, delivery): aligned
+    under the requirement's lock, so no apply is writing it meanwhile."""
+    with transaction.atomic():
+        requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
+        workspace = workspace_for(requirement)
+        workspace.align(requirement.workspace_head)
+    return workspace
 
 
 def store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:

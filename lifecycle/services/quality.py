@@ -13,7 +13,13 @@ from lifecycle.actors import Actor
 from lifecycle.models import Requirement
 from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, content_json, latest
-from lifecycle.services.development import ensure_not_timed_out, next_attempt, store_code, workspace_for
+from lifecycle.services.development import (
+    ensure_not_timed_out,
+    next_attempt,
+    store_code,
+    workspace_commit,
+    workspace_for,
+)
 from lifecycle.services.gate_routing import gate_failure_route
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
@@ -37,9 +43,7 @@ def start_quality_gate(requirement: Requirement) -> None:
 def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
-        workspace = workspace_for(requirement)
-        workspace.write(output.files)
-        commit = workspace.commit(f"QC: acceptance tests ({len(output.files)} file(s))")
+        commit = workspace_commit(requirement, output.files, f"QC: acceptance tests ({len(output.files)} file(s))")
         store_code(requirement, output.files, step, requirement.dev_attempts, commit)
         artifact_store(requirement, kind=ArtifactKind.ACCEPTANCE_COVERAGE, name="acceptance", content=output.coverage,
                        summary=output.reasoning, step=step, role=QC.role)
@@ -72,9 +76,7 @@ def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
     """Commit the CI workflow, keep runbook and rollback, move to ready_to_deploy and ask for approval."""
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
-        workspace = workspace_for(requirement)
-        workspace.write([SourceFile(path=CI_PATH, content=output.ci_workflow)])
-        commit = workspace.commit("DevOps: CI workflow")
+        commit = workspace_commit(requirement, [SourceFile(path=CI_PATH, content=output.ci_workflow)], "DevOps: CI workflow")
         check = check_workflow(output.ci_workflow)  # validated already; recomputed for the record
         artifact_store(requirement, kind=ArtifactKind.CI_CONFIG, name=CI_PATH, content=output.ci_workflow,
                        summary=f"runs: {check.test_command}", metadata={"commit": commit, "ok": check.ok,
@@ -83,7 +85,7 @@ def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
             artifact_store(requirement, kind=ArtifactKind.RUNBOOK, name=name, content=text, summary=text[:200],
                            step=step, role=DEVOPS.role)
         transition(requirement, "pass_quality_gate", actor=DEVOPS, metadata={"round": lease.attempt})
-        _ask_for_deployment(requirement, workspace.diff_summary(), output.ci_workflow, lease.attempt)
+        _ask_for_deployment(requirement, workspace_for(requirement).diff_summary(), output.ci_workflow, lease.attempt)
         step_finish(step)
 
 

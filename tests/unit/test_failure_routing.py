@@ -88,6 +88,35 @@ def test_a_git_failure_while_applying_is_retried_and_the_step_completes(alice, r
     assert req.steps.get(key="qc_tests").runs == 2
 
 
+def test_an_apply_failing_after_its_git_commit_leaves_no_commit_and_no_stray_file(alice, rita, scripted, monkeypatch):
+    """QC's apply commits its tests, then fails before the transaction commits, leaving what a killed git would
+    leave too (an untracked file, the index lock). The retry puts the workspace back at the commit the database
+    recorded first: one QC commit, no stray file, and the recorded head is the branch's."""
+    from lifecycle.services import quality
+    from lifecycle.services.development import workspace_for
+
+    real_store, failed = quality.store_code, []
+
+    def store_after_a_crash(requirement, files, step, attempt, commit):
+        if not failed:
+            failed.append(commit)
+            path = workspace_for(requirement).path
+            (path / "half_written.py").write_text("x = ")
+            (path / ".git" / "index.lock").write_text("")
+            raise GitError("git: the worker was interrupted")  # infrastructure: retried
+        return real_store(requirement, files, step, attempt, commit)
+
+    monkeypatch.setattr(quality, "store_code", store_after_a_crash)
+    queue(scripted, *TO_REVIEW, CODE_OK, QC, QC, DEVOPS)
+    req = approved(alice, rita)
+    assert req.state == "ready_to_deploy" and failed
+    workspace = workspace_for(req)
+    subjects = [subject for _, subject in workspace.log()]
+    assert sum(subject.startswith("QC:") for subject in subjects) == 1 and subjects[-1] == "DevOps: CI workflow"
+    assert not (workspace.path / "half_written.py").exists() and not (workspace.path / ".git" / "index.lock").exists()
+    assert req.workspace_head == workspace.head()
+
+
 def test_a_sandbox_timeout_is_retried_then_an_operator_decides(alice, rita, scripted, monkeypatch):
     stuck = TestReport(passed=3, exit_code=-9, timed_out=True, killed_reason="timeout", duration_s=120.0,
                        output_tail="tests/test_store.py ...")

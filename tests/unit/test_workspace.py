@@ -1,0 +1,39 @@
+"""Workspace.align puts the git workspace back at the commit the database records, whatever an interrupted apply
+left: a later commit, modified or untracked files, a killed git's index lock; with no recorded commit, an empty
+repository."""
+from agents.schemas import SourceFile
+from agents.workspace import Workspace
+
+
+def committed(tmp_path) -> tuple[Workspace, str]:
+    workspace = Workspace(tmp_path / "ws", "aiteam/test").ensure()
+    workspace.write([SourceFile(path="app.py", content="A = 1\n")])
+    return workspace, workspace.commit("T1 (attempt 1)")
+
+
+def test_align_undoes_a_later_commit_and_every_uncommitted_change(tmp_path):
+    workspace, recorded = committed(tmp_path)
+    workspace.write([SourceFile(path="app.py", content="A = 2\n"), SourceFile(path="extra.py", content="B = 1\n")])
+    workspace.commit("T2 (attempt 1)")  # its transaction then rolled back
+    workspace.write([SourceFile(path="app.py", content="A = 3\n"), SourceFile(path="pkg/half.py", content="x = ")])
+    (workspace.path / ".git" / "index.lock").write_text("")
+    workspace.align(recorded)
+    assert workspace.head() == recorded and [s for _, s in workspace.log()] == ["T1 (attempt 1)"]
+    assert workspace.files() == [SourceFile(path="app.py", content="A = 1\n")]
+    assert not (workspace.path / "extra.py").exists() and not (workspace.path / "pkg").exists()
+    workspace.write([SourceFile(path="app.py", content="A = 4\n")])
+    assert workspace.commit("T2 (attempt 1)")  # the lock is gone: git works again
+
+
+def test_align_to_no_recorded_commit_empties_the_repository(tmp_path):
+    workspace, _ = committed(tmp_path)  # the first apply committed, then its transaction rolled back
+    workspace.align("")
+    assert workspace.log() == [] and workspace.files() == [] and (workspace.path / ".git").is_dir()
+
+
+def test_align_leaves_a_workspace_at_its_recorded_commit_as_it_is(tmp_path):
+    workspace, recorded = committed(tmp_path)
+    workspace.align(recorded)
+    assert workspace.head() == recorded and workspace.files() == [SourceFile(path="app.py", content="A = 1\n")]
+    Workspace(tmp_path / "none", "b").align("")  # no repository yet: nothing to do
+    assert not (tmp_path / "none").exists()
