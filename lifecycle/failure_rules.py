@@ -53,6 +53,7 @@ INFRASTRUCTURE_ERRORS = frozenset({
     "DeliveryError",  # git or the GitHub API refused during delivery
     "TimeoutExpired",  # a subprocess timed out
     "ConnectionError",  # the network (incl. builtins' ConnectionRefusedError, ConnectionResetError)
+    "OperationalError",  # the database: a deadlock, a serialization failure, a lock timeout, a lost connection
 })
 
 

@@ -1,5 +1,6 @@
 """The failure classifier: each rule routes a constructed failure to the right role; every rule is traced."""
 import pytest
+from django.db import IntegrityError, OperationalError
 
 from lifecycle.failure_rules import NO_RULE, RULES, Failure, Route, Source, classify, error_classes
 
@@ -26,6 +27,10 @@ class GitError(Exception):
      Route.OPERATOR, "infrastructure_exhausted"),
     (Failure(Source.STEP, "self_test", error_classes(SandboxTimedOut()), runs_left=1), Route.RETRY, "infrastructure_retry"),
     (Failure(Source.STEP, "engineer", error_classes(GitError()), runs_left=0), Route.OPERATOR, "infrastructure_exhausted"),
+    (Failure(Source.STEP, "engineer", error_classes(OperationalError("deadlock detected")), runs_left=1),
+     Route.RETRY, "infrastructure_retry"),  # a transient database error: retried, not an operator's at once
+    (Failure(Source.STEP, "engineer", error_classes(IntegrityError("duplicate key")), runs_left=1),
+     Route.OPERATOR, "no_rule_matched"),  # a constraint the code broke: a bug, not the tools
     (failed_run(after_fix=True, previous_signature=failed_run().signature), Route.HUMAN, "repeated_after_fix"),
     (failed_run(loop_exhausted=True), Route.HUMAN, "loop_exhausted"),
     (Failure(Source.CODE_REVIEW, "tl_code_review", spec_issues=("the spec's add() and the AC disagree on ISBNs",)),
