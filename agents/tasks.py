@@ -157,7 +157,12 @@ def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: 
         if not isinstance(exc, (LLMError, SoftTimeLimitExceeded)):
             log.exception("step %s crashed", lease.step_id)
         error = redact(f"{type(exc).__name__}: {exc}")
-        if routing.step_failure_route(lease=lease, exc=exc, error=error, resend=False) == Route.RETRY:
+        try:
+            route = routing.step_failure_route(lease=lease, exc=exc, error=error, resend=False)
+        except StaleStep:  # taken over meanwhile (an expired lease): the new holder runs the step
+            log.warning("step %s failed after it was taken over; nothing recorded", lease.step_id)
+            return None
+        if route == Route.RETRY:
             _retry_later(task, lease, retries=task.request.retries if delivered else 0, delivered=delivered)
         return None
     if not inline:
@@ -206,7 +211,10 @@ def _apply(spec: StepSpec, lease: steps.Lease, output: Any, slot: steps.InlineSl
         log.warning("late write refused: %s", exc)
     except IllegalTransition as exc:
         log.warning("step %s no longer applies: %s", lease.step_id, exc)
-        steps.step_skip(lease, reason=str(exc))
+        try:
+            steps.step_skip(lease, reason=str(exc))
+        except StaleStep:
+            log.warning("step %s was taken over before it could be skipped", lease.step_id)
     except Exception as exc:  # git failed, the sandbox timed out, a database conflict…: the classifier decides
         log.exception("applying step %s failed", lease.step_id)
         try:

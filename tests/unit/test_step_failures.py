@@ -174,3 +174,22 @@ def test_an_idle_answer_is_trusted_briefly_and_a_busy_one_never(monkeypatch):
     clock[0] += steps.IDLE_FOR_S
     assert not steps.queue_idle("llm") and sizer.asked == 4  # asked again: busy, and a busy answer is not kept
     assert not steps.queue_idle("llm") and sizer.asked == 5
+
+
+def test_a_step_failing_after_its_lease_was_taken_over_ends_quietly_and_leaves_the_new_holder_alone(
+        held_step, scripted):
+    """The old worker's model call fails after the reaper gave the step to another worker: routing that failure
+    finds a stale lease. The old run ends without an error of its own and records nothing."""
+    from types import SimpleNamespace
+
+    from agents import tasks
+
+    stale = steps.step_claim(step_id=held_step.pk, worker="old")
+    Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
+    current = steps.step_claim(step_id=held_step.pk, worker="new")
+    scripted.enqueue(LLMTransientError("529 overloaded"))
+    task = SimpleNamespace(request=SimpleNamespace(retries=0, is_eager=False), max_retries=3)
+    assert tasks._run_one(task, stale, worker="old", inline=False, delivered=True) is None
+    step = Step.objects.get(pk=held_step.pk)
+    assert (step.state, step.fence, step.worker) == ("running", current.fence, "new")
+    assert not held_step.requirement.failure_routes.exists()
