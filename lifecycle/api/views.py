@@ -4,6 +4,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from lifecycle import selectors
 from lifecycle.actors import Actor
@@ -56,7 +57,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     def routing(self, request, pk=None):
         """Every failure of the requirement, where the classifier sent it, and the trace of rules (oldest first)."""
         requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
-        query = s.RoutingQueryIn(data=request.query_params.dict())
+        filters = {k: v for k, v in request.query_params.items() if k != api_settings.URL_FORMAT_OVERRIDE}
+        query = s.RoutingQueryIn(data=filters)  # ?format= is DRF's own (the renderer), not a filter
         query.is_valid(raise_exception=True)
         routes = requirement.failure_routes.select_related("step").filter(**query.validated_data)
         return Response(s.FailureRouteOut(routes, many=True).data)

@@ -213,6 +213,8 @@ def test_the_api_refuses_unknown_filters_and_hides_other_organizations_routes(al
     assert bad.status_code == 400 and "route" in bad.data
     unknown = api_for(alice).get(f"/api/v1/requirements/{routed.pk}/routing/?colour=red")
     assert unknown.status_code == 400 and unknown.data == {"colour": ["unknown field"]}
+    as_json = api_for(alice).get(f"/api/v1/requirements/{routed.pk}/routing/?format=json&route=operator")
+    assert as_json.status_code == 200 and [r["rule"] for r in as_json.json()] == ["infrastructure_exhausted"]
     assert api_for(oscar).get(f"/api/v1/requirements/{routed.pk}/routing/").status_code == 404
     assert api_for(alice).get("/api/v1/requirements/00000000-0000-0000-0000-000000000000/routing/").status_code == 404
     assert api_for(alice).get("/api/v1/requirements/not-a-uuid/routing/").status_code == 404
