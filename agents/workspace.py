@@ -7,7 +7,6 @@ by the worker: the sandbox runs it from a scratch copy.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -36,19 +35,18 @@ class Workspace:
         return self
 
     def align(self, head: str) -> None:
-        """Make the workspace hold exactly commit `head` ("" : no commit), as the database records it: git work
-        an interrupted apply left behind (a commit whose transaction rolled back, files written but not committed,
-        the index lock of a killed git) is undone. The caller holds the requirement's lock, so no git command of
-        another writer can be running."""
+        """Make the workspace hold commit `head`, the one the database records, undoing git work an interrupted
+        apply left: a later commit whose transaction rolled back, files written but not committed, the index lock
+        of a killed git (its lease expired long before anyone aligns, so that git has ended). With `head` "" (no
+        commit recorded yet, or a requirement older than the record) the commits stay and only the uncommitted
+        work is undone. The caller holds the requirement's lock, so no other writer's git command is running."""
         if not (self.path / ".git").is_dir():
+            if head:
+                raise GitError(f"the workspace {self.path} is missing; the database records commit {head}")
             return
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
-        if head:
-            self._git("reset", "-q", "--hard", head)
-        elif self.log():  # commits the database never recorded: the first apply failed after committing
-            shutil.rmtree(self.path)
-            self.ensure()
-            return
+        if head or self.log():
+            self._git("reset", "-q", "--hard", head or "HEAD")
         self._git("clean", "-q", "-ffdx")
 
     def write(self, files: list[SourceFile]) -> None:

@@ -1,20 +1,8 @@
-"""Requirement.workspace_head: the workspace commit the database knows. Existing requirements get the commit their
-latest code or CI artifact recorded (every apply that commits stores one), so aligning their workspace keeps it."""
+"""Requirement.workspace_head: the workspace commit the last committed apply made. It starts empty ("not known"):
+for a requirement that existed before, the workspace keeps its commits until an apply records one. The column
+has a database default too, so a process still running the previous code can insert requirements; stop the
+workers before migrating all the same, since their applies would commit without recording the head."""
 from django.db import migrations, models
-
-COMMITTED_KINDS = ("source_file", "test_file", "ci_config")
-
-
-def recorded_heads(apps, schema_editor):
-    Artifact = apps.get_model("lifecycle", "Artifact")
-    Requirement = apps.get_model("lifecycle", "Requirement")
-    latest = {}
-    for requirement_id, metadata in (Artifact.objects.filter(kind__in=COMMITTED_KINDS)
-                                     .order_by("created_at", "id").values_list("requirement_id", "metadata")):
-        if isinstance(metadata, dict) and metadata.get("commit"):
-            latest[requirement_id] = metadata["commit"]
-    for requirement_id, head in latest.items():
-        Requirement.objects.filter(pk=requirement_id).update(workspace_head=head)
 
 
 class Migration(migrations.Migration):
@@ -27,9 +15,8 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="requirement",
             name="workspace_head",
-            field=models.CharField(blank=True, default="", help_text="the workspace commit the last committed apply "
-                                   "made; an apply whose transaction failed after its git commit is reset to it",
-                                   max_length=40),
+            field=models.CharField(blank=True, default="", db_default="", help_text="the workspace commit the last "
+                                   "committed apply made; an apply whose transaction failed after its git commit is "
+                                   "reset to it", max_length=40),
         ),
-        migrations.RunPython(recorded_heads, migrations.RunPython.noop),
     ]

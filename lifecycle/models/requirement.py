@@ -47,7 +47,7 @@ class Requirement(RemembersLoaded, FSMModelMixin, models.Model):
                                         help_text="limits set by budget decisions, over the project's and playbook's")
     injected_constraints = models.JSONField(default=list, blank=True,
                                             help_text="constraints reviewers injected: in every later agent context")
-    workspace_head = models.CharField(max_length=40, blank=True, default="",
+    workspace_head = models.CharField(max_length=40, blank=True, default="", db_default="",
                                       help_text="the workspace commit the last committed apply made; an apply whose "
                                                 "transaction failed after its git commit is reset to it")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -111,12 +111,21 @@ def assignable_users(task: ReviewTask) -> list[Any]:
     return list(users.order_by("username"))
 
 
+def lock_task_requirement(task_id: Any, *, skip_locked: bool = False) -> bool:
+    """Lock a review task's requirement, before the task: every writer of review tasks does so (decisions,
+    claims and assignments, story edits, the SLA sweep), as the steps lock the requirement first, so none waits
+    for another in a cycle. A writer that locked the task alone deadlocked with a decision: the decider held the
+    requirement and waited for the task, and the writer's audit row and event, whose foreign keys are checked at
+    COMMIT, waited for the requirement. False: no such task, or (skip_locked) another transaction holds it."""
+    requirement_id = ReviewTask.objects.filter(pk=task_id).values_list("requirement_id", flat=True).first()
+    if requirement_id is None:
+        return False
+    locked = Requirement.objects.select_for_update(skip_locked=skip_locked).filter(pk=requirement_id)
+    return locked.values_list("pk", flat=True).first() is not None
+
+
 def _locked(task_id: Any) -> ReviewTask:
-    """The task, locked after its requirement: the order review_decide and the steps lock in. Locking the task
-    alone deadlocked with a decision: the decider held the requirement and waited for the task, and this
-    transaction's audit row and event, checking their foreign key at COMMIT, waited for the requirement."""
-    requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
-    Requirement.objects.select_for_update().get(pk=requirement_id)
+    lock_task_requirement(task_id)
     task = ReviewTask.objects.select_for_update(of=("self",)).select_related(
         "organization", "requirement", "assignee", "assignee_group").get(pk=task_id)
     if not task.is_pending:

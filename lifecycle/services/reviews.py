@@ -11,7 +11,7 @@ from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Organization, Requirement, ReviewTask
 from lifecycle.services import outcomes
-from lifecycle.services.assignment import decide_refusal
+from lifecycle.services.assignment import decide_refusal, lock_task_requirement
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import policy_for
 from lifecycle.services.transitions import transition
@@ -64,11 +64,11 @@ def review_decide(
     constraint: str = "", budget: dict[str, Any] | None = None, origin: dict[str, Any] | None = None,
 ) -> ReviewTask:
     """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
-    requirement_id = ReviewTask.objects.values_list("requirement_id", flat=True).get(pk=task_id)
     with transaction.atomic():
-        # Requirement first, then the task: the order every service uses, so two deciders cannot deadlock.
-        requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
-        task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization").get(pk=task_id)
+        lock_task_requirement(task_id)  # the requirement first, then the task: the order of every writer
+        task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization", "requirement").get(
+            pk=task_id)
+        requirement = task.requirement
         if actor.is_human:
             ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
         if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent

@@ -26,6 +26,7 @@ from django.utils import timezone
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Membership, ReviewTask
+from lifecycle.services.assignment import lock_task_requirement
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for
 from lifecycle.services.transitions import transition
@@ -57,6 +58,8 @@ def review_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> Co
 def review_sweep_one(*, task_id: Any, now: datetime) -> str | None:
     """Apply the policy to one task if it is still due and no other sweeper holds it; returns the action."""
     with transaction.atomic():
+        if not lock_task_requirement(task_id, skip_locked=True):
+            return None  # its requirement is busy (a decision, a claim, a step's apply): the next sweep comes back
         task = (ReviewTask.objects.select_for_update(skip_locked=True, of=("self",))
                 .select_related("requirement", "organization").due_for_sweep(now).filter(pk=task_id).first())
         if task is None:

@@ -16,7 +16,7 @@ from agents.schemas import StoryOut
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition
 from lifecycle.models import ReviewTask, StoryEdit, UserStory
-from lifecycle.services.assignment import ensure_may_review
+from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
 from lifecycle.services.outbox import emit
 from lifecycle.states import ReviewKind, StoryState
 
@@ -28,6 +28,7 @@ def story_edit(
 ) -> StoryEdit | None:
     """Apply a reviewer's changes to a draft story of a pending stories task; None when nothing changed."""
     with transaction.atomic():
+        lock_task_requirement(task_id)  # the requirement first, then the task: the order of every writer
         task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization", "requirement").get(
             pk=task_id)
         ensure_may_review(actor.user, task)

@@ -79,3 +79,26 @@ def test_the_sweep_query_uses_the_partial_index(acme_project, rita):
     plan = due[:1000].explain()
     assert "review_sweep_due" in plan, plan
     assert due.count() == 150
+
+
+def test_the_sweep_passes_over_a_task_whose_requirement_is_held_and_takes_it_next_time(acme_project, rita):
+    """A claim or a decision holds the requirement: the sweeper, which locks the requirement before the task
+    like every writer, skips the task instead of holding it while it waits (a deadlock with that claim)."""
+    from django.db import connections
+
+    from lifecycle.services.sla import review_sweep_one
+
+    task = age(open_review(acme_project, title="held"), hours=25)
+    holder = connections.create_connection("default")
+    try:
+        with holder.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT 1 FROM lifecycle_requirement WHERE id = %s FOR UPDATE", [task.requirement_id])
+            assert review_sweep_one(task_id=task.pk, now=timezone.now()) is None
+            cursor.execute("SET LOCAL lock_timeout = '5s'")
+            cursor.execute("SELECT 1 FROM lifecycle_reviewtask WHERE id = %s FOR UPDATE", [task.pk])  # not held
+            cursor.execute("COMMIT")
+    finally:
+        holder.close()
+    assert ReviewTask.objects.get(pk=task.pk).escalation_count == 0
+    assert review_sweep_one(task_id=task.pk, now=timezone.now()) == "remind"
