@@ -7,6 +7,7 @@ by the worker: the sandbox runs it from a scratch copy.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -34,17 +35,22 @@ class Workspace:
             self._git("init", "-q", "-b", self.branch)
         return self
 
-    def align(self, head: str) -> None:
+    def align(self, head: str | None) -> None:
         """Make the workspace hold commit `head`, the one the database records, undoing git work an interrupted
         apply left: a later commit whose transaction rolled back, files written but not committed, the index lock
-        of a killed git (its lease expired long before anyone aligns, so that git has ended). With `head` "" (no
-        commit recorded yet, or a requirement older than the record) the commits stay and only the uncommitted
-        work is undone. The caller holds the requirement's lock, so no other writer's git command is running."""
+        of a killed git (its lease expired long before anyone aligns, so that git has ended). `head` "" : no
+        commit recorded, so any commit is a rolled-back one and the repository is emptied; None: not known (a
+        requirement older than the record), so the commits stay and only uncommitted work is undone. The caller
+        holds the requirement's lock, so no other writer's git command is running."""
         if not (self.path / ".git").is_dir():
             if head:
                 raise GitError(f"the workspace {self.path} is missing; the database records commit {head}")
             return
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
+        if head == "" and self.log():
+            shutil.rmtree(self.path)
+            self.ensure()
+            return
         if head or self.log():
             self._git("reset", "-q", "--hard", head or "HEAD")
         self._git("clean", "-q", "-ffdx")

@@ -17,7 +17,6 @@ from agents.schemas import (
     PlanContext,
     PlannedTask,
     QCContext,
-    SourceFile,
     StoryOut,
     TechnicalSpecOutput,
     Ticket,
@@ -30,7 +29,7 @@ from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
 from lifecycle.services import steps
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.development import workspace_aligned
+from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 TEST_COMMAND = "python -m pytest -q"
@@ -101,9 +100,9 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
     if from_ticket(req):
         return translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
-                                                           _workspace_files(req), attempt)
+                                                           workspace_files(req.pk), attempt)
     return translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
-                                                _workspace_files(req), attempt)
+                                                workspace_files(req.pk), attempt)
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext:
@@ -114,7 +113,7 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
     newer_review = review and (not report or review.created_at > report.created_at)
     notes = _review_notes(review) if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
-    own = [f for f in _workspace_files(req) if not f.path.startswith(ENGINEER_MAY_NOT_WRITE)]
+    own = [f for f in workspace_files(req.pk) if not f.path.startswith(ENGINEER_MAY_NOT_WRITE)]
     return FixContext(
         attempt=attempt, files=own, failing_tests=failed.get("failing_tests", []),
         output_tail=failed.get("output_tail", "")[-6000:], review_notes=notes, guidance=_guidance(req),
@@ -126,7 +125,7 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
     report = latest(req, ArtifactKind.TEST_REPORT, "self_test")
     diff = latest(req, ArtifactKind.DIFF_SUMMARY, "workspace")
     return CodeReviewContext(
-        diff_summary=content_json(diff) if diff else [], files=_workspace_files(req),
+        diff_summary=content_json(diff) if diff else [], files=workspace_files(req.pk),
         tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
         acceptance=[c.criterion for c in acceptance_criteria_of(req)],
         spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
@@ -136,9 +135,9 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
 def qc_context(requirement_id) -> QCContext:
     req = by_pk.get(Requirement, requirement_id)
     if from_ticket(req):
-        context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, _workspace_files(req))
+        context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
-        context = translators.qc_context(approved_stories(req), spec_of(req), _workspace_files(req))
+        context = translators.qc_context(approved_stories(req), spec_of(req), workspace_files(req.pk))
     return context.model_copy(update={"guidance": _restated_criteria(req)})
 
 
@@ -150,7 +149,7 @@ def devops_context(requirement_id) -> DevOpsContext:
         spec = spec_of(req)
         summary, tech_stack = spec.summary, spec.tech_stack
     return DevOpsContext(project=req.project.name, summary=summary, tech_stack=tech_stack,
-                         files=[f.path for f in _workspace_files(req)], test_command=TEST_COMMAND)
+                         files=[f.path for f in workspace_files(req.pk)], test_command=TEST_COMMAND)
 
 
 def _design_notes(req: Requirement) -> list[str]:
@@ -185,7 +184,3 @@ def _guidance(req: Requirement) -> list[str]:
     refused = resolved.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL, decision=Decision.REJECT).values_list("reason", flat=True)
     return [*guided, *(f"Deployment refused: {reason}" for reason in refused)]
 
-
-def _workspace_files(req: Requirement) -> list[SourceFile]:
-    """The workspace's files at the commit the database records (what a failed apply left is undone first)."""
-    return workspace_aligned(req.pk).files()

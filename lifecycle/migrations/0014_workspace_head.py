@@ -1,8 +1,12 @@
-"""Requirement.workspace_head: the workspace commit the last committed apply made. It starts empty ("not known"):
-for a requirement that existed before, the workspace keeps its commits until an apply records one. The column
-has a database default too, so a process still running the previous code can insert requirements; stop the
-workers before migrating all the same, since their applies would commit without recording the head."""
+"""Requirement.workspace_head: the workspace commit the last committed apply made. Requirements that existed
+before get NULL, "not known": their workspace keeps its commits until an apply records one. New ones start at ""
+(nothing committed yet), with a database default too, so a process still running the previous code can insert
+requirements; stop the workers before migrating all the same, since their applies would commit without
+recording the head."""
 from django.db import migrations, models
+
+HELP = ("the workspace commit the last committed apply made; an apply whose transaction failed after its git "
+        "commit is reset to it")
 
 
 class Migration(migrations.Migration):
@@ -15,8 +19,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="requirement",
             name="workspace_head",
-            field=models.CharField(blank=True, default="", db_default="", help_text="the workspace commit the last "
-                                   "committed apply made; an apply whose transaction failed after its git commit is "
-                                   "reset to it", max_length=40),
+            field=models.CharField(blank=True, null=True, help_text=HELP, max_length=40),
+        ),
+        migrations.AlterField(
+            model_name="requirement",
+            name="workspace_head",
+            field=models.CharField(blank=True, null=True, default="", db_default="", help_text=HELP, max_length=40),
         ),
     ]

@@ -47,7 +47,8 @@ class Requirement(RemembersLoaded, FSMModelMixin, models.Model):
                                         help_text="limits set by budget decisions, over the project's and playbook's")
     injected_constraints = models.JSONField(default=list, blank=True,
                                             help_text="constraints reviewers injected: in every later agent context")
-    workspace_head = models.CharField(max_length=40, blank=True, default="", db_default="",
+    # "" : no apply has committed yet; NULL: not known (a requirement from before migration 0014)
+    workspace_head = models.CharField(max_length=40, null=True, blank=True, default="", db_default="",  # noqa: DJ001
                                       help_text="the workspace commit the last committed apply made; an apply whose "
                                                 "transaction failed after its git commit is reset to it")
     created_at = models.DateTimeField(auto_now_add=True)

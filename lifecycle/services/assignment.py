@@ -113,14 +113,13 @@ def assignable_users(task: ReviewTask) -> list[Any]:
 
 def lock_task_requirement(task_id: Any, *, skip_locked: bool = False) -> bool:
     """Lock a review task's requirement, before the task: every writer of review tasks does so (decisions,
-    claims and assignments, story edits, the SLA sweep), as the steps lock the requirement first, so none waits
-    for another in a cycle. A writer that locked the task alone deadlocked with a decision: the decider held the
-    requirement and waited for the task, and the writer's audit row and event, whose foreign keys are checked at
-    COMMIT, waited for the requirement. False: no such task, or (skip_locked) another transaction holds it."""
-    requirement_id = ReviewTask.objects.filter(pk=task_id).values_list("requirement_id", flat=True).first()
-    if requirement_id is None:
-        return False
-    locked = Requirement.objects.select_for_update(skip_locked=skip_locked).filter(pk=requirement_id)
+    claims and assignments, story edits, the SLA sweep), so none of them waits for another in a cycle. A writer
+    that locked the task alone deadlocked with a decision: the decider held the requirement and waited for the
+    task, and the writer's audit row and event, whose foreign keys are checked at COMMIT, waited for the
+    requirement. One statement (the requirement joined to the task). False: no such task, or (skip_locked)
+    another transaction holds the requirement."""
+    locked = Requirement.objects.select_for_update(skip_locked=skip_locked, of=("self",)).filter(
+        review_tasks__pk=task_id)
     return locked.values_list("pk", flat=True).first() is not None
 
 

@@ -247,12 +247,23 @@ def workspace_commit(requirement: Requirement, files: list[SourceFile], message:
 
 def workspace_aligned(requirement_id) -> Workspace:
     """The workspace at the commit the database records, for a step that reads it (the sandbox, delivery): aligned
-    under the requirement's lock, so no apply is writing it meanwhile."""
+    under the requirement's lock, so no apply is writing it meanwhile. Those steps run when no apply of the
+    requirement is due; an agent's context reads with workspace_files instead."""
     with transaction.atomic():
         requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
         workspace = workspace_for(requirement)
         workspace.align(requirement.workspace_head)
     return workspace
+
+
+def workspace_files(requirement_id) -> list[SourceFile]:
+    """The workspace's files at the commit the database records, aligned and read under the requirement's lock:
+    parallel engineer tasks apply while others build their contexts."""
+    with transaction.atomic():
+        requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
+        workspace = workspace_for(requirement)
+        workspace.align(requirement.workspace_head)
+        return workspace.files()
 
 
 def store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:

@@ -117,6 +117,30 @@ def test_an_apply_failing_after_its_git_commit_leaves_no_commit_and_no_stray_fil
     assert req.workspace_head == workspace.head()
 
 
+def test_the_first_commit_of_a_requirement_rolled_back_is_not_kept(alice, rita, scripted, monkeypatch):
+    """T1's apply is the first to commit; it fails before its transaction commits. Nothing was recorded, so the
+    retry starts from an empty repository: one T1 commit, and the workspace's history is what the database
+    recorded."""
+    from lifecycle.services import development
+
+    real_store, failed = development.store_code, []
+
+    def store_after_a_crash(requirement, files, step, attempt, commit):
+        if not failed and step.key.endswith(":T1"):
+            failed.append(commit)
+            raise GitError("git: the worker was interrupted")
+        return real_store(requirement, files, step, attempt, commit)
+
+    monkeypatch.setattr(development, "store_code", store_after_a_crash)
+    queue(scripted, *TO_REVIEW[:5], T1, T1, *TO_REVIEW[6:], CODE_OK, QC, DEVOPS)
+    req = approved(alice, rita)
+    assert req.state == "ready_to_deploy" and failed
+    workspace = development.workspace_for(req)
+    subjects = [subject for _, subject in workspace.log()]
+    assert sum(subject.startswith("T1:") for subject in subjects) == 1 and subjects[0].startswith("T1:")
+    assert req.workspace_head == workspace.head()
+
+
 def test_a_sandbox_timeout_is_retried_then_an_operator_decides(alice, rita, scripted, monkeypatch):
     stuck = TestReport(passed=3, exit_code=-9, timed_out=True, killed_reason="timeout", duration_s=120.0,
                        output_tail="tests/test_store.py ...")

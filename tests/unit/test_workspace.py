@@ -1,6 +1,6 @@
 """Workspace.align puts the git workspace back at the commit the database records, whatever an interrupted apply
-left: a later commit, modified or untracked files, a killed git's index lock; with no recorded commit, only
-what no commit holds."""
+left: a later commit, modified or untracked files, a killed git's index lock; with no recorded commit, an empty
+repository; with an unknown one (older requirements), only what no commit holds."""
 import pytest
 
 from agents.schemas import SourceFile
@@ -27,13 +27,19 @@ def test_align_undoes_a_later_commit_and_every_uncommitted_change(tmp_path):
     assert workspace.commit("T2 (attempt 1)")  # the lock is gone: git works again
 
 
-def test_align_with_no_recorded_commit_keeps_the_commits_and_undoes_the_rest(tmp_path):
-    """"" : nothing recorded yet, or a requirement older than the record: its commits are not the database's to
-    judge, so they stay; what no commit holds is undone."""
+def test_align_to_no_recorded_commit_empties_the_repository(tmp_path):
+    workspace, _ = committed(tmp_path)  # the first apply committed, then its transaction rolled back
+    workspace.align("")
+    assert workspace.log() == [] and workspace.files() == [] and (workspace.path / ".git").is_dir()
+
+
+def test_align_to_an_unknown_head_keeps_the_commits_and_undoes_the_rest(tmp_path):
+    """None: a requirement older than the record; its commits are not the database's to judge, so they stay, and
+    what no commit holds is undone."""
     workspace, head = committed(tmp_path)
     workspace.write([SourceFile(path="app.py", content="A = 2\n"), SourceFile(path="stray.py", content="x = ")])
     (workspace.path / ".git" / "index.lock").write_text("")
-    workspace.align("")
+    workspace.align(None)
     assert workspace.head() == head and workspace.files() == [SourceFile(path="app.py", content="A = 1\n")]
     assert not (workspace.path / "stray.py").exists() and not (workspace.path / ".git" / "index.lock").exists()
 
