@@ -259,11 +259,8 @@ def workspace_aligned(requirement_id) -> Workspace:
 def workspace_files(requirement_id) -> list[SourceFile]:
     """The workspace's files at the commit the database records, aligned and read under the requirement's lock:
     parallel engineer tasks apply while others build their contexts."""
-    with transaction.atomic():
-        requirement = Requirement.objects.select_for_update().get(pk=requirement_id)
-        workspace = workspace_for(requirement)
-        workspace.align(requirement.workspace_head)
-        return workspace.files()
+    with transaction.atomic():  # the lock workspace_aligned takes is held until this block ends
+        return workspace_aligned(requirement_id).files()
 
 
 def store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:
