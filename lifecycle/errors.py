@@ -4,9 +4,17 @@
 class DomainError(Exception):
     """The request is wrong in domain terms (HTTP 400). `field` names the input at fault."""
 
+    status = 400
+
     def __init__(self, message: str, field: str = "non_field_errors") -> None:
         super().__init__(message)
         self.field = field
+
+
+class KeyReused(DomainError):
+    """An idempotency key came again with a different request (HTTP 422, as the IETF Idempotency-Key draft asks)."""
+
+    status = 422
 
 
 class IllegalTransition(Exception):

@@ -1,4 +1,5 @@
-"""One place that turns domain errors into HTTP: 400 with field errors, 403, 404, 409."""
+"""One place that turns domain errors into HTTP: 400 (422 for a reused idempotency key) with field errors, 403,
+404, 409."""
 from django.core.exceptions import ObjectDoesNotExist
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -10,7 +11,7 @@ from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        return Response({exc.field: [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({exc.field: [str(exc)]}, status=exc.status)
     if isinstance(exc, IllegalTransition):
         return Response({"detail": str(exc), "code": "illegal_transition"}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, NotPermitted):

@@ -13,7 +13,7 @@ from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.origin import request_origin
 from lifecycle.services.assignment import review_claim, review_unassign
-from lifecycle.services.intake import requirement_submit
+from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
 from lifecycle.services.replays import replay_start
 from lifecycle.services.reviews import review_decide
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
@@ -34,8 +34,13 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     def get_serializer_class(self):
         return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
 
-    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementCreatedOut})
+    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementCreatedOut}, parameters=[OpenApiParameter(
+        KEY_HEADER, str, OpenApiParameter.HEADER, description=(
+            f"optional, 1 to {KEY_MAX_CHARS} printable ASCII characters: a repeat of this POST with the same key and "
+            "body (a retry) answers 201 with the requirement the first one made and `Idempotent-Replayed: true`; "
+            "the key with another body is 422"))])
     def create(self, request):
+        """Submit a brief."""
         data = s.RequirementIn(data=request.data)
         data.is_valid(raise_exception=True)
         project = None
@@ -45,12 +50,12 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
             ).first()
             if project is None:
                 raise DomainError("no such project", "project")
-        requirement = requirement_submit(
-            user=request.user, brief=data.validated_data["brief"], title=data.validated_data["title"], project=project,
-            playbook=data.validated_data["playbook"],
+        requirement, made = requirement_submit_once(
+            user=request.user, idempotency_key=request.headers.get(KEY_HEADER), brief=data.validated_data["brief"],
+            title=data.validated_data["title"], project=project, playbook=data.validated_data["playbook"],
         )
-        return Response(s.RequirementCreatedOut(requirement).data, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"{request.path}{requirement.pk}/"})
+        headers = {"Location": f"{request.path}{requirement.pk}/"} | ({} if made else {"Idempotent-Replayed": "true"})
+        return Response(s.RequirementCreatedOut(requirement).data, status=status.HTTP_201_CREATED, headers=headers)
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
     @action(detail=True, methods=["get"])

@@ -51,12 +51,19 @@ class Requirement(RemembersLoaded, FSMModelMixin, models.Model):
     workspace_head = models.CharField(max_length=40, null=True, blank=True, default="", db_default="",  # noqa: DJ001
                                       help_text="the workspace commit the last committed apply made; an apply whose "
                                                 "transaction failed after its git commit is reset to it")
+    idempotency_key = models.CharField(  # noqa: DJ001 (NULL: submitted without a key; keys are unique per submitter)
+        max_length=255, null=True, blank=True, editable=False,
+        help_text="the Idempotency-Key its POST came with: a repeat of that POST by the same user gets this "
+                  "requirement back instead of a second one")
     created_at = models.DateTimeField(auto_now_add=True)
     state_changed_at = models.DateTimeField(auto_now_add=True)  # and set by every transition (services.transitions)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organization", "-created_at"])]
+        constraints = [models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
+                                               condition=models.Q(idempotency_key__isnull=False),
+                                               name="one_requirement_per_idempotency_key")]
 
     def __str__(self) -> str:
         return self.title or self.brief[:60]

@@ -1,13 +1,19 @@
-"""Brief intake: one transaction writes the requirement, its first audit row and its first event."""
+"""Brief intake: one transaction writes the requirement, its first audit row and its first event.
+
+A client that may send the same POST twice (it timed out, its connection dropped) sends an Idempotency-Key
+header with it (requirement_submit_once): the key is stored on the requirement, unique per submitter, so a
+repeat gets the requirement the first one made, even when the two arrive together (the second INSERT waits
+for the first's transaction and then fails on the unique index). Keys are kept as long as their requirement.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from lifecycle import playbooks
-from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.errors import DomainError, KeyReused, NotPermitted
 from lifecycle.models import Membership, Project, Requirement, StateTransition
 from lifecycle.models.requirement import OUTCOME_SETTINGS
 from lifecycle.services.outbox import emit
@@ -15,9 +21,32 @@ from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.services.steps import PO_CLARIFY, step_schedule
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
 
+KEY_HEADER = "Idempotency-Key"
+KEY_MAX_CHARS = 255
+
+
+def requirement_submit_once(*, user: Any, idempotency_key: str | None, **submission: Any) -> tuple[Requirement, bool]:
+    """requirement_submit under the client's idempotency key: (the requirement, True) when this call made it;
+    (the one an earlier call with the same key and the same submission made, False) for a repeat; KeyReused when
+    the key came before with another submission. Without a key, every call makes a requirement."""
+    if idempotency_key is None:
+        return requirement_submit(user=user, **submission), True
+    key = _checked_key(idempotency_key)
+    try:
+        return requirement_submit(user=user, idempotency_key=key, **submission), True
+    except IntegrityError:
+        earlier = Requirement.objects.filter(submitted_by=user, idempotency_key=key).first()
+        if earlier is None:
+            raise  # another constraint
+    if not _same_submission(earlier, **submission):
+        raise KeyReused(f"this key was sent before with another submission (requirement {earlier.pk}); use a new "
+                        "key for a new brief", KEY_HEADER)
+    return earlier, False
+
 
 def requirement_submit(*, user: Any, brief: str, title: str = "", project: Project | None = None,
-                       via: str = "api", playbook: str = playbooks.DEFAULT) -> Requirement:
+                       via: str = "api", playbook: str = playbooks.DEFAULT,
+                       idempotency_key: str | None = None) -> Requirement:
     """Accept a brief: Requirement(RECEIVED), its audit row, its event and its first step, queued on commit."""
     brief = brief.strip()
     if not brief:
@@ -31,7 +60,7 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
         requirement = Requirement.objects.create(
             organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
             submitted_by=user, prompt_bundle=prompt_bundle_for(project), run_settings=_outcome_settings(project),
-            playbook=playbooks.playbook_named(playbook).name,
+            playbook=playbooks.playbook_named(playbook).name, idempotency_key=idempotency_key,
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
@@ -40,6 +69,20 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
         emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
         step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
     return requirement
+
+
+def _checked_key(key: str) -> str:
+    if not 0 < len(key) <= KEY_MAX_CHARS or not all(" " <= char <= "~" for char in key):
+        raise DomainError(f"an idempotency key is 1 to {KEY_MAX_CHARS} printable ASCII characters", KEY_HEADER)
+    return key
+
+
+def _same_submission(earlier: Requirement, *, brief: str, title: str = "", project: Project | None = None,
+                     via: str = "api", playbook: str = playbooks.DEFAULT) -> bool:
+    """Whether a repeated submission asks for what `earlier` was made from (stored as requirement_submit stores
+    it; a repeat that names no project matches any: the earlier one's was the submitter's only project)."""
+    return (earlier.brief, earlier.title, earlier.playbook) == (brief.strip(), title.strip()[:200], playbook) and (
+        project is None or earlier.project_id == project.pk)
 
 
 def _outcome_settings(project: Project) -> dict:
