@@ -141,7 +141,7 @@ class Statements:
         self.slots = {budgets._KEY: "key", budgets._ATTEMPT: "attempt", budgets._REQUIREMENT: "requirement"}
         self.load_sql = by_pk._compiled(Requirement, ("brief",), "default", connection.vendor)[0]
         with transaction.atomic():  # the ORM compiles FOR UPDATE only inside a transaction
-            self.lock_sql = steps._lock_query()
+            self.lock_sql = steps._lock_query(steps._REQUIREMENT_FIRST)
         self.snapshot_sql = f"SELECT * FROM ({steps._rows_query()}) step_rows CROSS JOIN ({self.budget_sql}) budget"
         self.rows_width = len(steps._attnames(Step)) + len(steps._attnames(Requirement)) + 2
         self.unchanged_sql = steps._unchanged_sql()

@@ -1,5 +1,5 @@
 """Thin API views: validate input, call one service, serialize the result."""
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
@@ -34,11 +34,17 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     def get_serializer_class(self):
         return s.RequirementSummaryOut if self.action == "list" else s.RequirementOut
 
-    @extend_schema(request=s.RequirementIn, responses={201: s.RequirementCreatedOut}, parameters=[OpenApiParameter(
-        KEY_HEADER, str, OpenApiParameter.HEADER, description=(
+    @extend_schema(request=s.RequirementIn, responses={
+        201: s.RequirementCreatedOut,
+        422: OpenApiResponse(description=f"the {KEY_HEADER} was sent before with another submission")}, parameters=[
+        OpenApiParameter(KEY_HEADER, str, OpenApiParameter.HEADER, description=(
             f"optional, 1 to {KEY_MAX_CHARS} printable ASCII characters: a repeat of this POST with the same key and "
             "body (a retry) answers 201 with the requirement the first one made and `Idempotent-Replayed: true`; "
-            "the key with another body is 422"))])
+            "the key with another body is 422")),
+        OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201], enum=["true"],
+                         description=f"present when a repeat with an {KEY_HEADER} found the requirement made before"),
+        OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[201],
+                         description="the requirement's URL")])
     def create(self, request):
         """Submit a brief."""
         data = s.RequirementIn(data=request.data)

@@ -32,15 +32,17 @@ def requirement_submit_once(*, user: Any, idempotency_key: str | None, **submiss
     if idempotency_key is None:
         return requirement_submit(user=user, **submission), True
     key = _checked_key(idempotency_key)
+    # the project as the first submission resolved it (the user's only one), so that a repeat compares with it
+    submission["project"] = submission.get("project") or _default_project(user)
     try:
         return requirement_submit(user=user, idempotency_key=key, **submission), True
     except IntegrityError:
         earlier = Requirement.objects.filter(submitted_by=user, idempotency_key=key).first()
         if earlier is None:
-            raise  # another constraint
-    if not _same_submission(earlier, **submission):
-        raise KeyReused(f"this key was sent before with another submission (requirement {earlier.pk}); use a new "
-                        "key for a new brief", KEY_HEADER)
+            raise  # another constraint (or the earlier requirement was deleted meanwhile)
+    if not _same_submission(earlier, **submission):  # another project is another organization's, maybe: no id
+        raise KeyReused("this key was sent before with another submission; use a new key for a new brief",
+                        KEY_HEADER)
     return earlier, False
 
 
@@ -77,12 +79,12 @@ def _checked_key(key: str) -> str:
     return key
 
 
-def _same_submission(earlier: Requirement, *, brief: str, title: str = "", project: Project | None = None,
-                     via: str = "api", playbook: str = playbooks.DEFAULT) -> bool:
-    """Whether a repeated submission asks for what `earlier` was made from (stored as requirement_submit stores
-    it; a repeat that names no project matches any: the earlier one's was the submitter's only project)."""
-    return (earlier.brief, earlier.title, earlier.playbook) == (brief.strip(), title.strip()[:200], playbook) and (
-        project is None or earlier.project_id == project.pk)
+def _same_submission(earlier: Requirement, *, brief: str, project: Project, title: str = "", via: str = "api",
+                     playbook: str = playbooks.DEFAULT) -> bool:
+    """Whether a repeated submission asks for what `earlier` was made from, compared as requirement_submit
+    stores it."""
+    stored = (brief.strip(), title.strip()[:200], project.pk, playbooks.playbook_named(playbook).name)
+    return (earlier.brief, earlier.title, earlier.project_id, earlier.playbook) == stored
 
 
 def _outcome_settings(project: Project) -> dict:

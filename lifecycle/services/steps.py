@@ -273,8 +273,6 @@ def step_claim(*, step_id: int, worker: str, rows_for: Callable[[str], bool] = l
     with what the step starts from, read with the claim's COMMIT (_reads_at_commit): its budget snapshot and, for
     a step applied at commit (rows_for), its rows, so that its budget check, its input and its apply's lock cost
     no round trip of their own, as for a step claimed inline."""
-    from lifecycle.services import failures
-
     with transaction.atomic():
         # of=self: lock the step only; the requirement row is read, not locked (its writers lock it themselves)
         try:
@@ -283,27 +281,55 @@ def step_claim(*, step_id: int, worker: str, rows_for: Callable[[str], bool] = l
             log.warning("step %s no longer exists (its requirement was deleted); dropping the message", step_id)
             return None
         now = timezone.now()
-        if step.state in (StepState.DONE, StepState.FAILED, StepState.SKIPPED):
-            return None
-        if step.state == StepState.RUNNING and step.lease_expires_at and step.lease_expires_at > now:
-            return None  # a live worker holds it (a duplicate delivery)
-        if step.requirement.state in TERMINAL_STATES:
+        verdict = _claim_verdict(step, now)
+        if verdict == _SKIP:
             _close(step, StepState.SKIPPED, f"requirement is {step.requirement.state}")
-            return None
-        if step.runs >= settings.AITEAM_STEP_MAX_RUNS:
-            _close(step, StepState.FAILED, f"gave up after {step.runs} runs: {step.error}")
-            _route_given_up(step)
-            failures.open_step_failed_task(step)
-            return None
-        step.state, step.worker = StepState.RUNNING, worker
-        step.fence += 1
-        step.runs += 1
-        step.started_at = now
-        step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
-        write_behind.update(step, ("state", "worker", "fence", "runs", "started_at", "lease_expires_at"))
-        rows, budget = _reads_at_commit(step, rows_for)
+        elif verdict == _CLAIM:
+            step.state, step.worker = StepState.RUNNING, worker
+            step.fence += 1
+            step.runs += 1
+            step.started_at = now
+            step.lease_expires_at = now + timedelta(seconds=settings.STEP_TIMEOUTS.lease)
+            write_behind.update(step, ("state", "worker", "fence", "runs", "started_at", "lease_expires_at"))
+            rows, budget = _reads_at_commit(step, rows_for)
+    if verdict == _GIVE_UP:
+        _give_up(step_id)  # in a transaction of its own, locking the requirement first
+    if verdict != _CLAIM:
+        return None
     log.info("step %s of %s started (run %d)", step, step.requirement_id, step.runs)
     return Lease(step.pk, step.fence, step.requirement_id, step.key, step.attempt, budget=budget, rows=rows)
+
+
+_CLAIM, _NOTHING, _SKIP, _GIVE_UP = "claim", "nothing", "skip", "give up"
+
+
+def _claim_verdict(step: Step, now) -> str:
+    """What a delivery of the step (its row and its requirement's as read) comes to."""
+    if step.state in (StepState.DONE, StepState.FAILED, StepState.SKIPPED):
+        return _NOTHING
+    if step.state == StepState.RUNNING and step.lease_expires_at and step.lease_expires_at > now:
+        return _NOTHING  # a live worker holds it (a duplicate delivery)
+    if step.requirement.state in TERMINAL_STATES:
+        return _SKIP
+    return _GIVE_UP if step.runs >= settings.AITEAM_STEP_MAX_RUNS else _CLAIM
+
+
+def _give_up(step_id: int) -> None:
+    """A step whose runs are used up (its workers kept dying) fails, is routed, and a step_failed task asks an
+    operator; in a transaction of its own that locks the requirement, then the step (_REQUIREMENT_FIRST), since
+    opening the task locks the requirement, and the claim held the step only. Checked again under those locks."""
+    from lifecycle.services import failures
+
+    with transaction.atomic():
+        try:
+            step = _step_and_requirement_for_update(step_id, of=_REQUIREMENT_FIRST)
+        except Step.DoesNotExist:
+            return
+        if _claim_verdict(step, timezone.now()) != _GIVE_UP:
+            return  # another delivery or an operator got there first
+        _close(step, StepState.FAILED, f"gave up after {step.runs} runs: {step.error}")
+        _route_given_up(step)
+        failures.open_step_failed_task(step)
 
 
 def _route_given_up(step: Step) -> None:
@@ -322,8 +348,9 @@ def lock_fenced(lease: Lease) -> Step:
 
 
 def lock_for_apply(lease: Lease) -> tuple[Step, Requirement]:
-    """Inside a transaction: lock_fenced and requirement_for_update in one statement (both rows locked)."""
-    step = _fenced(_step_and_requirement_for_update(lease.step_id), lease)
+    """Inside a transaction: lock_fenced and requirement_for_update in one statement (both rows locked, the
+    requirement first: see _REQUIREMENT_FIRST)."""
+    step = _fenced(_step_and_requirement_for_update(lease.step_id, of=_REQUIREMENT_FIRST), lease)
     return step, step.requirement
 
 
@@ -346,9 +373,14 @@ def lock_at_commit(lease: Lease) -> tuple[Step, Requirement]:
 
 
 _STEP_ONLY = ("self",)  # select_for_update(of=…): the step's row only, its requirement read unlocked
+# Both rows, the requirement's first: PostgreSQL locks a row of each table in the order FOR UPDATE OF names them
+# (without OF, in FROM's order: the step's first). Review decisions lock the requirement, then a step (a failed
+# step's retry, parked steps); an apply arriving with a stale lease used to lock that step, then wait for the
+# requirement, and PostgreSQL killed one of the two (tests/integration/test_lock_order.py).
+_REQUIREMENT_FIRST = ("requirement", "self")
 
 
-def _step_and_requirement_for_update(step_id: int, of: tuple[str, ...] = ()) -> Step:
+def _step_and_requirement_for_update(step_id: int, of: tuple[str, ...]) -> Step:
     """Step.objects.select_for_update(of=of).select_related("requirement").get(pk=step_id), compiled once: every
     step's apply runs it (both rows locked) and every claim (the step's only), and assembling its SQL took
     longer than the database took to answer it (a claim's ~1.7 ms of CPU, warm, on the 2-vCPU EPYC)."""
@@ -400,9 +432,9 @@ def _attnames(model) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=4)
-def _lock_query(of: tuple[str, ...] = ()) -> str:
+def _lock_query(of: tuple[str, ...]) -> str:
     """The SQL: the step's columns, then its requirement's, as the ORM orders them (converted by _row_converters),
-    locking both rows, or those `of` names."""
+    locking the rows `of` names, in that order."""
     compiler = Step.objects.select_for_update(of=of).select_related("requirement").filter(pk=0).query.get_compiler(
         connection.alias)
     sql, params = compiler.as_sql()
@@ -434,11 +466,12 @@ def _rows_query() -> str:
 
 @lru_cache(maxsize=1)
 def _unchanged_sql() -> str:
-    """Lock the step and its requirement; fail unless both still have the xmin they were read with."""
+    """Lock the requirement and its step (in that order: _REQUIREMENT_FIRST); fail unless both still have the
+    xmin they were read with."""
     step, requirement, step_pk, pk, requirement_id = _tables()
     return (f"SELECT aiteam_expect_one(count(*)) FROM (SELECT 1 FROM {step} JOIN {requirement} "
             f"ON {requirement}.{pk} = {step}.{requirement_id} WHERE {step}.{step_pk} = %s AND {step}.xmin = %s::xid "
-            f"AND {requirement}.xmin = %s::xid FOR UPDATE) unchanged")
+            f"AND {requirement}.xmin = %s::xid FOR UPDATE OF {requirement}, {step}) unchanged")
 
 
 def _tables() -> tuple[str, ...]:
@@ -475,7 +508,7 @@ def step_fail(lease: Lease, *, error: str) -> None:
     from lifecycle.services import failures
 
     with transaction.atomic():
-        step = lock_fenced(lease)
+        step, _ = lock_for_apply(lease)  # the requirement first: opening the task locks it
         _close(step, StepState.FAILED, error)
         failures.open_step_failed_task(step)
 
