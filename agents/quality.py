@@ -46,6 +46,7 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
     if gates.lint_must_pass and lint_findings:
         reasons.append(f"lint: {len(lint_findings)} finding(s), first: {lint_findings[0]}")
     if gates.all_criteria_covered and uncovered:
-        reasons.append(f"acceptance criteria without a test: {', '.join(uncovered)}")
+        reasons.append(f"acceptance criteria without a test (none named, or none of those named ran): "
+                       f"{', '.join(uncovered)}")
     score = max(0.0, 100 * rate - 10 * bool(lint_findings) - 10 * len(uncovered))
     return GateResult(not reasons, round(score, 1), reasons, round(rate, 4), len(lint_findings), uncovered)

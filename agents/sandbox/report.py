@@ -26,6 +26,7 @@ class TestReport:
     errors: int = 0
     skipped: int = 0
     failing_tests: list[str] = field(default_factory=list)  # "path/to/test_x.py::test_name"; errors included
+    tests_run: list[str] = field(default_factory=list)  # every test that ran (not skipped), ids as above
     duration_s: float = 0.0
     coverage_percent: float | None = None
     exit_code: int = 0
@@ -54,6 +55,7 @@ class JunitOutcome:
     errors: int
     skipped: int
     failing_tests: list[str]
+    tests_run: list[str]
 
 
 def read_untrusted(path: Path, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
@@ -79,12 +81,16 @@ def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
         return None
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
+    ran: list[str] = []
     for case in root.iter("testcase"):
         kind = _kind(case)
         counts[kind] += 1
+        if kind == "skipped":
+            continue
+        ran.append(_test_id(case.get("classname", ""), case.get("name", ""), project))
         if kind in ("failed", "errors"):
-            failing.append(_test_id(case.get("classname", ""), case.get("name", ""), project))
-    return JunitOutcome(failing_tests=failing, **counts)
+            failing.append(ran[-1])
+    return JunitOutcome(failing_tests=failing, tests_run=ran, **counts)
 
 
 def _kind(case: ET.Element) -> str:

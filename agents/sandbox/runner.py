@@ -58,8 +58,15 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
 
 
 def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
-    runner = ["-m", "coverage", "run", "--source=.", "-m", "pytest"] if coverage else ["-m", "pytest"]
-    return [sys.executable, *runner, "-q", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}"]
+    """pytest (under coverage) with no configuration but this: a project's pytest.ini, tox.ini, setup.cfg or
+    pyproject.toml cannot drop tests (--ignore, -k, testpaths) or load plugins (addopts = -p …), nor its
+    coverage settings omit code."""
+    runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", "-m", "pytest"] if coverage else [
+        "-m", "pytest"]
+    # --confcutdir: with -c, pytest looks for conftest.py files up to the config file's directory (/dev), and
+    # the scratch dir's parent is not listable by the sandbox uid
+    return [sys.executable, *runner, "-c", os.devnull, f"--rootdir={scratch}", f"--confcutdir={scratch}", "-q",
+            "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}"]
 
 
 def sandbox_root() -> Path:
@@ -179,7 +186,8 @@ def output_tail(path: Path, max_chars: int) -> str:
 
 def _coverage(scratch: Path, limits: SandboxLimits) -> float | None:
     """coverage's own JSON report, produced by a second sandboxed run (the data file is untrusted input)."""
-    _execute([sys.executable, "-m", "coverage", "json", "-q", "-o", _COVERAGE_JSON], scratch, limits)
+    _execute([sys.executable, "-m", "coverage", "json", f"--rcfile={os.devnull}", "-q", "-o", _COVERAGE_JSON], scratch,
+             limits)
     data = read_untrusted(scratch / _COVERAGE_JSON)
     try:
         return round(float(json.loads(data or b"")["totals"]["percent_covered"]), 2)
@@ -190,10 +198,11 @@ def _coverage(scratch: Path, limits: SandboxLimits) -> float | None:
 def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | None) -> TestReport:
     if outcome is None:
         # No junit: the run died before pytest finished. A non-zero exit must not read as "nothing failed".
-        outcome = JunitOutcome(0, 0, int(run.exit_code != 0 and not run.timed_out), 0, [])
+        outcome = JunitOutcome(0, 0, int(run.exit_code != 0 and not run.timed_out), 0, [], [])
     return TestReport(
         passed=outcome.passed, failed=outcome.failed, errors=outcome.errors, skipped=outcome.skipped,
-        failing_tests=outcome.failing_tests, duration_s=run.duration_s, coverage_percent=coverage_percent,
+        failing_tests=outcome.failing_tests, tests_run=outcome.tests_run, duration_s=run.duration_s,
+        coverage_percent=coverage_percent,
         exit_code=run.exit_code, timed_out=run.timed_out, killed_reason=_killed_reason(run),
         output_tail=run.output_tail, isolation=run.isolation,
     )

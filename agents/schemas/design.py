@@ -1,6 +1,7 @@
 """Tech Architect and Tech Lead (design review, planning, code review): contexts and outputs."""
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Literal
 
@@ -9,6 +10,13 @@ from pydantic import Field, field_validator, model_validator
 from agents.schemas.base import Strict
 
 SAFE_PATH = re.compile(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(py|md|toml|txt|cfg|ini|json|ya?ml)$")
+
+
+def safe_path(path: str) -> bool:
+    """Relative, without '..', with a known extension, and in normal form: "./tests/acceptance/x.py" or
+    "tests//acceptance/x.py" name the same file as "tests/acceptance/x.py", and every check by prefix (what
+    the engineer may not write) must see that name."""
+    return bool(SAFE_PATH.match(path)) and posixpath.normpath(path) == path
 
 
 class FunctionalRequirement(Strict):
@@ -107,9 +115,10 @@ class PlannedTask(Strict):
     @field_validator("files")
     @classmethod
     def _safe_paths(cls, files: list[str]) -> list[str]:
-        bad = [f for f in files if not SAFE_PATH.match(f)]
+        bad = [f for f in files if not safe_path(f)]
         if bad:
-            raise ValueError(f"file paths must be relative, without '..', with a known extension: {bad}")
+            raise ValueError(f"file paths must be relative, in normal form, without '..', with a known extension: "
+                             f"{bad}")
         return files
 
 

@@ -6,10 +6,13 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from agents.schemas.base import Strict
-from agents.schemas.design import SAFE_PATH, Interface, PlannedTask, TechnicalSpecOutput
+from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, safe_path
 
-# QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit.
+# QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit;
+# nor are files Python or pytest load on their own, which could change how the tests run (the sandbox runs
+# pytest with its own configuration, so a project's pytest.ini, tox.ini or setup.cfg cannot).
 ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
+LOADED_ON_THEIR_OWN = ("conftest.py", "sitecustomize.py", "usercustomize.py")
 
 
 class SourceFile(Strict):
@@ -19,8 +22,8 @@ class SourceFile(Strict):
     @field_validator("path")
     @classmethod
     def _safe(cls, path: str) -> str:
-        if not SAFE_PATH.match(path):
-            raise ValueError("a path must be relative, without '..', with a known extension")
+        if not safe_path(path):
+            raise ValueError("a path must be relative, in normal form, without '..', with a known extension")
         return path
 
 
@@ -53,7 +56,7 @@ class EngineerOutput(Strict):
         paths = [f.path for f in files]
         if len(set(paths)) != len(paths):
             raise ValueError("each path at most once")
-        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] == "conftest.py"]
+        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN]
         if foreign:
             raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")
         return files

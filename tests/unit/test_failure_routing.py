@@ -176,8 +176,9 @@ def test_a_spec_inconsistency_found_in_review_goes_to_the_architect_before_the_f
     assert SPEC["summary"][:40] in reviewer  # the reviewer saw the spec it found inconsistent
 
 
-def test_an_acceptance_gap_goes_to_a_human_for_the_ba_then_qc_tests_the_restated_criteria(alice, rita, scripted):
-    gap = {**QC, "coverage": {**QC["coverage"], "AC-3.2": []}}
+@pytest.mark.parametrize("named", [[], ["test_no_such_test"]], ids=["none named", "the named test never ran"])
+def test_an_acceptance_gap_goes_to_a_human_for_the_ba_then_qc_tests_the_restated_criteria(alice, rita, scripted, named):
+    gap = {**QC, "coverage": {**QC["coverage"], "AC-3.2": named}}
     queue(scripted, *TO_REVIEW, CODE_OK, gap)
     req = approved(alice, rita)
     assert req.state == "test_pending"  # no edge back to the stories; the requirement waits at the gate

@@ -101,6 +101,29 @@ def test_failing_tests_are_counted_and_named(tmp_path):
     assert "assert 2 == 3" in report.output_tail
 
 
+@pytest.mark.parametrize("config,name", [
+    ('[pytest]\naddopts = -k "not wrong"\n', "pytest.ini"),
+    ("[tool:pytest]\naddopts = --ignore=test_calc.py\n", "setup.cfg"),
+    ('[tool.pytest.ini_options]\ntestpaths = ["nowhere"]\n', "pyproject.toml"),
+])
+def test_a_projects_own_pytest_configuration_cannot_drop_tests(tmp_path, config, name):
+    source = _project(tmp_path, """
+        from calc import add
+
+        def test_adds():
+            assert add(1, 2) == 3
+
+        def test_wrong_sum():
+            assert add(1, 1) == 3
+    """)
+    (source / name).write_text(config)
+
+    report, _ = _run(source)
+
+    assert (report.passed, report.failed) == (1, 1), report.output_tail
+    assert report.tests_run == ["test_calc.py::test_adds", "test_calc.py::test_wrong_sum"]
+
+
 def test_a_syntax_error_is_a_failed_report_not_an_exception(tmp_path):
     source = _project(tmp_path, "from calc import add\n\ndef test_adds():\n    assert add(1, 2) == 3\n", module="def add(a, b)\n")
 
