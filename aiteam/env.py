@@ -1,6 +1,7 @@
 """Settings read from the environment through helpers that fail loudly on bad values."""
 from __future__ import annotations
 
+import json
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -40,6 +41,16 @@ def env_int(name: str, default: int) -> int:
     if value != int(value):
         raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number")
     return int(value)
+
+
+def env_json(name: str, default: object) -> object:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: not JSON ({exc})") from None
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

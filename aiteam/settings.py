@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from aiteam.env import env_bool, env_choice, env_float, env_int, env_str
+from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_str
 from aiteam.timeouts import StepTimeouts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -174,6 +174,8 @@ AITEAM_MODELS = {
     "fast": env_str("AITEAM_MODEL_FAST", "claude-haiku-5-5"),
     "strong": env_str("AITEAM_MODEL_STRONG", "claude-sonnet-5-5"),
 }
+# Prices that differ from agents/llm/pricing.py's table, or models it lacks (JSON; checked at startup).
+AITEAM_PRICES = env_json("AITEAM_PRICES", {})
 # Which model class each role uses: classification and review fast, design and code strong.
 AITEAM_ROLE_MODELS = {
     "product_owner": "strong",

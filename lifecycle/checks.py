@@ -1,4 +1,5 @@
-"""System checks: refuse to start with step time budgets out of order."""
+"""System checks: refuse to start with step time budgets out of order, bad review policies, or a model
+without a price."""
 from django.conf import settings
 from django.core.checks import Error, register
 
@@ -13,3 +14,14 @@ def review_policies_valid(app_configs, **kwargs):
     from lifecycle.services.sla_policies import policy_problems
 
     return [Error(f"AITEAM_REVIEW_POLICIES: {p}", id="aiteam.E002") for p in policy_problems()]
+
+
+@register()
+def models_priced(app_configs, **kwargs):
+    from agents.llm.pricing import price_of, price_problems
+
+    problems = price_problems(settings.AITEAM_PRICES)
+    if not problems:
+        problems = [f"AITEAM_MODELS[{name!r}] = {model!r} has no price: add it to AITEAM_PRICES"
+                    for name, model in settings.AITEAM_MODELS.items() if price_of(model) is None]
+    return [Error(p, id="aiteam.E003") for p in problems]

@@ -28,5 +28,8 @@ class LLM:
         return self.models.get(role, self.default_model)
 
     def generate(self, *, role: str, system: str, messages: list[dict], schema: type[T]) -> T:
-        return generate(self.provider, role=role, model=self.model_for(role), system=system,
-                        messages=messages, schema=schema)
+        from agents.llm.pricing import ensure_priced
+
+        model = self.model_for(role)
+        ensure_priced(model)  # before the call: an unpriced model's spend would never stop a cost budget
+        return generate(self.provider, role=role, model=model, system=system, messages=messages, schema=schema)
