@@ -3,10 +3,14 @@
 Decision, claim and assignment buttons call the same services as the API and the SLA
 sweeper; those check the reviewer permission themselves (django-fsm-2's admin mixin would not).
 """
+import json
+
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from django.utils import timezone
@@ -39,6 +43,8 @@ from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
+
+WEBHOOK_MASK = "•••• (shown to the organization's admins only)"
 
 
 class MemberAccess:
@@ -102,8 +108,12 @@ class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        task = get_object_or_404(self.get_queryset(request).select_related(
-            "organization", "requirement__project__organization", "assignee", "assignee_group", "decided_by"), pk=object_id)
+        rows = self.get_queryset(request).select_related(
+            "organization", "requirement__project__organization", "assignee", "assignee_group", "decided_by")
+        try:
+            task = get_object_or_404(rows, pk=object_id)
+        except ValidationError:  # not a UUID: no such task either
+            raise Http404("no such review task") from None
         return views.review_page(self, request, task)
 
     def get_urls(self):
@@ -169,6 +179,9 @@ class TransitionInline(ReadOnlyInline):
     fields = ["created_at", "subject", "event", "from_state", "to_state", "actor_role", "actor_user", "via", "guard"]
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("actor_user")
+
 
 def routing_trace(route: FailureRoute) -> str:
     """Every rule the classifier evaluated, in order: ✔ matched (the first one decided), · did not."""
@@ -207,7 +220,7 @@ class FailureRouteAdmin(MemberAccess, admin.ModelAdmin):
 @admin.register(Requirement)
 class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
     list_display = ["__str__", "project", "playbook", "state", "created_at"]
-    list_filter = ["state", "playbook", "organization"]
+    list_filter = ["state", "playbook", ("organization", admin.RelatedOnlyFieldListFilter)]  # not every tenant
     search_fields = ["title", "brief"]
     readonly_fields = ["state", "playbook", "prompt_bundle", "status_digest", "story_round", "clarification_round",
                        "design_round", "dev_attempts", "code_review_round", "clarifications", "created_at", "budget_standing"]
@@ -249,6 +262,14 @@ class ProjectForm(forms.ModelForm):
                                   '"budgets": {"requirement": {"cost_usd": "20", "tokens": 2000000}, '
                                   '"roles": {"senior_engineer": {"steps": 40}}}}'}
 
+    def clean_slug(self):
+        """The form has no organization field, so Django skips the (organization, slug) constraint: check it here."""
+        slug = self.cleaned_data["slug"]
+        taken = Project.objects.filter(organization_id=self.instance.organization_id, slug=slug).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError(f"another project of this organization is already '{slug}'")
+        return slug
+
     def clean_settings(self):
         value = self.cleaned_data["settings"] or {}
         if not isinstance(value, dict):
@@ -258,12 +279,27 @@ class ProjectForm(forms.ModelForm):
         if group and not Group.objects.filter(name=group).exists():
             problems.append(f"reviewers_group: there is no group '{group}'")
         problems += [f"budgets: {p}" for p in budget_problems(value.get("budgets") or {})]
-        url = (value.get("notifications") or {}).get("webhook_url", "")
-        if url and not str(url).startswith(("https://", "http://")):
-            problems.append("notifications.webhook_url must be an http(s) URL")
+        problems += _notification_problems(value.get("notifications") or {})
         if problems:
             raise forms.ValidationError(problems)
         return value
+
+
+def _notification_problems(notifications) -> list[str]:
+    if not isinstance(notifications, dict):
+        return ['notifications must be a JSON object, e.g. {"webhook_url": "https://…"}']
+    url = notifications.get("webhook_url", "")
+    if url and not str(url).startswith(("https://", "http://")):
+        return ["notifications.webhook_url must be an http(s) URL"]
+    return []
+
+
+def masked_settings(project_settings: dict) -> dict:
+    """The settings with the webhook URL (a credential) replaced, for members who may not change the project."""
+    notifications = project_settings.get("notifications") if isinstance(project_settings, dict) else None
+    if not isinstance(notifications, dict) or not notifications.get("webhook_url"):
+        return project_settings
+    return {**project_settings, "notifications": {**notifications, "webhook_url": WEBHOOK_MASK}}
 
 
 @admin.register(Project)
@@ -272,6 +308,17 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
 
     form = ProjectForm
     list_display = ["__str__", "name", "repo_url"]
+    list_select_related = ["organization"]
+
+    def get_fields(self, request, obj=None):
+        """Who may not change the project (not an admin of its organization) reads its settings with the
+        webhook URL masked."""
+        shown = "settings" if self.has_change_permission(request, obj) else "settings_masked"
+        return ["name", "slug", "repo_url", shown]
+
+    @admin.display(description="settings")
+    def settings_masked(self, project):
+        return json.dumps(masked_settings(project.settings or {}), ensure_ascii=False)
 
     def has_change_permission(self, request, obj=None):
         user = request.user

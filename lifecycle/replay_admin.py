@@ -1,11 +1,13 @@
 """The Requirement admin's replay parts: the "Replay selected requirements" action and the comparison display."""
+from typing import Any
+
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from lifecycle import replay_compare
 from lifecycle.errors import IllegalTransition, NotPermitted
-from lifecycle.models import Replay, Requirement
+from lifecycle.models import Replay
 from lifecycle.services.replays import replay_start
 
 
@@ -27,7 +29,7 @@ class ReplayAdminMixin:
                 continue
             self.message_user(request, format_html(
                 '{}: replay <a href="{}">{}</a> started; its comparison shows on its page when it comes to rest',
-                source, _url(replay), replay.pk))
+                source, _url(replay.pk), replay.pk))
 
     @admin.display(description="replay")
     def replay_result(self, requirement):
@@ -35,7 +37,7 @@ class ReplayAdminMixin:
         run = Replay.objects.filter(requirement=requirement).first()
         if run is None:
             rows = Replay.objects.filter(requirement__replay_of=requirement).order_by("-created_at")[:20]
-            items = ((_url(r.requirement), r.requirement_id, r.verdict, r.created_at.strftime("%Y-%m-%d %H:%M"))
+            items = ((_url(r.requirement_id), r.requirement_id, r.verdict, r.created_at.strftime("%Y-%m-%d %H:%M"))
                      for r in rows)
             return format_html("<ul>{}</ul>", format_html_join("", '<li><a href="{}">{}</a>: {} ({})</li>', items)) \
                 if rows else "—"
@@ -51,11 +53,12 @@ def _comparison(run: Replay) -> str:
     return format_html(
         '<b>{}</b> (compared {}) · replay of <a href="{}">{}</a><br>transitions: source {}, replay {} · '
         "artifacts: source {}, replay {} · model calls replayed {}<ul>{}</ul>",
-        run.verdict, run.compared_at.strftime("%Y-%m-%d %H:%M:%S"), _url(run.requirement.replay_of),
+        run.verdict, run.compared_at.strftime("%Y-%m-%d %H:%M:%S"), _url(run.requirement.replay_of_id),
         result["source"], len(transitions["source"]), len(transitions["replay"]), len(artifacts["source"]),
         len(artifacts["replay"]), result["requests"]["compared"], differences,
     )
 
 
-def _url(requirement: Requirement) -> str:
-    return reverse("admin:lifecycle_requirement_change", args=[requirement.pk])
+def _url(requirement_id: Any) -> str:
+    """Its admin page, from the id alone (a list of replays links each without loading it)."""
+    return reverse("admin:lifecycle_requirement_change", args=[requirement_id])

@@ -1,9 +1,15 @@
-"""The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox."""
+"""The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox.
+
+A value a filter cannot read (an unknown status, a project id that is not a UUID) raises
+IncorrectLookupParameters, as Django's own field filters do: the changelist redirects to ?e=1.
+"""
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from lifecycle.models import Project
@@ -24,12 +30,16 @@ class StatusFilter(admin.SimpleListFilter):
         return super().value() or self.default
 
     def queryset(self, request, queryset):
+        """An unknown status is refused rather than read as "all": a mistyped link must not look like an
+        inbox with every decided task in it."""
         value = self.value()
         if value == "pending":
             return queryset.pending()
         if value in (ReviewState.RESOLVED, ReviewState.EXPIRED):
             return queryset.filter(state=value)
-        return queryset
+        if value == "all":
+            return queryset
+        raise IncorrectLookupParameters(f"unknown status '{value}'")
 
     def choices(self, changelist):
         for lookup, title in self.lookup_choices:
@@ -92,4 +102,9 @@ class ProjectFilter(admin.SimpleListFilter):
         return [(str(p.pk), str(p)) for p in projects]
 
     def queryset(self, request, queryset):
-        return queryset.filter(requirement__project_id=self.value()) if self.value() else queryset
+        if not self.value():
+            return queryset
+        try:
+            return queryset.filter(requirement__project_id=self.value())
+        except ValidationError as exc:  # not a UUID
+            raise IncorrectLookupParameters(exc) from exc

@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import QuerySet
 
 from lifecycle.models import UserStory
 from lifecycle.states import Decision
@@ -44,16 +45,19 @@ class BulkDecisionForm(forms.Form):
 
 class AssignForm(forms.Form):
     user = forms.ModelChoiceField(queryset=get_user_model().objects.none(), required=False, empty_label="— a reviewer —")
-    group = forms.ModelChoiceField(queryset=Group.objects.order_by("name"), required=False, empty_label="— or a group —")
+    group = forms.ModelChoiceField(queryset=Group.objects.none(), required=False, empty_label="— or a group —")
 
-    def __init__(self, *args: Any, users: list[Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, users: list[Any] | None = None, groups: QuerySet[Group] | None = None,
+                 **kwargs: Any) -> None:
+        """`users` and `groups`: who may be assigned (services.assignment.assignable_users and assignable_groups)."""
         super().__init__(*args, **kwargs)
         pks = [u.pk for u in users or []]
         self.fields["user"].queryset = get_user_model().objects.filter(pk__in=pks).order_by("username")
+        self.fields["group"].queryset = groups if groups is not None else Group.objects.none()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if bool(data.get("user")) == bool(data.get("group")):
+        if not self.errors and bool(data.get("user")) == bool(data.get("group")):  # else: say what was wrong with it
             raise forms.ValidationError("Choose a reviewer or a group (one of them).")
         return data
 

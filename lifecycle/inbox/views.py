@@ -18,7 +18,14 @@ from lifecycle.inbox import sections
 from lifecycle.inbox.forms import AssignForm, BulkDecisionForm, DecisionForm, StoryForm
 from lifecycle.models import ReviewTask
 from lifecycle.origin import request_origin
-from lifecycle.services.assignment import assignable_users, decide_refusal, review_assign, review_claim, review_unassign
+from lifecycle.services.assignment import (
+    assignable_groups,
+    assignable_users,
+    decide_refusal,
+    review_assign,
+    review_claim,
+    review_unassign,
+)
 from lifecycle.services.reviews import review_decide
 from lifecycle.services.story_edits import story_edit
 
@@ -37,7 +44,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask) -> Tem
         "changed_files": sections.changed_files(artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
         "options": sections.decision_options(task), "budget": sections.budget_standing(task),
-        "assign_form": AssignForm(users=assignable_users(task)) if may_act else None,
+        "assign_form": AssignForm(users=assignable_users(task), groups=assignable_groups(task)) if may_act else None,
     }
     return TemplateResponse(request, "admin/lifecycle/reviewtask/review.html", context)
 
@@ -70,7 +77,7 @@ def unassign(model_admin: Any, request: HttpRequest, pk: Any) -> HttpResponse:
 
 def assign(model_admin: Any, request: HttpRequest, pk: Any) -> HttpResponse:
     task = _task(model_admin, request, pk)
-    form = AssignForm(request.POST, users=assignable_users(task))
+    form = AssignForm(request.POST, users=assignable_users(task), groups=assignable_groups(task))
     if not form.is_valid():
         messages.error(request, " ".join(form.non_field_errors()) or form.errors.as_text())
         return _back(request, task)

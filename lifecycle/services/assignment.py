@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, QuerySet
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
@@ -78,14 +78,21 @@ def review_unassign(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None
 def review_assign(
     *, task_id: Any, actor: Actor, user: Any = None, group: Group | None = None, origin: dict[str, Any] | None = None
 ) -> ReviewTask:
-    """Assign to a user who may decide it, or hand it to a group (whose members then see it as theirs)."""
+    """Assign to a user who may decide it, or hand it to a group with such a member (whose members then see it as
+    theirs). Assigning it to whoever already has it changes nothing, like claiming your own task again."""
     if (user is None) == (group is None):
         raise DomainError("assign to either a user or a group", "assignee")
     with transaction.atomic():
         task = _locked(task_id)
         ensure_may_review(actor.user, task)
+        refusal = _assign_refusal(task, user, group)
+        if refusal:
+            raise DomainError(f"cannot assign: {refusal}", "assignee")
+        if (task.assignee_id, task.assignee_group_id) == (getattr(user, "pk", None), getattr(group, "pk", None)):
+            return task
         if user is not None:
-            _assign_user(task, user, actor, origin)
+            task.assignee, task.assignee_group = user, None
+            transition(task, "assign", actor=actor, metadata=_meta(origin, assignee=user.username))
         else:
             task.assignee, task.assignee_group = None, group
             transition(task, "hand_to_group", actor=actor, metadata=_meta(origin, group=group.name))
@@ -93,22 +100,33 @@ def review_assign(
     return task
 
 
-def _assign_user(task: ReviewTask, user: Any, actor: Actor, origin: dict[str, Any] | None) -> None:
-    refusal = decide_refusal(user, task.organization, project_id=task.requirement.project_id)
-    if refusal:
-        raise DomainError(f"cannot assign: {refusal}", "assignee")
-    task.assignee, task.assignee_group = user, None
-    transition(task, "assign", actor=actor, metadata=_meta(origin, assignee=user.username))
+def _assign_refusal(task: ReviewTask, user: Any, group: Group | None) -> str:
+    if user is not None:
+        return decide_refusal(user, task.organization, project_id=task.requirement.project_id)
+    if not assignable_groups(task).filter(pk=group.pk).exists():
+        return f"no member of '{group}' may decide review tasks of {task.organization}"
+    return ""
 
 
 def assignable_users(task: ReviewTask) -> list[Any]:
     """Members who may decide the task: the choices of the admin's assign form (one query)."""
+    return list(_deciders(task).order_by("username"))
+
+
+def assignable_groups(task: ReviewTask) -> QuerySet[Group]:
+    """Groups with at least one member who may decide the task: the assign form's group choices."""
+    return Group.objects.filter(Exists(_deciders(task).filter(groups=OuterRef("pk")))).order_by("name")
+
+
+def _deciders(task: ReviewTask) -> QuerySet[Any]:
+    """Active users decide_refusal lets decide the task, as one queryset (no distinct: filters are EXISTS)."""
     member = Membership.objects.filter(user=OuterRef("pk"), organization_id=task.organization_id)
     users = get_user_model().objects.filter(Exists(member.filter(role__in=DECIDING_ROLES)), is_active=True)
     group = str((task.requirement.project.settings or {}).get("reviewers_group") or "")
     if group:
-        users = users.filter(Q(Exists(member.filter(role=Role.ADMIN))) | Q(groups__name=group)).distinct()
-    return list(users.order_by("username"))
+        in_group = Group.objects.filter(user=OuterRef("pk"), name=group)
+        users = users.filter(Exists(member.filter(role=Role.ADMIN)) | Exists(in_group))
+    return users
 
 
 def lock_task_requirement(task_id: Any, *, skip_locked: bool = False) -> bool:

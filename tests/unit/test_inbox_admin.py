@@ -87,6 +87,7 @@ def test_claiming_refuses_open_redirects(acme_project, rita):
 
 def test_assign_to_a_reviewer_or_a_group_from_the_review_page(acme_project, rita, rosa):
     group = Group.objects.create(name="web")
+    rosa.groups.add(group)
     task = open_review(acme_project)
     client = staff_client(rita)
     assert 'value="' + str(rosa.pk) + '">rosa</option>' in page(client, f"{INBOX}{task.pk}/change/")

@@ -5,8 +5,14 @@ from django.core import mail
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import StateTransition
-from lifecycle.services.assignment import assignable_users, review_assign, review_claim, review_unassign
+from lifecycle.models import OutboxEvent, StateTransition
+from lifecycle.services.assignment import (
+    assignable_groups,
+    assignable_users,
+    review_assign,
+    review_claim,
+    review_unassign,
+)
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
 from tests.flows import decide
@@ -82,6 +88,7 @@ def test_only_someone_who_may_decide_can_be_assigned(acme_project, rita, sam, os
 
 def test_handing_a_task_to_a_group(acme_project, rita):
     group = Group.objects.create(name="reviewers-web")
+    rita.groups.add(group)
     task = open_review(acme_project)
     review_claim(task_id=task.pk, actor=as_admin(rita))
     review_assign(task_id=task.pk, actor=as_admin(rita), group=group)
@@ -90,6 +97,48 @@ def test_handing_a_task_to_a_group(acme_project, rita):
     shown = api_for(rita).get(f"/api/v1/review-tasks/{task.pk}/").json()
     assert (shown["assignee"], shown["assignee_group"], shown["escalation_policy"]) == (None, "reviewers-web", "remind")
     assert shown["decide_by"] and shown["policy"]["default_decision"] == "reject"
+
+
+def test_only_a_group_with_a_member_who_may_decide_can_be_handed_the_task(acme_project, rita, rosa, sam, oscar):
+    groups = {name: Group.objects.create(name=name) for name in ("web", "sales", "globex-team", "empty")}
+    rosa.groups.add(groups["web"])
+    sam.groups.add(groups["sales"])  # a submitter: may read, not decide
+    oscar.groups.add(groups["globex-team"])  # a reviewer, of another organization
+    task = open_review(acme_project)
+    assert [g.name for g in assignable_groups(task)] == ["web"]
+    for name in ("sales", "globex-team", "empty"):
+        with pytest.raises(DomainError, match=f"cannot assign: no member of '{name}' may decide review tasks of Acme"):
+            review_assign(task_id=task.pk, actor=as_admin(rita), group=groups[name])
+    review_assign(task_id=task.pk, actor=as_admin(rita), group=groups["web"])
+    task.refresh_from_db()
+    assert task.assignee_group == groups["web"]
+
+
+def test_a_project_narrowed_to_one_group_offers_groups_of_that_groups_members_or_admins(acme_project, rita, rosa):
+    web, other, bosses = (Group.objects.create(name=name) for name in ("web-reviewers", "other", "bosses"))
+    rosa.groups.add(web)
+    rita.groups.add(other)  # a reviewer, but not in the project's reviewers group
+    MembershipFactory(organization=acme_project.organization, role="admin", user__username="boss").user.groups.add(bosses)
+    acme_project.settings = {"reviewers_group": "web-reviewers"}
+    acme_project.save()
+    task = open_review(acme_project)
+    assert [g.name for g in assignable_groups(task)] == ["bosses", "web-reviewers"]
+    with pytest.raises(DomainError, match="no member of 'other'"):
+        review_assign(task_id=task.pk, actor=as_admin(rosa), group=other)
+
+
+def test_assigning_to_whoever_already_has_the_task_changes_nothing(acme_project, rita, rosa):
+    group = Group.objects.create(name="web")
+    rosa.groups.add(group)
+    task = open_review(acme_project)
+    for _ in range(2):
+        review_assign(task_id=task.pk, actor=as_admin(rita), user=rosa)
+    for _ in range(2):
+        review_assign(task_id=task.pk, actor=as_admin(rita), group=group)
+    audit = StateTransition.objects.filter(subject="review_task", subject_id=str(task.pk))
+    assert list(audit.filter(event__in=["assign", "hand_to_group"]).values_list("event", flat=True)) == [
+        "assign", "hand_to_group"]
+    assert OutboxEvent.objects.filter(requirement=task.requirement, name="ReviewTaskAssigned").count() == 2
 
 
 def test_an_escalated_task_stays_escalated_when_assigned(acme_project, rita, rosa):
