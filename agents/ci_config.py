@@ -28,6 +28,11 @@ _RUNNERS = {"uv", "poetry", "pipenv", "pdm", "hatch", "rye"}  # `<runner> run <c
 _OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;"}
 
 
+class LintUnavailable(Exception):
+    """actionlint is missing, timed out or broke: the tools failed, not the workflow (an infrastructure error,
+    retried; never a repair request to the model, which cannot fix it)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     kind: str  # "yaml", "workflow", "actionlint", "tests", or "tooling" (actionlint missing or broken)
@@ -52,6 +57,11 @@ class WorkflowCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, **asdict(self)}
+
+    def raise_for_tooling(self) -> None:
+        tooling = [str(p) for p in self.problems if p.kind == "tooling"]
+        if tooling:
+            raise LintUnavailable("; ".join(tooling))
 
 
 def check_workflow(yaml_text: str, *, actionlint: Path | str | None = None,

@@ -176,6 +176,11 @@ AITEAM_MODELS = {
 }
 # Prices that differ from agents/llm/pricing.py's table, or models it lacks (JSON; checked at startup).
 AITEAM_PRICES = env_json("AITEAM_PRICES", {})
+# Output limit per role (tokens): the engineer rewrites whole files (up to 30 of them in a fix), DevOps writes a
+# workflow, a runbook and a rollback; an answer cut off at its limit fails the step (LLMOutputTruncated). A
+# call's timeout grows with its limit (agents/llm/anthropic_provider.py). JSON overrides merge in.
+AITEAM_MAX_OUTPUT_TOKENS = {"default": 4096, "tech_architect": 8192, "qc_engineer": 8192, "senior_engineer": 16000,
+                            "devops_engineer": 16000, **env_json("AITEAM_MAX_OUTPUT_TOKENS", {})}
 # Which model class each role uses: classification and review fast, design and code strong.
 AITEAM_ROLE_MODELS = {
     "product_owner": "strong",

@@ -49,6 +49,7 @@ INFRASTRUCTURE_ERRORS = frozenset({
     "LLMTransientError",  # 429/529/timeouts/connection errors after the SDK's own retries: an LLM outage
     "SoftTimeLimitExceeded",  # the worker's time limit for one step
     "SandboxTimedOut",  # the sandbox killed the test run at its wall-clock limit
+    "LintUnavailable",  # actionlint missing, timed out or broken while checking DevOps' workflow
     "GitError",  # git failed in the requirement's workspace
     "DeliveryError",  # git or the GitHub API refused during delivery
     "TimeoutExpired",  # a subprocess timed out

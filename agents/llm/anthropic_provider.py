@@ -3,6 +3,10 @@
 The SDK does the retrying (timeouts, connection errors, 408/409/429/5xx, with backoff and
 retry-after); this adapter only translates what is left into the LLMError family, with
 every message redacted so the API key never reaches logs, LLMCall rows or error reports.
+
+Celery's soft time limit is an Exception raised wherever the task is, usually inside the SDK's send, which
+retries any Exception there as a connection error: another whole attempt, then the hard limit kills the worker.
+The HTTP client below lets it through as itself.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 
 import anthropic
 from anthropic.types import Message
+from celery.exceptions import SoftTimeLimitExceeded
 
 from agents.llm.base import (
     LLMConfigError,
@@ -26,6 +31,9 @@ from agents.llm.redact import MASK, redact
 
 log = logging.getLogger(__name__)
 
+# The configured timeout is for an answer of up to this many tokens; a larger output limit gets a timeout as
+# much longer (16,000 tokens: 3.9 × AITEAM_LLM_TIMEOUT_S).
+TIMEOUT_COVERS_TOKENS = 4096
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: set it to call the Anthropic API, "
     "or leave it unset (AITEAM_LLM_PROVIDER=replay) to replay recorded responses."
@@ -42,12 +50,16 @@ class AnthropicProvider:
         self._timeout = timeout
         self._max_retries = max_retries
         # base_url=None lets the SDK read ANTHROPIC_BASE_URL (proxies, the tests' fake server).
-        self._client = anthropic.Anthropic(api_key=api_key, timeout=timeout, max_retries=max_retries, base_url=base_url)
+        self._client = anthropic.Anthropic(api_key=api_key, timeout=timeout, max_retries=max_retries, base_url=base_url,
+                                           http_client=_Interruptible(timeout=timeout))
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
+        timeout = self._timeout * max(1.0, request.max_tokens / TIMEOUT_COVERS_TOKENS)
         try:
-            message = self._client.messages.create(**_create_params(request))
+            message = self._client.messages.create(**_create_params(request), timeout=timeout)
+        except _Interrupted as stop:
+            raise stop.__cause__ from None
         except anthropic.AnthropicError as exc:
             error = self._translate(exc)
         else:
@@ -86,6 +98,18 @@ class AnthropicProvider:
         return redact(text.replace(self._api_key, MASK))
 
 
+class _Interrupted(BaseException):
+    """Carries the soft time limit past the SDK's `except Exception` (its cause is the limit)."""
+
+
+class _Interruptible(anthropic.DefaultHttpxClient):
+    def send(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().send(*args, **kwargs)
+        except SoftTimeLimitExceeded as limit:
+            raise _Interrupted() from limit
+
+
 def _is_transient(status: int) -> bool:
     # Same set the SDK retries: request timeout, lock conflict, rate limit, 5xx incl. 529 overloaded.
     return status in (408, 409, 429) or status >= 500
@@ -102,7 +126,8 @@ def _create_params(request: LLMRequest) -> dict[str, Any]:
         "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
         "messages": request.messages,
         "tools": [{"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}],
-        "tool_choice": {"type": "tool", "name": tool.name},
+        # one tool call: the repair turn answers one, and an unanswered tool_use would be a 400
+        "tool_choice": {"type": "tool", "name": tool.name, "disable_parallel_tool_use": True},
     }
 
 

@@ -62,6 +62,10 @@ class LLMInvalidOutputError(LLMError):
     """The model's answer did not validate, even after the bounded repair loop."""
 
 
+class LLMOutputTruncated(LLMInvalidOutputError):
+    """The answer stopped at max_tokens: asking again with the same limit would stop there again."""
+
+
 class LLMConfigError(LLMError):
     """The provider is misconfigured; the message says how to fix it."""
 

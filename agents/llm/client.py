@@ -1,7 +1,7 @@
 """What an agent holds: a provider plus the model chosen for each role."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -18,6 +18,7 @@ class LLM:
     models: dict[str, str]  # role → model name
     default_model: str
     prompts: dict[str, str] | None = None  # the requirement's prompt bundle; None reads the files
+    max_tokens: dict[str, int] = field(default_factory=dict)  # role → output limit; "default" for the others
 
     def prompt(self, name: str) -> str:
         from agents.prompts import load_prompt
@@ -32,4 +33,6 @@ class LLM:
 
         model = self.model_for(role)
         ensure_priced(model)  # before the call: an unpriced model's spend would never stop a cost budget
-        return generate(self.provider, role=role, model=model, system=system, messages=messages, schema=schema)
+        limit = self.max_tokens.get(role) or self.max_tokens.get("default") or 4096
+        return generate(self.provider, role=role, model=model, system=system, messages=messages, schema=schema,
+                        max_tokens=limit)

@@ -24,4 +24,5 @@ def provider_from_settings() -> Provider:
 def llm_from_settings(provider: Provider, prompts: dict[str, str] | None = None) -> LLM:
     classes = settings.AITEAM_MODELS
     models = {role: classes[kind] for role, kind in settings.AITEAM_ROLE_MODELS.items()}
-    return LLM(provider=provider, models=models, default_model=classes["strong"], prompts=prompts)
+    return LLM(provider=provider, models=models, default_model=classes["strong"], prompts=prompts,
+               max_tokens=settings.AITEAM_MAX_OUTPUT_TOKENS)

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agents.llm.base import LLMInvalidOutputError, LLMRequest, LLMResponse, Provider, ToolSpec
+from agents.llm.base import LLMInvalidOutputError, LLMOutputTruncated, LLMRequest, LLMResponse, Provider, ToolSpec
 
 T = TypeVar("T", bound=BaseModel)
 DEFAULT_MAX_REPAIRS = 2
@@ -30,13 +30,17 @@ def generate(
     max_tokens: int = 4096,
     max_repairs: int = DEFAULT_MAX_REPAIRS,
 ) -> T:
-    """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls."""
+    """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls. An answer
+    cut off at max_tokens is not repaired: the same limit would cut the next one off too."""
     tool = tool_for(schema)
     conversation = list(messages)
     problem = ""
     for _ in range(max_repairs + 1):
         request = LLMRequest(role=role, model=model, system=system, messages=conversation, tool=tool, max_tokens=max_tokens)
         response = provider.complete(request)
+        if response.stop_reason == "max_tokens":
+            raise LLMOutputTruncated(f"{role}: the answer was cut off at max_tokens={max_tokens}; raise "
+                                     f"AITEAM_MAX_OUTPUT_TOKENS[{role!r}]")
         try:
             return schema.model_validate(response.tool_input if response.tool_input is not None else {})
         except ValidationError as exc:

@@ -60,10 +60,12 @@ class DevOpsOutput(Strict):
     @field_validator("ci_workflow")
     @classmethod
     def _valid_workflow(cls, text: str) -> str:
-        """Parsed and checked with actionlint; its findings go back to the model as the repair request."""
+        """Parsed and checked with actionlint; its findings go back to the model as the repair request. actionlint
+        itself failing is not the model's to fix: LintUnavailable (not a ValueError) passes through pydantic."""
         from agents.ci_config import check_workflow
 
         check = check_workflow(text)
+        check.raise_for_tooling()
         if not check.ok:
             raise ValueError("; ".join(check.problems)[:2000])
         return text

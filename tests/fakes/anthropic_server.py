@@ -37,6 +37,7 @@ class _Reply:
     usage: dict[str, int | None] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    stop_reason: str = "tool_use"
 
 
 class FakeAnthropicServer(LocalServer):
@@ -55,10 +56,12 @@ class FakeAnthropicServer(LocalServer):
         super().stop()
 
     def enqueue_tool_use(
-        self, tool_input: dict[str, Any], name: str | None = None, usage: dict[str, int | None] | None = None
+        self, tool_input: dict[str, Any], name: str | None = None, usage: dict[str, int | None] | None = None,
+        stop_reason: str = "tool_use",
     ) -> None:
-        """Answer with one tool_use block; `name` defaults to the tool the request forced."""
-        self._push(_Reply(tool_input=tool_input, tool_name=name, usage=usage or {}))
+        """Answer with one tool_use block; `name` defaults to the tool the request forced; stop_reason
+        "max_tokens" is an answer cut off at the request's limit."""
+        self._push(_Reply(tool_input=tool_input, tool_name=name, usage=usage or {}, stop_reason=stop_reason))
 
     def enqueue_status(self, status: int, body_json: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         """Answer with an error status, e.g. 529 overloaded_error or 429 with retry-after."""
@@ -98,7 +101,7 @@ class FakeAnthropicServer(LocalServer):
             "role": "assistant",
             "model": request.body.get("model", FAKE_MODEL),
             "content": [block],
-            "stop_reason": "tool_use",
+            "stop_reason": reply.stop_reason,
             "stop_sequence": None,
             "usage": {**DEFAULT_USAGE, **reply.usage},
         }

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+import signal
 import socket
 import time
 import traceback
 from collections.abc import Callable, Iterator
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from pydantic import BaseModel, Field
 
 from agents.llm.anthropic_provider import AnthropicProvider
@@ -17,6 +19,7 @@ from agents.llm.base import (
     LLMConfigError,
     LLMError,
     LLMInvalidOutputError,
+    LLMOutputTruncated,
     LLMRequest,
     LLMTransientError,
     ToolSpec,
@@ -115,7 +118,8 @@ def test_a_normal_answer_returns_the_forced_tool_input_and_usage(
     [sent] = server.requests
     assert sent.path == "/v1/messages"
     assert sent.body["model"] == MODEL
-    assert sent.body["tool_choice"] == {"type": "tool", "name": TOOL.name}
+    # one tool call only: a repair answers one tool_use, and one left unanswered would be a 400
+    assert sent.body["tool_choice"] == {"type": "tool", "name": TOOL.name, "disable_parallel_tool_use": True}
     assert sent.body["tools"] == [
         {"name": TOOL.name, "description": TOOL.description, "input_schema": TOOL.input_schema}
     ]
@@ -286,3 +290,51 @@ def test_a_missing_key_says_how_to_fix_it() -> None:
 
         assert "ANTHROPIC_API_KEY" in str(caught.value)
         assert "replay" in str(caught.value)
+
+
+def test_an_answer_cut_off_at_max_tokens_fails_at_once_naming_the_setting(
+    server: FakeAnthropicServer, provider: AnthropicProvider
+) -> None:
+    server.enqueue_tool_use({"title": "Do"}, stop_reason="max_tokens")
+    with pytest.raises(LLMOutputTruncated, match=r"cut off at max_tokens=4096.*AITEAM_MAX_OUTPUT_TOKENS\['analyst'\]"):
+        generate(provider, role="analyst", model=MODEL, system="s", messages=[{"role": "user", "content": "x"}],
+                 schema=Answer)
+    assert len(server.requests) == 1  # no repair turn: the same limit would cut the next answer off too
+
+
+def test_a_larger_output_limit_gets_a_proportionally_longer_timeout(
+    server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider]
+) -> None:
+    provider = make_provider(timeout=0.5, max_retries=0)
+    server.enqueue_delay(1.0, then={"title": "late"})
+    server.enqueue_delay(1.0, then={"title": "late"})
+    with pytest.raises(LLMTransientError, match="timed out"):
+        provider.complete(_request())  # 4,096 tokens: 0.5 s
+    big = LLMRequest(role="analyst", model=MODEL, system="s", messages=[{"role": "user", "content": "x"}], tool=TOOL,
+                     max_tokens=4096 * 4)
+    assert provider.complete(big).tool_input == {"title": "late"}  # 16,384 tokens: 2 s
+    assert server.requests[1].body["max_tokens"] == 4096 * 4
+
+
+def test_a_celery_soft_time_limit_stops_the_call_instead_of_being_retried(
+    server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider]
+) -> None:
+    """The SDK retries any Exception raised while sending; the soft time limit (an Exception, raised by a signal
+    wherever the task is) must end the call at once, as itself."""
+    provider = make_provider(timeout=5.0, max_retries=2)
+    for _ in range(3):
+        server.enqueue_delay(3.0)
+
+    def soft_limit(signum, frame):
+        raise SoftTimeLimitExceeded()
+
+    previous = signal.signal(signal.SIGALRM, soft_limit)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(SoftTimeLimitExceeded):
+            provider.complete(_request())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 2 and len(server.requests) == 1

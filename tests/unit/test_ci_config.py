@@ -87,6 +87,16 @@ def test_a_missing_actionlint_is_a_problem_not_a_silent_pass(monkeypatch, tmp_pa
     assert "NOT linted" in check_workflow(GOOD, actionlint=tmp_path / "actionlint").problems[0].message
 
 
+def test_a_broken_actionlint_is_an_infrastructure_failure_not_a_repair_request_to_the_model(monkeypatch):
+    from agents.schemas import DevOpsOutput
+    from lifecycle.failure_rules import Failure, Source
+
+    monkeypatch.setattr(ci_config, "find_actionlint", lambda: None)
+    with pytest.raises(ci_config.LintUnavailable, match="not installed"):  # not a ValidationError: no repair turn
+        DevOpsOutput(reasoning="r", ci_workflow=GOOD, runbook="r", rollback="r")
+    assert Failure(Source.STEP, "devops", error_classes=("LintUnavailable", "Exception")).infrastructure
+
+
 def test_a_hanging_actionlint_times_out_as_a_problem(tmp_path):
     stuck = tmp_path / "actionlint"
     stuck.write_text("#!/bin/sh\nexec sleep 10\n")
