@@ -25,3 +25,11 @@ def models_priced(app_configs, **kwargs):
         problems = [f"AITEAM_MODELS[{name!r}] = {model!r} has no price: add it to AITEAM_PRICES"
                     for name, model in settings.AITEAM_MODELS.items() if price_of(model) is None]
     return [Error(p, id="aiteam.E003") for p in problems]
+
+
+@register()
+def output_limits_valid(app_configs, **kwargs):
+    limits = settings.AITEAM_MAX_OUTPUT_TOKENS
+    bad = [f"{role}={value!r}" for role, value in limits.items() if type(value) is not int or value < 1]
+    return [Error(f"AITEAM_MAX_OUTPUT_TOKENS: each limit is a positive whole number of tokens: {', '.join(bad)}",
+                  id="aiteam.E004")] if bad else []

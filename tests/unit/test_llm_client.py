@@ -17,3 +17,11 @@ def test_each_role_asks_for_its_own_output_limit(settings):
         llm.generate(role=role, system="s", messages=[{"role": "user", "content": "x"}], schema=Answer)
     assert [(r.role, r.max_tokens) for r in provider.requests] == [("senior_engineer", 16000), ("tech_lead", 4096)]
     assert provider.requests[0].model == settings.AITEAM_MODELS["strong"]
+
+
+def test_startup_refuses_an_output_limit_that_is_not_a_positive_whole_number(settings):
+    from django.core.checks import run_checks
+
+    settings.AITEAM_MAX_OUTPUT_TOKENS = {"default": 4096, "senior_engineer": "lots", "qc_engineer": 0}
+    [error] = [e for e in run_checks() if e.id == "aiteam.E004"]
+    assert "senior_engineer='lots'" in error.msg and "qc_engineer=0" in error.msg
