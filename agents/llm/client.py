@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,11 +28,12 @@ class LLM:
     def model_for(self, role: str) -> str:
         return self.models.get(role, self.default_model)
 
-    def generate(self, *, role: str, system: str, messages: list[dict], schema: type[T]) -> T:
+    def generate(self, *, role: str, system: str, messages: list[dict], schema: type[T],
+                 validation_context: Any = None) -> T:
         from agents.llm.pricing import ensure_priced
 
         model = self.model_for(role)
         ensure_priced(model)  # before the call: an unpriced model's spend would never stop a cost budget
         limit = self.max_tokens.get(role) or self.max_tokens.get("default") or 4096
         return generate(self.provider, role=role, model=model, system=system, messages=messages, schema=schema,
-                        max_tokens=limit)
+                        max_tokens=limit, validation_context=validation_context)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,9 +29,11 @@ def generate(
     schema: type[T],
     max_tokens: int = 4096,
     max_repairs: int = DEFAULT_MAX_REPAIRS,
+    validation_context: Any = None,
 ) -> T:
     """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls. An answer
-    cut off at max_tokens is not repaired: the same limit would cut the next one off too."""
+    cut off at max_tokens is not repaired: the same limit would cut the next one off too. `validation_context`
+    (the agent's input) reaches the schema's validators as `info.context`, for checks against what was asked."""
     tool = tool_for(schema)
     conversation = list(messages)
     problem = ""
@@ -42,7 +44,8 @@ def generate(
             raise LLMOutputTruncated(f"{role}: the answer was cut off at max_tokens={max_tokens}; raise "
                                      f"AITEAM_MAX_OUTPUT_TOKENS[{role!r}]")
         try:
-            return schema.model_validate(response.tool_input if response.tool_input is not None else {})
+            return schema.model_validate(response.tool_input if response.tool_input is not None else {},
+                                         context=validation_context)
         except ValidationError as exc:
             problem = _describe(exc)
             conversation = conversation + _repair_turn(response, tool, problem)

@@ -29,8 +29,10 @@ class Agent(Generic[C, Out]):
         return [{"role": "user", "content": f"{self.task}\n\n<context>\n{body}\n</context>"}]
 
     def run(self, context: C, llm: LLM) -> Out:
+        # the context reaches the output's validators too: an answer that refers to what was not asked (a story
+        # number past the last, a criterion id that does not exist) goes back to the model as a repair request
         return llm.generate(role=self.role, system=llm.prompt(self.prompt_name), messages=self.messages(context),
-                            schema=self.output)
+                            schema=self.output, validation_context=context)
 
 
 @dataclass(frozen=True)

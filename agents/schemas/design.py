@@ -5,7 +5,7 @@ import posixpath
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agents.schemas.base import Strict
 
@@ -129,6 +129,17 @@ class ImplementationPlanOutput(Strict):
     tasks: list[PlannedTask] = Field(min_length=1, max_length=12)
 
     @model_validator(mode="after")
+    def _refs_exist(self, info: ValidationInfo) -> ImplementationPlanOutput:
+        """Against the planner's context, when given: story_refs number its stories (a ticket's acceptance
+        criteria), from 1; a reference past the last would leave the task without acceptance criteria."""
+        count = _referable(info.context)
+        bad = {t.key: [r for r in t.story_refs if not 0 < r <= count] for t in self.tasks} if count else {}
+        bad = {key: refs for key, refs in bad.items() if refs}
+        if bad:
+            raise ValueError(f"story_refs must be between 1 and {count}: {bad}")
+        return self
+
+    @model_validator(mode="after")
     def _a_dag(self) -> ImplementationPlanOutput:
         keys = [t.key for t in self.tasks]
         if len(set(keys)) != len(keys):
@@ -140,3 +151,12 @@ class ImplementationPlanOutput(Strict):
                 raise ValueError(f"{task.key} depends on {unknown}, which are not earlier tasks")
             seen.add(task.key)
         return self
+
+
+def _referable(context: object) -> int:
+    """How many items a plan's story_refs can name in `context` (0: not known, nothing is checked)."""
+    stories = getattr(context, "stories", None)
+    if stories is not None:
+        return len(stories)
+    ticket = getattr(context, "ticket", None)
+    return len(ticket.acceptance_criteria) if ticket is not None else 0

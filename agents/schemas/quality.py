@@ -1,7 +1,7 @@
 """QC and DevOps: the acceptance view of the work, acceptance tests, CI and runbooks."""
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface
@@ -39,6 +39,18 @@ class QCOutput(Strict):
         if outside:
             raise ValueError(f"QC writes only under {ACCEPTANCE_DIR}: {outside}")
         return files
+
+    @field_validator("coverage")
+    @classmethod
+    def _known_criteria(cls, coverage: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
+        """Against QC's context, when given: every key is one of its criteria ids (a misspelt id would leave
+        the real criterion uncovered and the gate failing for no reason the model was told)."""
+        criteria = getattr(info.context, "criteria", None)
+        unknown = sorted(set(coverage) - {c.id for c in criteria}) if criteria is not None else []
+        if unknown:
+            raise ValueError(f"coverage names criteria that do not exist: {unknown}; the ids are "
+                             f"{[c.id for c in criteria]}")
+        return coverage
 
 
 class DevOpsContext(Strict):
