@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from agents.llm.base import Usage
-from agents.llm.recorded import RecordedCall, RecordedRunProvider
+from agents.llm.recorded import RecordedCall, RecordedRunProvider, ReplayMissError
 from lifecycle.models import Artifact, LLMCall
 from lifecycle.services import steps
 from lifecycle.states import ArtifactKind
@@ -35,8 +35,10 @@ def recorded_calls(*, source_id, key: str, attempt: int) -> list[RecordedCall]:
 
 
 def replay_provider(*, source_id, lease: steps.Lease) -> RecordedRunProvider:
-    """The provider for one run of a replay's step: the source's calls, after those this step already replayed."""
-    done = LLMCall.objects.filter(step_id=lease.step_id).count()
+    """The provider for one run of a replay's step: the source's calls, after those this step already replayed.
+    A miss (a call the recording did not have) is recorded too, but answered nothing: it does not count, so a
+    step run again after one (an operator's retry) starts where the recording does."""
+    done = LLMCall.objects.filter(step_id=lease.step_id).exclude(error__startswith=f"{ReplayMissError.__name__}:").count()
     return RecordedRunProvider(recorded_calls(source_id=source_id, key=lease.key, attempt=lease.attempt),
                                step=f"{lease.key}#{lease.attempt}", start=done)
 
