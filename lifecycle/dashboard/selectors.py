@@ -8,8 +8,21 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Avg, Count, F, Max, Q, QuerySet, Sum, Window
-from django.db.models.functions import Lead, TruncDate
+from django.db.models import (
+    Avg,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Window,
+)
+from django.db.models.functions import RowNumber, TruncDate
 
 from lifecycle.models import LLMCall, Membership, Requirement, ReviewTask, StateTransition
 from lifecycle.states import RequirementState, ReviewState
@@ -51,18 +64,26 @@ def activity_per_day(scope: Scope, since: datetime) -> dict[Any, dict[str, int]]
 
 
 def median_hours_in_state(scope: Scope, since: datetime) -> list[tuple[str, float, int]]:
-    """Median hours a requirement spent in each state it left since `since` (state, median, how many stays)."""
-    rows = (scope.filter(StateTransition.objects.filter(subject="requirement", created_at__gte=since),
-                         "requirement__organization")
-            .annotate(left_at=Window(Lead("created_at"), partition_by=[F("requirement_id")], order_by=F("id").asc()))
-            .values_list("to_state", "created_at", "left_at"))
-    stays: dict[str, list[float]] = {}
-    for state, entered, left in rows:
-        if left is not None:
-            stays.setdefault(state, []).append((left - entered).total_seconds() / 3600)
+    """Median hours a requirement spent in each state it left since `since` (state, median, how many stays).
+
+    Ranked in the database: each stay's end is the requirement's next transition, the stays of a state are
+    numbered by length, and only the one or two middle stays of each state come back."""
+    transitions = scope.filter(StateTransition.objects.filter(subject="requirement", created_at__gte=since),
+                               "requirement__organization")
+    next_one = transitions.filter(requirement_id=OuterRef("requirement_id"), pk__gt=OuterRef("pk")).order_by("pk")
+    stays = transitions.annotate(left_at=Subquery(next_one.values("created_at")[:1])).filter(left_at__isnull=False)
+    stays = stays.annotate(
+        length=ExpressionWrapper(F("left_at") - F("created_at"), output_field=DurationField()),
+        n=Window(Count("pk"), partition_by=[F("to_state")]),
+        rank=Window(RowNumber(), partition_by=[F("to_state")], order_by=[F("length").asc(), F("pk").asc()]),
+    )
+    middle = stays.filter(Q(rank=(F("n") + 1) / 2) | Q(rank=(F("n") + 2) / 2)).values_list("to_state", "length", "n")
+    found: dict[str, tuple[list[float], int]] = {}
+    for state, length, n in middle:
+        found.setdefault(state, ([], n))[0].append(length.total_seconds() / 3600)
     order = {s.value: i for i, s in enumerate(RequirementState)}
-    return [(RequirementState(s).label, statistics.median(h), len(h)) for s, h in sorted(stays.items(),
-                                                                                         key=lambda kv: order.get(kv[0], 99))]
+    return [(RequirementState(s).label, statistics.fmean(hours), n)
+            for s, (hours, n) in sorted(found.items(), key=lambda kv: order.get(kv[0], 99))]
 
 
 def open_tasks_by_age(scope: Scope, now: datetime) -> list[tuple[str, int, int]]:
@@ -107,8 +128,15 @@ def histogram(scope: Scope, field: str) -> list[tuple[str, int]]:
     return [(str(value), n) for value, n in counts]
 
 
+def llm_calls(scope: Scope) -> QuerySet:
+    """The model calls that were paid for. A replay's calls (its requirement has `replay_of`) carry the usage and
+    cost its source's calls recorded, so counting them would count that spend twice: every LLM figure of the
+    dashboard (per role, per requirement, the totals and the cost and cache charts) leaves them out."""
+    return scope.filter(LLMCall.objects.filter(requirement__replay_of=None), "requirement__organization")
+
+
 def llm_by_role(scope: Scope) -> list[dict[str, Any]]:
-    rows = scope.filter(LLMCall.objects.all(), "requirement__organization").values("role").annotate(
+    rows = llm_calls(scope).values("role").annotate(
         calls=Count("pk"), input=Sum("input_tokens"), output=Sum("output_tokens"), cache_read=Sum("cache_read_tokens"),
         cache_write=Sum("cache_creation_tokens"), cost=Sum("cost_usd"),
     ).order_by("-cost", "role")
@@ -116,7 +144,7 @@ def llm_by_role(scope: Scope) -> list[dict[str, Any]]:
 
 
 def llm_by_requirement(scope: Scope, limit: int = 10) -> list[dict[str, Any]]:
-    rows = scope.filter(LLMCall.objects.exclude(requirement=None), "requirement__organization").values(
+    rows = llm_calls(scope).exclude(requirement=None).values(
         "requirement_id", "requirement__title", "requirement__brief").annotate(
         tokens=Sum(F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_creation_tokens")),
         cost=Sum("cost_usd"), calls=Count("pk"),

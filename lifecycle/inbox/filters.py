@@ -1,7 +1,8 @@
-"""The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox.
+"""The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox
+(but to "all" with "decided by policy", whose tasks are all decided).
 
-A value a filter cannot read (an unknown status, a project id that is not a UUID) raises
-IncorrectLookupParameters, as Django's own field filters do: the changelist redirects to ?e=1.
+A value a filter cannot read (an unknown status, assignment or SLA choice, a project id that is not
+a UUID) raises IncorrectLookupParameters, as Django's own field filters do: the changelist redirects to ?e=1.
 """
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class StatusFilter(admin.SimpleListFilter):
     title = "status"
     parameter_name = "status"
     default = "pending"
+
+    def __init__(self, request, params, model, model_admin):
+        super().__init__(request, params, model, model_admin)
+        if request.GET.get(AttentionFilter.parameter_name) == "by_policy":  # else it would always be empty
+            self.default = "all"
 
     def lookups(self, request, model_admin):
         return [("pending", "Waiting for a decision"), ("resolved", "Decided"), ("expired", "Expired"), ("all", "All")]
@@ -65,7 +71,7 @@ class AssignmentFilter(admin.SimpleListFilter):
             return queryset.unassigned()
         if value == "others":
             return queryset.exclude(assignee=None).exclude(assignee=user)
-        return queryset
+        return _unfiltered(self, queryset)
 
 
 class AttentionFilter(admin.SimpleListFilter):
@@ -86,7 +92,7 @@ class AttentionFilter(admin.SimpleListFilter):
             return queryset.escalated()
         if value == "by_policy":
             return queryset.exclude(decided_by_policy="")
-        return queryset
+        return _unfiltered(self, queryset)
 
 
 class ProjectFilter(admin.SimpleListFilter):
@@ -108,3 +114,10 @@ class ProjectFilter(admin.SimpleListFilter):
             return queryset.filter(requirement__project_id=self.value())
         except ValidationError as exc:  # not a UUID
             raise IncorrectLookupParameters(exc) from exc
+
+
+def _unfiltered(list_filter: admin.SimpleListFilter, queryset):
+    """No choice made: every row. A value that is not one of the choices is refused, like an unknown status."""
+    if not list_filter.value():
+        return queryset
+    raise IncorrectLookupParameters(f"unknown {list_filter.title} '{list_filter.value()}'")

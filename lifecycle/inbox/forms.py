@@ -18,13 +18,18 @@ class DecisionForm(forms.Form):
     feedback = forms.CharField(required=False, max_length=8000)
     answer = forms.CharField(required=False, max_length=8000)
     constraint = forms.CharField(required=False, max_length=2000)
-    budget = forms.JSONField(required=False)
+    budget = forms.CharField(required=False)  # JSON, read only for an override (clean_budget)
+
+    def clean_budget(self) -> Any:
+        """The budget page posts its limits box with every button: only an override reads it, so a half-edited
+        box never blocks another decision."""
+        if self.cleaned_data.get("decision") != Decision.OVERRIDE_BUDGET:
+            return None
+        return forms.JSONField(required=False).clean(self.cleaned_data["budget"])
 
     def clean(self) -> dict[str, Any]:
         """The budget page posts every field with whichever button was pressed: keep only the chosen option's."""
         data = super().clean()
-        if data.get("decision") != Decision.OVERRIDE_BUDGET:
-            data["budget"] = None
         if data.get("decision") != Decision.INJECT_CONSTRAINT:
             data["constraint"] = ""
         return data
@@ -78,7 +83,12 @@ class StoryForm(forms.Form):
     def for_story(cls, story: UserStory) -> StoryForm:
         initial = {field: getattr(story, field) for field in cls.base_fields}
         initial["acceptance_criteria"] = "\n".join(story.acceptance_criteria)
-        return cls(initial=initial, auto_id=f"id_story{story.position}_%s")
+        return cls(initial=initial).placed_at(story)
+
+    def placed_at(self, story: UserStory) -> StoryForm:
+        """Ids by the story's position, so the page's story forms never share one (a posted form is placed too)."""
+        self.auto_id = f"id_story{story.position}_%s"
+        return self
 
     def clean_acceptance_criteria(self) -> list[str]:
         lines = [line.strip() for line in self.cleaned_data["acceptance_criteria"].splitlines()]

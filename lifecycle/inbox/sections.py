@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lifecycle.inbox.forms import StoryForm
 from lifecycle.models import Artifact, Notification, ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.budgets import cell_text
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
@@ -47,22 +48,23 @@ class ContextItem:
     items: list[str] = field(default_factory=list)
 
 
-def stories(task: ReviewTask, *, editable: bool, editing: str = "") -> list[dict[str, Any]]:
+def stories(task: ReviewTask, *, editable: bool, editing: str = "", posted: StoryForm | None = None
+            ) -> list[dict[str, Any]]:
     """The stories under review: the rows when they exist (draft ones editable, the one being edited
-    as a form), else the pinned copies."""
-    from lifecycle.inbox.forms import StoryForm
-
+    as a form: `posted`, what the reviewer sent, when an edit was refused), else the pinned copies."""
     if task.kind == ReviewKind.STORIES_APPROVAL:
         rows = list(task.requirement.stories.filter(round=task.round).prefetch_related("edits__edited_by"))
         if rows:
-            return [_story_entry(s, editable and s.state == StoryState.DRAFT, str(s.pk) == editing, StoryForm)
+            return [_story_entry(s, editable and s.state == StoryState.DRAFT, str(s.pk) == editing, posted)
                     for s in rows]
     return [{"story": s, "edits": [], "editable": False, "form": None} for s in task.context.get("stories") or []]
 
 
-def _story_entry(story: Any, editable: bool, editing: bool, form_class: Any) -> dict[str, Any]:
-    return {"story": story, "edits": list(story.edits.all()), "editable": editable,
-            "form": form_class.for_story(story) if editable and editing else None}
+def _story_entry(story: Any, editable: bool, editing: bool, posted: StoryForm | None) -> dict[str, Any]:
+    form = None
+    if editable and editing:
+        form = posted.placed_at(story) if posted is not None else StoryForm.for_story(story)
+    return {"story": story, "edits": list(story.edits.all()), "editable": editable, "form": form}
 
 
 def spec_summary(task: ReviewTask, artifacts: dict[str, Artifact]) -> str:

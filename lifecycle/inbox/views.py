@@ -32,33 +32,49 @@ from lifecycle.services.story_edits import story_edit
 REFUSED = (DomainError, IllegalTransition, NotPermitted)
 
 
-def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask) -> TemplateResponse:
+def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, decision_form: DecisionForm | None = None,
+                story_form: StoryForm | None = None, editing: str = "", status: int = 200) -> TemplateResponse:
+    """The task's page. A refused decision or story edit comes back here with the posted form (its values and
+    errors) and the status saying why, instead of a redirect that would lose what the reviewer typed."""
     refusal = decide_refusal(request.user, task.organization, project_id=task.requirement.project_id)
     may_act = task.is_pending and not refusal
     artifacts = sections.latest_artifacts(task)
+    budget = sections.budget_standing(task)
     context = {
         **model_admin.admin_site.each_context(request), "opts": ReviewTask._meta, "title": str(task), "task": task,
-        "refusal": refusal, "may_act": may_act, "now": timezone.now(),
-        "stories": sections.stories(task, editable=may_act, editing=request.GET.get("edit", "")),
+        "task_url": _task_url(task), "refusal": refusal, "may_act": may_act, "now": timezone.now(),
+        "stories": sections.stories(task, editable=may_act, editing=editing or request.GET.get("edit", ""),
+                                    posted=story_form),
         "spec_summary": sections.spec_summary(task, artifacts),
         "changed_files": sections.changed_files(artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
-        "options": sections.decision_options(task), "budget": sections.budget_standing(task),
+        "options": sections.decision_options(task), "budget": budget,
+        "decision_form": decision_form if decision_form is not None else DecisionForm(
+            initial={"budget": budget["suggestion"] if budget else ""}),
         "assign_form": AssignForm(users=assignable_users(task), groups=assignable_groups(task)) if may_act else None,
     }
-    return TemplateResponse(request, "admin/lifecycle/reviewtask/review.html", context)
+    return TemplateResponse(request, "admin/lifecycle/reviewtask/review.html", context, status=status)
 
 
 def decide(model_admin: Any, request: HttpRequest, pk: Any) -> HttpResponse:
     task = _task(model_admin, request, pk)
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"invalid decision: {form.errors.as_text()}")
-        return redirect(_task_url(task))
-    decision = form.cleaned_data["decision"]
-    done = run_service(request, lambda: review_decide(task_id=task.pk, actor=_actor(request), origin=request_origin(request),
-                                               **form.cleaned_data), f"{task}: {decision} recorded")
-    return redirect(_inbox_url() if done else _task_url(task))
+        return _decision_refused(model_admin, request, task, form, 400)
+    try:
+        review_decide(task_id=task.pk, actor=_actor(request), origin=request_origin(request), **form.cleaned_data)
+    except REFUSED as exc:
+        return _decision_refused(model_admin, request, _task(model_admin, request, pk), _with_error(form, exc),
+                                 refusal_status(exc))
+    messages.success(request, f"{task}: {form.cleaned_data['decision']} recorded")
+    return redirect(_inbox_url())
+
+
+def _decision_refused(model_admin: Any, request: HttpRequest, task: ReviewTask, form: DecisionForm,
+                      status: int) -> TemplateResponse:
+    """The review page again (the task as it is now) with the decision form on what the reviewer sent, and why."""
+    messages.error(request, f"the decision was not recorded: {_errors_text(form)}")
+    return review_page(model_admin, request, task, decision_form=form, status=status)
 
 
 def claim(model_admin: Any, request: HttpRequest, pk: Any) -> HttpResponse:
@@ -91,12 +107,25 @@ def edit_story(model_admin: Any, request: HttpRequest, pk: Any, story_pk: Any) -
     task = _task(model_admin, request, pk)
     form = StoryForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"the story was not changed: {form.errors.as_text()}")
+        return _story_refused(model_admin, request, task, story_pk, form, 400)
+    try:
+        edit = story_edit(task_id=task.pk, story_id=story_pk, actor=_actor(request), changes=form.cleaned_data,
+                          origin=request_origin(request))
+    except REFUSED as exc:
+        return _story_refused(model_admin, request, _task(model_admin, request, pk), story_pk, _with_error(form, exc),
+                              refusal_status(exc))
+    if edit is None:
+        messages.info(request, f"story '{form.cleaned_data['title']}': nothing changed, so nothing was saved")
     else:
-        run_service(request, lambda: story_edit(task_id=task.pk, story_id=story_pk, actor=_actor(request),
-                                         changes=form.cleaned_data, origin=request_origin(request)),
-             f"story '{form.cleaned_data['title']}' saved; the change is recorded as yours")
+        messages.success(request, f"story '{form.cleaned_data['title']}' saved; the change is recorded as yours")
     return redirect(f"{_task_url(task)}#stories")
+
+
+def _story_refused(model_admin: Any, request: HttpRequest, task: ReviewTask, story_pk: Any, form: StoryForm,
+                   status: int) -> TemplateResponse:
+    """The review page again with the edit form open on what the reviewer sent, and why it was refused."""
+    messages.error(request, f"the story was not changed: {_errors_text(form)}")
+    return review_page(model_admin, request, task, story_form=form, editing=str(story_pk), status=status)
 
 
 def bulk_decide(model_admin: Any, request: HttpRequest, queryset: Any, decision: str) -> TemplateResponse | None:
@@ -135,6 +164,27 @@ def run_service(request: HttpRequest, call: Callable[[], Any], success: str, *, 
     if success:
         messages.success(request, success)
     return True
+
+
+def refusal_status(exc: Exception) -> int:
+    """The status of a refused request, as the API maps it: a conflict 409, not allowed 403, bad input 400."""
+    if isinstance(exc, IllegalTransition):
+        return 409
+    if isinstance(exc, NotPermitted):
+        return 403
+    return getattr(exc, "status", 400)
+
+
+def _with_error(form: Any, exc: Exception) -> Any:
+    """The service's refusal on the posted form: on the field it names, else on the form as a whole."""
+    field = getattr(exc, "field", None)
+    form.add_error(field if field in form.fields else None, str(exc))
+    return form
+
+
+def _errors_text(form: Any) -> str:
+    return "; ".join(" ".join(errors) if field == "__all__" else f"{field}: {' '.join(errors)}"
+                     for field, errors in form.errors.items())
 
 
 def _task(model_admin: Any, request: HttpRequest, pk: Any) -> ReviewTask:

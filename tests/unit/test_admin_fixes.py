@@ -3,7 +3,7 @@ project settings that are refused with a form error, query counts that do not gr
 import pytest
 from django.contrib.auth.models import Group
 
-from lifecycle.models import Project, Replay, Requirement, StateTransition
+from lifecycle.models import Project, Replay, Requirement, ReviewTask, StateTransition
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.review_tasks import open_review
@@ -49,13 +49,27 @@ def test_a_review_page_for_an_id_that_is_not_a_uuid_is_not_found(rita):
     assert staff_client(rita).get(f"{INBOX}not-a-uuid/change/").status_code == 404
 
 
-@pytest.mark.parametrize("query", ["project=abc", "status=bogus"])
+@pytest.mark.parametrize("query", ["project=abc", "status=bogus", "assigned=bogus", "sla=bogus"])
 def test_a_filter_value_the_inbox_cannot_read_redirects_to_the_error_flag(acme_project, rita, query):
     open_review(acme_project, title="Waiting one")
     client = staff_client(rita)
     response = client.get(f"{INBOX}?{query}")
     assert (response.status_code, response["Location"]) == (302, f"{INBOX}?e=1")
     assert "Waiting one" in client.get(response["Location"]).content.decode()  # the default inbox
+
+
+def test_decided_by_policy_from_the_default_inbox_lists_the_policy_decisions(acme_project, rita):
+    open_review(acme_project, title="Waiting one")
+    by_policy, by_rita = open_review(acme_project, title="Timed out"), open_review(acme_project, title="Rita decided")
+    ReviewTask.objects.filter(pk=by_policy.pk).update(state="resolved", decision="reject", decided_by_policy="sla_policy",
+                                                      decided_via="policy")
+    ReviewTask.objects.filter(pk=by_rita.pk).update(state="resolved", decision="approve", decided_by=rita)
+    client = staff_client(rita)
+    assert 'href="?sla=by_policy"' in client.get(INBOX).content.decode()  # the sidebar choice from the inbox
+    html = client.get(f"{INBOX}?sla=by_policy").content.decode()
+    assert ">Timed out<" in html and ">Rita decided<" not in html and ">Waiting one<" not in html
+    assert ">Rita decided<" in client.get(f"{INBOX}?status=all").content.decode()
+    assert ">Timed out<" not in client.get(f"{INBOX}?sla=by_policy&status=pending").content.decode()  # asked for
 
 
 def project_form(project: Project, **changes) -> dict:

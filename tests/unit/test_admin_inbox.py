@@ -41,9 +41,11 @@ def test_a_reviewer_approves_from_the_admin(alice, rita):
 
 def test_staff_without_the_reviewer_role_get_a_clear_message(alice, sam):
     task = pending(submit(alice), "stories_approval")
-    response = staff_client(sam).post(f"/admin/lifecycle/reviewtask/{task.pk}/decide/", {"decision": "approve"},
-                                      follow=True)
-    assert "no reviewer role" in response.content.decode()
+    response = staff_client(sam).post(f"/admin/lifecycle/reviewtask/{task.pk}/decide/",
+                                      {"decision": "request_changes", "feedback": "Shorter stories"})
+    html = response.content.decode()
+    assert response.status_code == 403 and "no reviewer role" in html
+    assert "Yours, not recorded (feedback): Shorter stories" in html
     task.refresh_from_db()
     assert task.state == "open"
 

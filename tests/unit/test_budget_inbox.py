@@ -52,16 +52,35 @@ def test_inject_from_the_form_ignores_the_prefilled_limits(budget_task, rita):
         "inject_constraint", "No new dependencies", {}, "admin")
 
 
-def test_malformed_limits_are_refused_and_the_task_stays_open(budget_task, rita):
+def test_malformed_limits_are_refused_on_the_page_with_what_was_typed(budget_task, rita):
     client = staff_client(rita)
-    response = client.post(url(budget_task, "decide"), {"decision": "override_budget", "budget": "{steps: 3"},
-                           follow=True)
-    assert "invalid decision" in response.content.decode().lower()
+    response = client.post(url(budget_task, "decide"), {"decision": "override_budget", "budget": "{steps: 3"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "Enter a valid JSON" in html and ">{steps: 3</textarea>" in html
     response = client.post(url(budget_task, "decide"), {"decision": "override_budget",
-                                                        "budget": '{"roles": {"tech_lead": {"steps": "many"}}}'},
-                           follow=True)
-    assert "roles.tech_lead.steps: expected a whole number" in response.content.decode().lower()
+                                                        "budget": '{"roles": {"tech_lead": {"steps": "many"}}}'})
+    html = response.content.decode()
+    assert response.status_code == 400 and "roles.tech_lead.steps: expected a whole number" in html.lower()
+    assert "&quot;steps&quot;: &quot;many&quot;" in html  # the limits as typed, not the suggestion again
     assert pending(budget_task.requirement, "budget_exhausted").pk == budget_task.pk
+
+
+def test_a_refused_terminate_keeps_the_edited_limits_in_the_box(budget_task, rita):
+    response = staff_client(rita).post(url(budget_task, "decide"), {
+        "decision": "reject", "reason": "", "budget": '{"roles": {"tech_lead": {"steps": 7}}}'})
+    html = response.content.decode()
+    assert response.status_code == 400 and "needs a reason" in html
+    assert "{&quot;roles&quot;: {&quot;tech_lead&quot;: {&quot;steps&quot;: 7}}}</textarea>" in html
+
+
+@pytest.mark.parametrize("decision,fields", [("reject", {"reason": "too costly"}),
+                                             ("inject_constraint", {"constraint": "No new dependencies"})])
+def test_malformed_limits_do_not_block_another_decision(budget_task, rita, decision, fields):
+    response = staff_client(rita).post(url(budget_task, "decide"), {"decision": decision, "budget": "{steps: 3",
+                                                                    **fields})
+    assert response.status_code == 302
+    task = fresh(budget_task.requirement).review_tasks.get(kind="budget_exhausted", round=1)
+    assert (task.state, task.decision, task.decision_data) == ("resolved", decision, {})
 
 
 def test_terminate_from_the_form_cancels(budget_task, rita):

@@ -1,6 +1,7 @@
 """The staff dashboard: staff only, scoped to the user's organizations, charts drawn from real numbers,
 and a query count that does not grow with the data."""
 import re
+import statistics
 from datetime import timedelta
 from decimal import Decimal
 
@@ -73,6 +74,46 @@ def test_median_time_in_each_state(acme_project):
             StateTransition.objects.filter(pk=row.pk).update(created_at=now - timedelta(hours=10 - offset))
     medians = selectors.median_hours_in_state(selectors.Scope(None), now - timedelta(days=1))
     assert medians == [("Received", 3.0, 3)]  # time in "clarified" is still running: not a finished stay
+
+
+def transitions_at(req, *stays):
+    """Transitions of `req` at the given hours ago, (state, hours ago) each."""
+    now = timezone.now()
+    for state, hours_ago in stays:
+        row = StateTransition.objects.create(requirement=req, subject_id=str(req.pk), event="x", from_state="",
+                                             to_state=state)
+        StateTransition.objects.filter(pk=row.pk).update(created_at=now - timedelta(hours=hours_ago))
+
+
+def test_medians_are_computed_in_one_query_and_match_the_plain_median(acme_project, django_assert_num_queries):
+    """Odd and even numbers of stays, ties, a stay still running, and transitions before the window."""
+    lengths = {"received": [1, 3, 8, 2], "clarified": [5, 5, 1], "user_stories_created": [0.5]}
+    for i in range(4):
+        req = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+        stays, clock = [("received", 500)], 20.0  # the first is outside the window: it starts no stay
+        for state in ("received", "clarified", "user_stories_created"):
+            if i < len(lengths[state]):
+                stays.append((state, clock))
+                clock -= lengths[state][i]
+        transitions_at(req, *stays, ("design_ready", clock))  # still running: not a finished stay
+    since = timezone.now() - timedelta(days=1)
+    with django_assert_num_queries(1):
+        medians = selectors.median_hours_in_state(selectors.Scope(None), since)
+    assert medians == [("Received", pytest.approx(statistics.median([1, 3, 8, 2])), 4),
+                       ("Clarified", pytest.approx(5.0), 3), ("User Stories Created", pytest.approx(0.5), 1)]
+
+
+def test_llm_usage_leaves_out_the_replays_copied_calls(activity, rita):
+    replay = Requirement.objects.create(organization=activity.organization, project=activity.requirement.project,
+                                        brief="b", title="Replayed run", replay_of=activity.requirement)
+    llm_call(replay, "business_analyst", input_tokens=1000, cache_read=3000, cost="0.0420")
+    by_role = selectors.llm_by_role(selectors.Scope(None))
+    assert {r["role"]: (r["calls"], r["cost"]) for r in by_role} == {
+        "business_analyst": (1, Decimal("0.042")), "product_owner": (1, Decimal("0.01"))}
+    assert selectors.llm_totals(by_role)["cost"] == Decimal("0.052")
+    assert [r["requirement_id"] for r in selectors.llm_by_requirement(selectors.Scope(None))] == [activity.requirement_id]
+    html = staff_client(rita).get(URL).content.decode()
+    assert "LLM cost, 2 calls" in html and "Replayed run" not in html
 
 
 @pytest.mark.parametrize("count", [10, 1000])

@@ -163,17 +163,77 @@ def test_a_reviewer_edits_a_story_before_approving_and_the_edit_is_theirs(acme_p
     assert "Edited by rita" in page(client, f"{INBOX}{task.pk}/change/")
 
 
-def test_an_invalid_story_edit_changes_nothing_and_says_why(acme_project, rita, sam):
+STORY_FIELDS = {"title": "ok title", "as_a": "a", "i_want": "w", "so_that": "s", "acceptance_criteria": "c",
+                "priority": "must", "story_points": "5"}
+
+
+def test_an_invalid_story_edit_reopens_the_form_with_what_was_typed_and_why(acme_project, rita):
     task = open_review(acme_project)
     story = task.requirement.stories.get(position=1)
-    fields = {"title": "ok title", "as_a": "a", "i_want": "w", "so_that": "s", "acceptance_criteria": "c",
-              "priority": "must", "story_points": "4"}
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", fields, follow=True)
-    assert "The story was not changed" in response.content.decode() and "story_points" in response.content.decode()
-    response = staff_client(sam).post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**fields, "story_points": "5"},
-                                      follow=True)
-    assert "no reviewer role" in response.content.decode()
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/",
+                                       {**STORY_FIELDS, "i_want": "to keep my words", "story_points": "4"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "The story was not changed" in html and "story_points" in html
+    assert "Save story 1" in html and 'id="id_story1_title"' in html and 'value="ok title"' in html
+    assert "\nto keep my words</textarea>" in html  # Django writes a newline after <textarea>
     assert not StoryEdit.objects.exists()
+
+
+def test_a_story_the_schema_refuses_reopens_the_form_with_the_schemas_reason(acme_project, rita):
+    task = open_review(acme_project)
+    story = task.requirement.stories.get(position=2)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**STORY_FIELDS, "title": "ab"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "Save story 2" in html and 'value="ab"' in html
+    assert "title: String should have at least 3 characters" in html
+    story.refresh_from_db()
+    assert story.title == "Story 2" and not StoryEdit.objects.exists()
+
+
+def test_a_story_edit_by_someone_who_may_not_decide_is_refused(acme_project, sam):
+    task = open_review(acme_project)
+    story = task.requirement.stories.get(position=1)
+    response = staff_client(sam).post(f"{INBOX}{task.pk}/stories/{story.pk}/", STORY_FIELDS)
+    assert response.status_code == 403 and "no reviewer role" in response.content.decode()
+    assert not StoryEdit.objects.exists()
+
+
+def test_a_story_edit_that_changes_nothing_does_not_say_saved(acme_project, rita):
+    task = open_review(acme_project)
+    story = task.requirement.stories.get(position=1)
+    same = {"title": "Story 1", "as_a": "reader", "i_want": "feature 1", "so_that": "I read more",
+            "acceptance_criteria": "criterion 1", "priority": "must", "story_points": "3"}
+    html = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", same, follow=True).content.decode()
+    assert "nothing changed, so nothing was saved" in html and "saved; the change is recorded" not in html
+    assert not StoryEdit.objects.exists()
+
+
+def test_a_refused_decision_shows_the_page_again_with_what_was_typed(acme_project, rita):
+    task = open_review(acme_project)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {
+        "decision": "reject", "reason": "  ", "feedback": "Story 2 needs <a> measurable criterion"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "a &#x27;reject&#x27; decision needs a reason" in html
+    assert ">Story 2 needs &lt;a&gt; measurable criterion</textarea>" in html
+    task.refresh_from_db()
+    assert task.state == "open"
+
+
+def test_a_decision_the_form_cannot_read_is_a_400_on_the_review_page(acme_project, rita):
+    task = open_review(acme_project)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "maybe", "feedback": "kept"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "Select a valid choice" in html and ">kept</textarea>" in html
+
+
+def test_deciding_a_task_decided_meanwhile_is_a_409_that_keeps_what_was_typed(acme_project, rita):
+    task = open_review(acme_project)
+    ReviewTask.objects.filter(pk=task.pk).update(state="resolved", decision="approve")
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "request_changes",
+                                                                     "feedback": "Split story 2"})
+    html = response.content.decode()
+    assert response.status_code == 409 and "review task is already resolved (approve)" in html
+    assert "Yours, not recorded (feedback): Split story 2" in html and 'value="approve"' not in html
 
 
 def test_bulk_approve_decides_every_selected_task(alice, rita):
