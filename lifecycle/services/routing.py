@@ -11,11 +11,10 @@ from dataclasses import replace
 from django.conf import settings
 from django.db import transaction
 
-from aiteam.db import by_pk
 from lifecycle.failure_rules import Failure, Route, Routing, Source, classify, error_classes
 from lifecycle.models import FailureRoute, Requirement, Step
 from lifecycle.services import steps
-from lifecycle.services.steps import Lease, lock_fenced
+from lifecycle.services.steps import Lease, lock_for_apply
 from lifecycle.states import StepState
 
 SUMMARY_MAX = 500
@@ -48,10 +47,10 @@ def step_failure_route(*, lease: Lease, exc: BaseException, error: str, resend: 
     applying the output); otherwise the caller re-sends it through Celery's retry. Raises StaleStep when
     the lease is no longer current (nothing is recorded then)."""
     with transaction.atomic():
-        step = lock_fenced(lease)
+        step, requirement = lock_for_apply(lease)  # the requirement first, as decisions lock (steps._REQUIREMENT_FIRST)
         failure = Failure(source=Source.STEP, step=lease.kind, error_classes=error_classes(exc), error=error[:1000])
         return step_failure_route_locked(
-            lease=lease, step=step, requirement=by_pk.get(Requirement, lease.requirement_id), failure=failure,
+            lease=lease, step=step, requirement=requirement, failure=failure,
             summary=f"{lease.key} (attempt {lease.attempt}): {error}", resend=resend,
         )
 

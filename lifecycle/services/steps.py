@@ -325,8 +325,11 @@ def _give_up(step_id: int) -> None:
             step = _step_and_requirement_for_update(step_id, of=_REQUIREMENT_FIRST)
         except Step.DoesNotExist:
             return
-        if _claim_verdict(step, timezone.now()) != _GIVE_UP:
-            return  # another delivery or an operator got there first
+        verdict = _claim_verdict(step, timezone.now())
+        if verdict == _SKIP:  # the requirement ended meanwhile
+            _close(step, StepState.SKIPPED, f"requirement is {step.requirement.state}")
+        if verdict != _GIVE_UP:
+            return  # or another delivery or an operator got there first
         _close(step, StepState.FAILED, f"gave up after {step.runs} runs: {step.error}")
         _route_given_up(step)
         failures.open_step_failed_task(step)

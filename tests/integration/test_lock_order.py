@@ -34,14 +34,23 @@ def step_fail(step):
     steps.step_fail(steps.step_claim(step_id=step.pk, worker="slow"), error="boom")
 
 
+def failure_routed(step):
+    """The path every step that raises takes (agents.tasks): classified, then failed or released."""
+    from lifecycle.services.routing import step_failure_route
+
+    lease = steps.step_claim(step_id=step.pk, worker="slow")
+    step_failure_route(lease=lease, exc=RuntimeError("boom"), error="boom", resend=False)
+
+
 def give_up(step):
     Step.objects.filter(pk=step.pk).update(runs=settings.AITEAM_STEP_MAX_RUNS)
     return steps.step_claim(step_id=step.pk, worker="late")
 
 
 @pytest.mark.parametrize("action,outcome", [
-    (lock_for_apply, StaleStep), (lock_at_commit, RowsChanged), (step_fail, StaleStep), (give_up, None),
-], ids=["lock_for_apply", "lock_at_commit", "step_fail", "give_up"])
+    (lock_for_apply, StaleStep), (lock_at_commit, RowsChanged), (step_fail, StaleStep), (failure_routed, StaleStep),
+    (give_up, None),
+], ids=["lock_for_apply", "lock_at_commit", "step_fail", "step_failure_route", "give_up"])
 def test_a_step_waiting_for_its_requirement_holds_no_step_and_a_decision_takes_the_step_at_once(
         broker_url, alice, action, outcome):
     step = queued_first_step(broker_url, alice)

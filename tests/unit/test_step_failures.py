@@ -118,6 +118,17 @@ def test_a_step_that_keeps_dying_goes_to_a_human(held_step, settings):
     assert (route.route, route.step_id, route.facts["error_classes"]) == ("operator", held_step.pk, ["WorkerLost"])
 
 
+def test_a_give_up_that_finds_the_requirement_ended_meanwhile_skips_the_step(held_step, settings):
+    """The give-up runs after the claim, in a transaction of its own; a cancellation between the two wins."""
+    settings.AITEAM_STEP_MAX_RUNS = 1
+    Step.objects.filter(pk=held_step.pk).update(runs=1)
+    type(held_step.requirement).objects.filter(pk=held_step.requirement_id).update(state="cancelled")
+    steps._give_up(held_step.pk)
+    held_step.refresh_from_db()
+    assert (held_step.state, held_step.error) == ("skipped", "requirement is cancelled")
+    assert not held_step.requirement.review_tasks.filter(kind="step_failed").exists()
+
+
 def test_the_model_is_never_called_inside_a_database_transaction(alice, scripted, monkeypatch):
     from django.db import connection
 
