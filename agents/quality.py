@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.schemas.quality import ACCEPTANCE_DIR
+
 
 @dataclass(frozen=True)
 class QualityGates:
@@ -50,3 +52,27 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
                        f"{', '.join(uncovered)}")
     score = max(0.0, 100 * rate - 10 * bool(lint_findings) - 10 * len(uncovered))
     return GateResult(not reasons, round(score, 1), reasons, round(rate, 4), len(lint_findings), uncovered)
+
+
+def uncovered(criteria: list[str], coverage: dict[str, list[str]], report: dict[str, Any]) -> list[str]:
+    """The criteria no acceptance test covers in this run: QC named no test for them, or none of the tests it
+    named ran from tests/acceptance/ (skipped, or never reached). Judged on QC's names alone when the run cannot
+    say which ran: no test ran (it died, or nothing was collected), an acceptance module failed to import (the
+    engineer's code lacks what it imports: a failure for the engineer, reported as such), or the report predates
+    the list of tests run (a replay of an older run)."""
+    ran = report.get("tests_run")
+    broken = [f for f in report.get("failing_tests", []) if f.startswith(ACCEPTANCE_DIR) and "::" not in f]
+    acceptance = None if not ran or broken else [test for test in ran if test.startswith(ACCEPTANCE_DIR)]
+
+    def covered(criterion: str) -> bool:
+        names = coverage.get(criterion) or []
+        return bool(names) and (acceptance is None or any(_is_test(name, acceptance) for name in names))
+
+    return [c for c in criteria if not covered(c)]
+
+
+def _is_test(name: str, tests: list[str]) -> bool:
+    """Whether `name` (as QC wrote it: "test_x", "TestY::test_x", "test_a.py::test_x", a whole id, with or without
+    parameters) names one of `tests` (pytest ids: "tests/acceptance/test_a.py::TestY::test_x[1]")."""
+    return any(test == name or test.endswith((f"::{name}", f"/{name}")) or test.split("::")[-1].split("[")[0] == name
+               for test in tests)

@@ -13,6 +13,13 @@ from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, s
 # pytest with its own configuration, so a project's pytest.ini, tox.ini or setup.cfg cannot).
 ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
 LOADED_ON_THEIR_OWN = ("conftest.py", "sitecustomize.py", "usercustomize.py")
+# Top-level modules that would stand in for the test runner's own (pytest, coverage and what they import).
+RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "coverage"})
+
+
+def _shadows_runner(path: str) -> bool:
+    top = path.split("/", 1)[0]
+    return top.removesuffix(".py") in RUNNER_MODULES
 
 
 class SourceFile(Strict):
@@ -56,7 +63,8 @@ class EngineerOutput(Strict):
         paths = [f.path for f in files]
         if len(set(paths)) != len(paths):
             raise ValueError("each path at most once")
-        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN]
+        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN
+                   or _shadows_runner(p)]
         if foreign:
             raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")
         return files

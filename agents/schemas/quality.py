@@ -1,7 +1,7 @@
 """QC and DevOps: the acceptance view of the work, acceptance tests, CI and runbooks."""
 from __future__ import annotations
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface
@@ -51,6 +51,22 @@ class QCOutput(Strict):
             raise ValueError(f"coverage names criteria that do not exist: {unknown}; the ids are "
                              f"{[c.id for c in criteria]}")
         return coverage
+
+    @model_validator(mode="after")
+    def _named_tests_exist(self) -> QCOutput:
+        """Every test coverage names is a test function of these files: a name that is none would leave its
+        criterion uncovered at the gate, for a reason only QC can fix."""
+        missing = sorted({n for names in self.coverage.values() for n in names if not _defines(self.files, n)})
+        if missing:
+            raise ValueError(f"coverage names tests that no file defines: {missing}")
+        return self
+
+
+def _defines(files: list[SourceFile], name: str) -> bool:
+    """Whether a test named as QC names it ("test_x", "TestY::test_x[1]", "tests/acceptance/a.py::test_x") is a
+    function one of `files` defines."""
+    function = name.split("::")[-1].split("[")[0]
+    return any(f"def {function}(" in f.content for f in files)
 
 
 class DevOpsContext(Strict):

@@ -7,9 +7,8 @@ from typing import Any
 from django.db import transaction
 
 from agents.ci_config import check_workflow
-from agents.quality import QualityGates, evaluate
+from agents.quality import QualityGates, evaluate, uncovered
 from agents.schemas import DevOpsOutput, QCOutput, SourceFile
-from agents.schemas.quality import ACCEPTANCE_DIR
 from lifecycle.actors import Actor
 from lifecycle.models import Requirement
 from lifecycle.services import steps
@@ -117,27 +116,10 @@ def _gates(requirement: Requirement) -> QualityGates:
 
 
 def _uncovered(requirement: Requirement, report: dict[str, Any]) -> list[str]:
-    """The criteria no acceptance test covers in this run: QC named no test for them, or none of the tests it
-    named ran from tests/acceptance/ (a name that is no test, or a test the run never reached). A report
-    recorded before runs listed their tests (a replay of an older run) is judged on QC's names alone."""
     from lifecycle.contexts import acceptance_criteria_of
 
     coverage = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE))
-    ran = report.get("tests_run")
-    acceptance = None if ran is None else [test for test in ran if test.startswith(ACCEPTANCE_DIR)]
-
-    def covered(criterion: str) -> bool:
-        names = coverage.get(criterion) or []
-        return bool(names) and (acceptance is None or any(_is_test(name, acceptance) for name in names))
-
-    return [c.id for c in acceptance_criteria_of(requirement) if not covered(c.id)]
-
-
-def _is_test(name: str, tests: list[str]) -> bool:
-    """Whether `name` (as QC wrote it: "test_x", "TestY::test_x", a whole id, with or without parameters) names
-    one of `tests` (pytest ids: "tests/acceptance/test_a.py::TestY::test_x[1]")."""
-    return any(test == name or test.endswith(f"::{name}") or test.split("::")[-1].split("[")[0] == name
-               for test in tests)
+    return uncovered([c.id for c in acceptance_criteria_of(requirement)], coverage, report)
 
 
 def _qc_round(requirement: Requirement) -> int:

@@ -45,3 +45,13 @@ def test_qc_coverage_keys_must_be_criteria_ids():
     with pytest.raises(ValidationError, match=r"coverage names criteria that do not exist: \['AC-1\.2'\]"):
         QCOutput.model_validate({**answer, "coverage": {"AC-1.1": ["test_a"], "AC-1.2": ["test_a"]}}, context=context)
     assert QCOutput.model_validate({**answer, "coverage": {"AC-1.1": ["test_a"]}}, context=context).coverage
+
+
+def test_qc_may_only_name_tests_its_files_define():
+    context = QCContext(criteria=[AcceptanceCriterion(id="AC-1.1", story="s", criterion="c")], interfaces=[],
+                        modules=[])
+    answer = {"reasoning": "r", "files": [{"path": "tests/acceptance/test_a.py", "content": "def test_a(): pass\n"}]}
+    with pytest.raises(ValidationError, match=r"coverage names tests that no file defines: \['test_b'\]"):
+        QCOutput.model_validate({**answer, "coverage": {"AC-1.1": ["test_b"]}}, context=context)
+    for name in ("test_a", "tests/acceptance/test_a.py::test_a", "test_a[1]"):
+        assert QCOutput.model_validate({**answer, "coverage": {"AC-1.1": [name]}}, context=context)

@@ -20,7 +20,8 @@ def test_escalations_from_stories_and_from_development_never_share_a_round(alice
 
 
 @pytest.mark.parametrize("path", ["tests/acceptance/test_acceptance.py", ".github/workflows/ci.yml", "conftest.py",
-                                  "tests/conftest.py", "sitecustomize.py", "readinglist/usercustomize.py"])
+                                  "tests/conftest.py", "sitecustomize.py", "readinglist/usercustomize.py", "pytest.py",
+                                  "_pytest/main.py", "coverage/__init__.py", "pluggy.py"])
 def test_an_engineer_may_not_write_qc_tests_ci_or_files_python_and_pytest_load_on_their_own(path):
     with pytest.raises(ValidationError, match="belong to QC or DevOps"):
         EngineerOutput(reasoning="x", files=[{"path": path, "content": "x"}])

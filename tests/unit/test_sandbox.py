@@ -124,6 +124,33 @@ def test_a_projects_own_pytest_configuration_cannot_drop_tests(tmp_path, config,
     assert report.tests_run == ["test_calc.py::test_adds", "test_calc.py::test_wrong_sum"]
 
 
+def test_a_project_module_named_pytest_does_not_replace_the_runner(tmp_path):
+    source = _project(tmp_path, """
+        def test_wrong_sum():
+            assert 1 + 1 == 3
+    """)
+    (source / "pytest.py").write_text("raise SystemExit(0)  # 'all passed'\n")
+
+    report, _ = _run(source)
+
+    assert (report.passed, report.failed) == (0, 1), report.output_tail
+
+
+def test_a_src_layout_imports_without_configuration(tmp_path):
+    source = _project(tmp_path, """
+        from calc import add
+
+        def test_adds():
+            assert add(1, 2) == 3
+    """)
+    (source / "src").mkdir()
+    (source / "calc.py").rename(source / "src" / "calc.py")
+
+    report, _ = _run(source)
+
+    assert report.ok and report.passed == 1, report.output_tail
+
+
 def test_a_syntax_error_is_a_failed_report_not_an_exception(tmp_path):
     source = _project(tmp_path, "from calc import add\n\ndef test_adds():\n    assert add(1, 2) == 3\n", module="def add(a, b)\n")
 

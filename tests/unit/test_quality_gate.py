@@ -1,0 +1,37 @@
+"""Which acceptance criteria a QC run leaves uncovered: the gate's judgement, pure."""
+import pytest
+
+from agents.quality import uncovered
+
+CRITERIA = ["AC-1", "AC-2"]
+COVERAGE = {"AC-1": ["test_adds"], "AC-2": ["TestList::test_lists"]}
+RAN = ["tests/test_store.py::test_store", "tests/acceptance/test_a.py::test_adds",
+       "tests/acceptance/test_a.py::TestList::test_lists"]
+
+
+def test_a_criterion_is_covered_when_a_test_named_for_it_ran_from_the_acceptance_tests():
+    assert uncovered(CRITERIA, COVERAGE, {"tests_run": RAN, "failing_tests": []}) == []
+
+
+def test_a_named_test_that_did_not_run_covers_nothing():
+    ran = RAN[:2]  # TestList::test_lists was skipped (or never collected)
+    assert uncovered(CRITERIA, COVERAGE, {"tests_run": ran, "failing_tests": []}) == ["AC-2"]
+    elsewhere = ["tests/test_lists.py::TestList::test_lists", *RAN[:2]]  # the engineer's test of that name
+    assert uncovered(CRITERIA, COVERAGE, {"tests_run": elsewhere, "failing_tests": []}) == ["AC-2"]
+
+
+@pytest.mark.parametrize("report", [
+    {"tests_run": ["tests/test_store.py::test_store"], "failing_tests": ["tests/acceptance/test_a.py"]},
+    {"tests_run": [], "failing_tests": [], "errors": 1},
+    {"failing_tests": []},
+], ids=["an acceptance module failed to import", "nothing ran", "an older report"])
+def test_when_the_run_cannot_say_which_tests_ran_the_names_decide(report):
+    """An ImportError in QC's module is the engineer's failure (failing tests, back to development), not a gap in
+    the criteria for the business analyst."""
+    assert uncovered(CRITERIA, COVERAGE, report) == []
+    assert uncovered(CRITERIA, {"AC-1": ["test_adds"]}, report) == ["AC-2"]
+
+
+def test_qc_may_name_a_test_by_its_file_too():
+    coverage = {"AC-1": ["test_a.py::test_adds"], "AC-2": ["tests/acceptance/test_a.py::TestList::test_lists"]}
+    assert uncovered(CRITERIA, coverage, {"tests_run": RAN, "failing_tests": []}) == []
