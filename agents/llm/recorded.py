@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 from agents.llm.base import (
     LLMConfigError,
     LLMError,
@@ -22,9 +24,11 @@ from agents.llm.base import (
     Usage,
 )
 
-# A recorded error replays as the same class (transient ones are retried, the others fail the step).
-ERRORS: dict[str, type[LLMError]] = {cls.__name__: cls for cls in
-                                     (LLMTransientError, LLMInvalidOutputError, LLMConfigError, LLMError)}
+# A recorded error replays as the same class (transient ones and the time limit are retried, the others fail the
+# step).
+ERRORS: dict[str, type[Exception]] = {cls.__name__: cls for cls in
+                                      (LLMTransientError, LLMInvalidOutputError, LLMConfigError, LLMError,
+                                       SoftTimeLimitExceeded)}
 
 
 class ReplayMissError(LLMError):

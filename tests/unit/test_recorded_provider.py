@@ -53,3 +53,45 @@ def test_a_call_for_another_role_or_tool_than_recorded_is_a_miss():
     with pytest.raises(ReplayMissError, match="asks qc_engineer/submit_plan, but the source run recorded "
                                               "tech_lead/submit_plan"):
         provider.complete(_request(role="qc_engineer"))
+
+
+def test_a_call_the_time_limit_cut_short_is_recorded_and_replays_as_the_same_interruption():
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from agents.llm.recording import RecordingProvider
+
+    class CutShort:
+        name = "anthropic"
+
+        def complete(self, request):
+            raise SoftTimeLimitExceeded()
+
+    records = []
+    with pytest.raises(SoftTimeLimitExceeded):
+        RecordingProvider(CutShort(), records.append).complete(_request())
+    [record] = records
+    assert record.response is None and record.error.startswith("SoftTimeLimitExceeded: the worker's time limit")
+
+    recorded = RecordedCall(role="tech_lead", tool=TOOL.name, model="m", error=record.error)
+    replay = RecordedRunProvider([recorded, _answer(2)], step="tl_plan#1")
+    with pytest.raises(SoftTimeLimitExceeded):  # infrastructure, retried, as in the source run
+        replay.complete(_request())
+    assert replay.complete(_request()).tool_input == {"n": 2}
+
+
+def test_a_sink_that_fails_does_not_swallow_the_time_limit():
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from agents.llm.recording import RecordingProvider
+
+    class CutShort:
+        name = "anthropic"
+
+        def complete(self, request):
+            raise SoftTimeLimitExceeded()
+
+    def broken_sink(record):
+        raise RuntimeError("database gone")
+
+    with pytest.raises(SoftTimeLimitExceeded):
+        RecordingProvider(CutShort(), broken_sink).complete(_request())
