@@ -57,11 +57,12 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
 def uncovered(criteria: list[str], coverage: dict[str, list[str]], report: dict[str, Any]) -> list[str]:
     """The criteria no acceptance test covers in this run: QC named no test for them, or none of the tests it
     named ran from tests/acceptance/ (skipped, or never reached). Judged on QC's names alone when the run cannot
-    say which ran: no test ran (it died, or nothing was collected), an acceptance module failed to import (the
-    engineer's code lacks what it imports: a failure for the engineer, reported as such), or the report predates
-    the list of tests run (a replay of an older run)."""
+    say which ran: no test ran (it died, or nothing was collected), a test module failed to import (pytest then
+    stops before running anything; an acceptance module that cannot import what the engineer's code should
+    offer is the engineer's failure, reported as such), or the report predates the list of tests run (a replay
+    of an older run)."""
     ran = report.get("tests_run")
-    broken = [f for f in report.get("failing_tests", []) if f.startswith(ACCEPTANCE_DIR) and "::" not in f]
+    broken = [f for f in report.get("failing_tests", []) if "::" not in f]  # a module's collection error
     acceptance = None if not ran or broken else [test for test in ran if test.startswith(ACCEPTANCE_DIR)]
 
     def covered(criterion: str) -> bool:
@@ -74,5 +75,12 @@ def uncovered(criteria: list[str], coverage: dict[str, list[str]], report: dict[
 def _is_test(name: str, tests: list[str]) -> bool:
     """Whether `name` (as QC wrote it: "test_x", "TestY::test_x", "test_a.py::test_x", a whole id, with or without
     parameters) names one of `tests` (pytest ids: "tests/acceptance/test_a.py::TestY::test_x[1]")."""
-    return any(test == name or test.endswith((f"::{name}", f"/{name}")) or test.split("::")[-1].split("[")[0] == name
+    bare = name.split("[")[0]
+    return any(test == name or test.endswith((f"::{name}", f"/{name}"))
+               or _unparametrized(test) == bare or _unparametrized(test).endswith((f"::{bare}", f"/{bare}"))
                for test in tests)
+
+
+def _unparametrized(test: str) -> str:
+    """"tests/acceptance/a.py::TestY::test_x[1-2]" → "tests/acceptance/a.py::TestY::test_x"."""
+    return test.split("[", 1)[0]

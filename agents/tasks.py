@@ -19,6 +19,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from agents.llm.base import LLMError
+from agents.llm.deadline import deadline_in
 from agents.llm.factory import llm_from_settings, provider_from_settings
 from agents.llm.recording import RecordingProvider
 from agents.llm.redact import redact
@@ -152,7 +153,8 @@ def _run_one(task, lease: steps.Lease, *, worker: str, inline: bool, delivered: 
         return None
     spec = STEPS[lease.kind]
     try:
-        output = spec.execute(lease, allowance.constraints)
+        with deadline_in(settings.STEP_TIMEOUTS.soft_time_limit):  # a model call times out before the soft limit
+            output = spec.execute(lease, allowance.constraints)
     except Exception as exc:  # the failure classifier decides: retry with backoff (infrastructure), else a human
         if not isinstance(exc, (LLMError, SoftTimeLimitExceeded)):
             log.exception("step %s crashed", lease.step_id)

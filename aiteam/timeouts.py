@@ -45,13 +45,6 @@ class StepTimeouts:
         return self.soft_time_limit + self.inline_window
 
     @property
-    def llm_attempt_ceiling(self) -> float:
-        """The longest one attempt of a model call may last with the step still inside its soft limit when every
-        attempt of every repair times out: a call with a large output limit gets a longer timeout up to this."""
-        per_call = self.soft_time_limit / (STRUCTURED_REPAIRS + 1)
-        return (per_call - self.llm_max_retries * SDK_MAX_BACKOFF_S) / (self.llm_max_retries + 1)
-
-    @property
     def llm_worst_case(self) -> float:
         per_call = self.llm_timeout * (self.llm_max_retries + 1) + self.llm_max_retries * SDK_MAX_BACKOFF_S
         return per_call * (STRUCTURED_REPAIRS + 1)

@@ -27,14 +27,17 @@ from agents.llm.base import (
     ToolSpec,
     Usage,
 )
+from agents.llm.deadline import seconds_left
 from agents.llm.redact import MASK, redact
 
 log = logging.getLogger(__name__)
 
 # The configured timeout is for an answer of up to this many tokens; a larger output limit gets a timeout as
-# much longer (16,000 tokens: 3.9 × AITEAM_LLM_TIMEOUT_S), up to `max_timeout` (what the step's soft limit
-# leaves one attempt: aiteam.timeouts.StepTimeouts.llm_attempt_ceiling).
+# much longer (16,000 tokens: 3.9 × AITEAM_LLM_TIMEOUT_S), but never past the running step's deadline
+# (agents.llm.deadline), less a margin for recording the call.
 TIMEOUT_COVERS_TOKENS = 4096
+DEADLINE_MARGIN_S = 5.0
+MIN_TIMEOUT_S = 1.0
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: set it to call the Anthropic API, "
     "or leave it unset (AITEAM_LLM_PROVIDER=replay) to replay recorded responses."
@@ -44,14 +47,12 @@ MISSING_KEY = (
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, *, api_key: str, timeout: float, max_retries: int, base_url: str | None = None,
-                 max_timeout: float | None = None) -> None:
+    def __init__(self, *, api_key: str, timeout: float, max_retries: int, base_url: str | None = None) -> None:
         if not api_key.strip():
             raise LLMConfigError(MISSING_KEY)
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._max_timeout = max(timeout, max_timeout) if max_timeout is not None else None
         # base_url=None lets the SDK read ANTHROPIC_BASE_URL (proxies, the tests' fake server).
         self._client = anthropic.Anthropic(api_key=api_key, timeout=timeout, max_retries=max_retries, base_url=base_url,
                                            http_client=_Interruptible(timeout=timeout))
@@ -59,7 +60,9 @@ class AnthropicProvider:
     def complete(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
         timeout = self._timeout * max(1.0, request.max_tokens / TIMEOUT_COVERS_TOKENS)
-        timeout = min(timeout, self._max_timeout) if self._max_timeout is not None else timeout
+        left = seconds_left()
+        if left is not None:
+            timeout = max(min(timeout, left - DEADLINE_MARGIN_S), MIN_TIMEOUT_S)
         try:
             message = self._client.messages.create(**_create_params(request), timeout=timeout)
         except _Interrupted as stop:

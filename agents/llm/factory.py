@@ -15,7 +15,7 @@ def provider_from_settings() -> Provider:
 
         timeouts = settings.STEP_TIMEOUTS
         return AnthropicProvider(api_key=settings.ANTHROPIC_API_KEY, timeout=timeouts.llm_timeout,
-                                 max_retries=timeouts.llm_max_retries, max_timeout=timeouts.llm_attempt_ceiling)
+                                 max_retries=timeouts.llm_max_retries)
     if name == "replay":
         return ReplayProvider.from_file(settings.AITEAM_REPLAY_CASSETTE, latency_ms=settings.AITEAM_REPLAY_LATENCY_MS)
     raise LLMConfigError(f"AITEAM_LLM_PROVIDER={name!r}: use 'anthropic' (with ANTHROPIC_API_KEY) or 'replay'")

@@ -60,16 +60,19 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
 def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
     """pytest (under coverage) with no configuration but this: a project's pytest.ini, tox.ini, setup.cfg or
     pyproject.toml cannot drop tests (--ignore, -k, testpaths) or load plugins (addopts = -p …), nor its
-    coverage settings omit code. The project's code is importable from its root and from src/ (flat and src
-    layouts, without the configuration a src layout would otherwise need); -P keeps the project directory off
-    sys.path until pytest is running, so a project module cannot stand in for pytest itself."""
+    coverage settings omit code. The project's code is importable from its root, and from src/ when that is a
+    src layout (no src/__init__.py: a package named src stays a package, and its modules do not shadow the
+    standard library's); -P keeps the project directory off sys.path until pytest is running, so a project
+    module cannot stand in for pytest itself. Called once the scratch copy is populated."""
     runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", "-m", "pytest"] if coverage else [
         "-m", "pytest"]
     # --confcutdir: with -c, pytest looks for conftest.py files up to the config file's directory (/dev), and
     # the scratch dir's parent is not listable by the sandbox uid; pythonpath: absolute, since relative paths
     # would be read from that directory too
+    src = scratch / "src"
+    importable = [scratch, src] if src.is_dir() and not (src / "__init__.py").exists() else [scratch]
     return [sys.executable, "-P", *runner, "-c", os.devnull, f"--rootdir={scratch}", f"--confcutdir={scratch}",
-            "-o", f"pythonpath={scratch} {scratch / 'src'}", "-q", "-p", "no:cacheprovider",
+            "-o", f"pythonpath={' '.join(map(str, importable))}", "-q", "-p", "no:cacheprovider",
             f"--junitxml={scratch / REPORT_NAME}"]
 
 

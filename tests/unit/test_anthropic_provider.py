@@ -316,26 +316,21 @@ def test_a_larger_output_limit_gets_a_proportionally_longer_timeout(
     assert server.requests[1].body["max_tokens"] == 4096 * 4
 
 
-def test_the_longer_timeout_stops_at_what_the_step_leaves_one_attempt(
-    server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch
+def test_a_call_times_out_before_the_steps_deadline_whatever_its_output_limit(
+    server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-    provider = AnthropicProvider(api_key=CANARY, timeout=0.5, max_retries=0, max_timeout=0.8)
-    server.enqueue_delay(1.5, then={"title": "late"})
+    from agents.llm import anthropic_provider
+    from agents.llm.deadline import deadline_in
+
+    monkeypatch.setattr(anthropic_provider, "DEADLINE_MARGIN_S", 0.2)
+    provider = make_provider(timeout=5.0, max_retries=0)
+    server.enqueue_delay(3.0, then={"title": "late"})
     big = LLMRequest(role="analyst", model=MODEL, system="s", messages=[{"role": "user", "content": "x"}], tool=TOOL,
-                     max_tokens=4096 * 4)  # 2 s unbounded; 0.8 s here
-    with pytest.raises(LLMTransientError, match="timed out"):
-        provider.complete(big)
-
-
-def test_the_step_budget_leaves_each_attempt_at_least_the_configured_timeout():
-    from aiteam.timeouts import StepTimeouts
-
-    defaults = StepTimeouts(llm_timeout=60, llm_max_retries=2, soft_time_limit=600, hard_time_limit=665, lease=725,
-                            visibility_timeout=3600, inline_window=5)
-    assert not defaults.problems() and defaults.llm_attempt_ceiling >= 60
-    longer = StepTimeouts(60, 2, 2400, 2465, 2525, 5050, 5)
-    assert longer.llm_attempt_ceiling == pytest.approx((800 - 16) / 3)  # room for a 16,000-token answer's 234 s
+                     max_tokens=4096 * 4)  # 20 s without a deadline
+    started = time.monotonic()
+    with deadline_in(1.2), pytest.raises(LLMTransientError, match="timed out"):
+        provider.complete(big)  # 1.2 s left, less the margin: 1 s
+    assert time.monotonic() - started < 2
 
 
 def test_a_celery_soft_time_limit_stops_the_call_instead_of_being_retried(

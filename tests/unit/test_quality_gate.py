@@ -22,9 +22,11 @@ def test_a_named_test_that_did_not_run_covers_nothing():
 
 @pytest.mark.parametrize("report", [
     {"tests_run": ["tests/test_store.py::test_store"], "failing_tests": ["tests/acceptance/test_a.py"]},
+    {"tests_run": ["tests/test_store.py"], "failing_tests": ["tests/test_store.py"], "errors": 1},
     {"tests_run": [], "failing_tests": [], "errors": 1},
     {"failing_tests": []},
-], ids=["an acceptance module failed to import", "nothing ran", "an older report"])
+], ids=["an acceptance module failed to import", "an engineer's module failed to import (pytest stopped)",
+        "nothing ran", "an older report"])
 def test_when_the_run_cannot_say_which_tests_ran_the_names_decide(report):
     """An ImportError in QC's module is the engineer's failure (failing tests, back to development), not a gap in
     the criteria for the business analyst."""
@@ -35,3 +37,11 @@ def test_when_the_run_cannot_say_which_tests_ran_the_names_decide(report):
 def test_qc_may_name_a_test_by_its_file_too():
     coverage = {"AC-1": ["test_a.py::test_adds"], "AC-2": ["tests/acceptance/test_a.py::TestList::test_lists"]}
     assert uncovered(CRITERIA, coverage, {"tests_run": RAN, "failing_tests": []}) == []
+
+
+def test_parametrized_tests_cover_by_their_name_however_qc_writes_it():
+    ran = ["tests/acceptance/test_a.py::test_adds[1-2]", "tests/acceptance/test_a.py::TestList::test_lists[empty]"]
+    for coverage in ({"AC-1": ["test_adds"], "AC-2": ["TestList::test_lists"]},
+                     {"AC-1": ["test_a.py::test_adds"], "AC-2": ["test_lists[empty]"]},
+                     {"AC-1": ["test_adds[1-2]"], "AC-2": ["tests/acceptance/test_a.py::TestList::test_lists"]}):
+        assert uncovered(CRITERIA, coverage, {"tests_run": ran, "failing_tests": []}) == [], coverage

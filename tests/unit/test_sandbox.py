@@ -151,6 +151,25 @@ def test_a_src_layout_imports_without_configuration(tmp_path):
     assert report.ok and report.passed == 1, report.output_tail
 
 
+def test_a_package_named_src_stays_a_package_and_shadows_nothing(tmp_path):
+    source = _project(tmp_path, """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from src.queue import size
+
+        def test_size():
+            with ThreadPoolExecutor(1) as pool:  # imports the standard library's queue
+                assert pool.submit(size).result() == 0
+    """)
+    (source / "src").mkdir()
+    (source / "src" / "__init__.py").write_text("")
+    (source / "src" / "queue.py").write_text("def size():\n    return 0\n")
+
+    report, _ = _run(source)
+
+    assert report.ok and report.passed == 1, report.output_tail
+
+
 def test_a_syntax_error_is_a_failed_report_not_an_exception(tmp_path):
     source = _project(tmp_path, "from calc import add\n\ndef test_adds():\n    assert add(1, 2) == 3\n", module="def add(a, b)\n")
 

@@ -1,0 +1,28 @@
+"""The running step's deadline, for its model calls: a call's timeout never runs past the step's soft limit.
+
+The step runner sets it (agents.tasks); outside a step (tests, the shell) there is none and calls keep their
+own timeout. A call that would outlast the deadline times out first, cleanly (a transient error, retried
+with the step), instead of being cut by the worker's soft time limit in the middle of a read.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_deadline: ContextVar[float | None] = ContextVar("llm_deadline", default=None)
+
+
+@contextmanager
+def deadline_in(seconds: float) -> Iterator[None]:
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def seconds_left() -> float | None:
+    deadline = _deadline.get()
+    return None if deadline is None else deadline - time.monotonic()
