@@ -243,6 +243,10 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "aiteam <aiteam@localhost>")
 # incoming webhook (this URL, or a project's settings["notifications"]["webhook_url"]). The URL is a secret.
 AITEAM_NOTIFY_CHANNELS = [c for c in env_str("AITEAM_NOTIFY_CHANNELS", "email,webhook").split(",") if c]
 AITEAM_NOTIFY_WEBHOOK_URL = env_str("AITEAM_NOTIFY_WEBHOOK_URL")
-AITEAM_NOTIFY_TIMEOUT_S = env_float("AITEAM_NOTIFY_TIMEOUT_S", 5.0)
+# The operator's URL above may point anywhere; a project's URL (tenant input) must resolve to public addresses
+# unless this is set (a single-tenant install whose organization admins are its operators).
+AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS = env_bool("AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS", False)
+AITEAM_NOTIFY_TIMEOUT_S = env_float("AITEAM_NOTIFY_TIMEOUT_S", 5.0)  # a webhook send's total deadline
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 10.0)  # SMTP socket timeout: a send must end well inside its claim
 AITEAM_NOTIFY_MAX_ATTEMPTS = env_int("AITEAM_NOTIFY_MAX_ATTEMPTS", 6)
 AITEAM_NOTIFY_BACKOFF_S = env_float("AITEAM_NOTIFY_BACKOFF_S", 30.0)  # doubles per attempt, at most an hour

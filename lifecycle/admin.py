@@ -36,6 +36,7 @@ from lifecycle.models import (
     StoryEdit,
     UserStory,
 )
+from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.replay_admin import ReplayAdminMixin
 from lifecycle.services.artifacts import content_json, latest
@@ -289,8 +290,9 @@ def _notification_problems(notifications) -> list[str]:
     if not isinstance(notifications, dict):
         return ['notifications must be a JSON object, e.g. {"webhook_url": "https://…"}']
     url = notifications.get("webhook_url", "")
-    if url and not str(url).startswith(("https://", "http://")):
-        return ["notifications.webhook_url must be an http(s) URL"]
+    problem = (url_problem(url) if isinstance(url, str) else "must be a string") if url else ""
+    if problem:  # the URL is a secret, so it is not repeated; its address is checked when sending (webhook.py)
+        return [f"notifications.webhook_url {problem} (an https:// or http:// URL with a host)"]
     return []
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from lifecycle.models import Notification, ReviewTask
 from lifecycle.notifications import messages
 from lifecycle.notifications.channels import CHANNELS, ChannelError
+from lifecycle.notifications.errors import ChannelRefused
 from lifecycle.notifications.webhook import webhook_url
 
 log = logging.getLogger(__name__)
@@ -61,34 +61,64 @@ def enqueue(ids: list[int]) -> None:
 
 
 def notification_deliver(notification_id: int, *, now: datetime | None = None) -> float | None:
-    """Send one due notification; returns seconds until its retry when it failed and may be retried."""
+    """Send one due notification; returns seconds until its retry when it failed and may be retried.
+
+    The claim is a compare-and-set on `attempts`, which also makes it the claim's token: a delivery
+    that outlasted its lease (and was claimed again by another worker) records nothing, so it can
+    never overwrite the newer claim's outcome. Each channel's send is bounded well inside the lease.
+    """
     now = now or timezone.now()
-    lease = timedelta(seconds=settings.AITEAM_NOTIFY_TIMEOUT_S * 2 + 30)
-    claimed = Notification.objects.filter(pk=notification_id, state=State.PENDING, next_attempt_at__lte=now).update(
-        attempts=F("attempts") + 1, next_attempt_at=now + lease)
-    if claimed != 1:
+    note = (Notification.objects.select_related("requirement__project")
+            .filter(pk=notification_id, state=State.PENDING, next_attempt_at__lte=now).first())
+    if note is None or not _claim(note, now):
         return None  # sent, given up, not due yet, or another delivery is sending it
-    note = Notification.objects.select_related("requirement__project").get(pk=notification_id)
     try:
         CHANNELS[note.channel](note)
-    except (ChannelError, KeyError) as exc:
+    except ChannelError as exc:
+        return _failed(note, f"{type(exc).__name__}: {exc}", now, permanent=isinstance(exc, ChannelRefused))
+    except Exception as exc:  # a channel's bug or an unknown channel: recorded and retried, never left pending
+        log.exception("notification %s: %s channel raised", note.pk, note.channel)
         return _failed(note, f"{type(exc).__name__}: {exc}", now)
-    Notification.objects.filter(pk=note.pk).update(state=State.SENT, sent_at=timezone.now(), last_error="")
+    _record(note, state=State.SENT, sent_at=timezone.now(), last_error="")
     return None
+
+
+def claim_lease() -> timedelta:
+    """How long a claim holds: well beyond the longest send (the webhook's deadline, the SMTP timeout)."""
+    longest = max(settings.AITEAM_NOTIFY_TIMEOUT_S, settings.EMAIL_TIMEOUT or 0)
+    return timedelta(seconds=longest * 2 + 30)
+
+
+def _claim(note: Notification, now: datetime) -> bool:
+    token = note.attempts + 1
+    claimed = Notification.objects.filter(pk=note.pk, state=State.PENDING, attempts=note.attempts,
+                                          next_attempt_at__lte=now).update(attempts=token,
+                                                                           next_attempt_at=now + claim_lease())
+    note.attempts = token
+    return claimed == 1
+
+
+def _record(note: Notification, **fields: Any) -> bool:
+    """Record this claim's outcome unless a later claim took the row over (then that claim's outcome stands)."""
+    if Notification.objects.filter(pk=note.pk, state=State.PENDING, attempts=note.attempts).update(**fields) == 1:
+        return True
+    log.warning("notification %s: attempt %d outlasted its claim; a later delivery owns the row", note.pk, note.attempts)
+    return False
 
 
 def backoff_seconds(attempts: int) -> float:
     return min(settings.AITEAM_NOTIFY_BACKOFF_S * 2 ** max(attempts - 1, 0), 3600.0)
 
 
-def _failed(note: Notification, error: str, now: datetime) -> float | None:
-    if note.attempts >= settings.AITEAM_NOTIFY_MAX_ATTEMPTS:
-        log.warning("notification %s failed %d times, giving up: %s", note.pk, note.attempts, error)
-        Notification.objects.filter(pk=note.pk).update(state=State.FAILED, last_error=error[:2000])
+def _failed(note: Notification, error: str, now: datetime, *, permanent: bool = False) -> float | None:
+    if permanent or note.attempts >= settings.AITEAM_NOTIFY_MAX_ATTEMPTS:
+        log.warning("notification %s failed (attempt %d), giving up: %s", note.pk, note.attempts, error)
+        _record(note, state=State.FAILED, last_error=error[:2000])
         return None
     delay = backoff_seconds(note.attempts)
     log.info("notification %s failed (attempt %d), retrying in %.0fs: %s", note.pk, note.attempts, delay, error)
-    Notification.objects.filter(pk=note.pk).update(last_error=error[:2000], next_attempt_at=now + timedelta(seconds=delay))
+    if not _record(note, last_error=error[:2000], next_attempt_at=now + timedelta(seconds=delay)):
+        return None  # the row is no longer ours to retry
     return delay
 
 

@@ -74,7 +74,7 @@ def _assigned(event: OutboxEvent, task: ReviewTask) -> None:
 
 
 def _decided_by_policy(event: OutboxEvent, task: ReviewTask) -> None:
-    users = [*recipients.managers(task), *([task.assignee] if task.assignee_id else [])]
+    users = [*recipients.managers(task), *recipients.holders(task)]
     notify(event_key=_key(event), kind="review_task_decided_by_policy", task=task, users=users)
 
 

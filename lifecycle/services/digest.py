@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -55,7 +55,7 @@ def digests_refresh_all() -> int:
             with transaction.atomic():
                 digest_refresh(requirement)
             refreshed += 1
-        except DatabaseError:  # one requirement's problem must not cost the others their digest
+        except Exception:  # one requirement's problem (of any kind) must not cost the others their digest
             log.exception("status digest of %s failed", requirement.pk)
     return refreshed
 

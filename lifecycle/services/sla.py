@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
@@ -77,10 +78,17 @@ def review_sweep_one(*, task_id: Any, now: datetime) -> str | None:
 
 
 def task_policy(task: ReviewTask) -> ReviewPolicy:
-    """The policy stated when the task opened; tasks from before policies existed get today's."""
+    """The policy stated when the task opened; tasks from before policies existed get today's.
+
+    A stated policy that no longer validates (stored before today's bounds) gives way to today's
+    policy for the task's kind and project, logged: the task is swept, never failed forever.
+    """
     if task.policy:
-        return ReviewPolicy.model_validate(task.policy)
-    return policy_for(task.kind)
+        try:
+            return ReviewPolicy.model_validate(task.policy)
+        except ValidationError as exc:
+            log.error("the policy stated on %s is no longer valid, using the project's current one: %s", task, exc)
+    return policy_for(task.kind, task.requirement.project.settings)
 
 
 def _next_action(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lifecycle.states import Decision, ReviewKind
 
@@ -24,18 +24,30 @@ Action = Literal["remind", "reassign", "escalate", "auto_decide"]
 ANY_KIND = "*"
 
 
+MAX_HOURS = 24 * 365  # a year: beyond it a deadline is no promise, and far beyond it datetime overflows
+HOUR_FIELDS = ("sla_hours", "remind_every_hours", "decide_after_hours")
+Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # and at most MAX_HOURS (_at_most_a_year)
+
+
 class ReviewPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    sla_hours: float = Field(default=24, gt=0, description="the task is overdue this long after it opened")
+    sla_hours: Hours = Field(default=24, description="the task is overdue this long after it opened")
     action: Action = "remind"
     group: str = Field(default="", description="reassign: the Django group that takes the task over")
     manager: str = Field(default="", description="escalate: the manager's username; blank = the organization's admins")
-    remind_every_hours: float = Field(default=4, gt=0, description="after the first action, remind this often")
-    decide_after_hours: float = Field(
-        default=72, gt=0, description="the limit: the default decision applies then (auto_decide: at the SLA)")
+    remind_every_hours: Hours = Field(default=4, description="after the first action, remind this often")
+    decide_after_hours: Hours = Field(
+        default=72, description="the limit: the default decision applies then (auto_decide: at the SLA)")
     default_decision: Literal["approve", "reject", "request_changes"] = "reject"
     default_reason: str = Field(default="", max_length=1000)
+
+    @field_validator(*HOUR_FIELDS)
+    @classmethod
+    def _at_most_a_year(cls, hours: float) -> float:
+        if hours > MAX_HOURS:
+            raise ValueError(f"must be at most {MAX_HOURS} hours (a year), got {hours:g}")
+        return hours
 
     @model_validator(mode="after")
     def _consistent(self) -> ReviewPolicy:
@@ -106,5 +118,6 @@ def _decision_problems(kind: str, policy: ReviewPolicy) -> list[str]:
 
 def _short(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors())
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg'].removeprefix('Value error, ')}"
+                         for e in exc.errors())
     return str(exc)

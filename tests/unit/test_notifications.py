@@ -2,19 +2,26 @@
 sent once per event, retried with backoff when a channel fails, never in the pipeline's way."""
 import json
 import threading
+import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.utils import timezone
 
-from lifecycle.models import Notification, OutboxEvent
-from lifecycle.notifications import delivery
+from lifecycle.admin import ProjectForm
+from lifecycle.models import Notification, OutboxEvent, ReviewTask
+from lifecycle.notifications import delivery, recipients, webhook
+from lifecycle.notifications.channels import CHANNELS
 from lifecycle.services import outbox
+from lifecycle.services.sla import review_sweep
 from lifecycle.tasks import deliver_notification
+from tests.factories import MembershipFactory
+from tests.fakes.webhook_server import WebhookServer
 from tests.flows import pending, submit
-from tests.review_tasks import open_review
+from tests.review_tasks import age, open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,6 +84,7 @@ def test_a_blocked_requirement_is_announced_as_such(acme_project, rita_with_mail
 def test_a_project_webhook_overrides_the_default_and_model_output_cannot_ping_the_channel(acme_project, rita, hook,
                                                                                            settings):
     settings.AITEAM_NOTIFY_WEBHOOK_URL = ""
+    settings.AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS = True  # the fake endpoint listens on loopback
     acme_project.settings = {"notifications": {"webhook_url": hook.url}}
     acme_project.save()
     open_review(acme_project, title="<!channel> <http://evil|click> & more")
@@ -159,3 +167,170 @@ def test_users_without_an_address_and_disabled_channels_get_nothing(acme_project
     settings.AITEAM_NOTIFY_CHANNELS = ["email"]
     open_review(acme_project)
     assert mail.outbox == [] and not Notification.objects.exists()
+
+
+# --- A project's webhook URL is tenant input: public addresses only, no redirects, a total deadline.
+
+def webhook_rows():
+    return list(Notification.objects.filter(channel="webhook").values_list("state", "attempts", "last_error"))
+
+
+def test_a_project_webhook_on_an_internal_address_is_refused_for_good(acme_project, rita, settings):
+    settings.AITEAM_NOTIFY_WEBHOOK_URL = ""
+    with WebhookServer() as internal:
+        acme_project.settings = {"notifications": {"webhook_url": f"{internal.url}/services/T0/B0/secret-token"}}
+        acme_project.save()
+        open_review(acme_project)
+    assert internal.requests == []
+    [(state, attempts, error)] = webhook_rows()
+    assert (state, attempts) == ("failed", 1)  # permanent: no retry, no backoff
+    assert error == ("ChannelRefused: the project's webhook host resolves to a loopback address; "
+                     "only public addresses are allowed")
+    assert "secret-token" not in error and str(internal.port) not in error
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
+                                     "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1", "::1", "fe80::1", "fc00::1",
+                                     "::ffff:127.0.0.1", "::ffff:169.254.169.254"])
+def test_internal_addresses_are_not_public(address):
+    assert webhook.non_public(address)
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:4700:4700::1111"])
+def test_public_addresses_are(address):
+    assert webhook.non_public(address) == ""
+
+
+def test_the_operators_own_webhook_may_point_at_an_internal_address(acme_project, rita, settings):
+    with WebhookServer() as internal:
+        settings.AITEAM_NOTIFY_WEBHOOK_URL = f"{internal.url}/hook"
+        open_review(acme_project)
+    assert [r["path"] for r in internal.requests] == ["/hook"] and webhook_rows() == [("sent", 1, "")]
+
+
+def test_the_post_goes_to_the_checked_address_and_names_the_urls_host(acme_project, rita, settings):
+    settings.AITEAM_NOTIFY_WEBHOOK_URL = ""
+    settings.AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS = True
+    with WebhookServer() as endpoint:
+        acme_project.settings = {"notifications": {"webhook_url": f"http://localhost:{endpoint.port}/in?x=1"}}
+        acme_project.save()
+        open_review(acme_project)
+    [request] = endpoint.requests
+    assert (request["host"], request["path"]) == (f"localhost:{endpoint.port}", "/in?x=1")
+    assert json.loads(request["body"])["text"].startswith("*New review task")
+
+
+def test_a_redirect_is_not_followed_and_fails_for_good(acme_project, rita, settings):
+    with WebhookServer() as inside, WebhookServer(status=302, headers={"Location": f"{inside.url}/admin"}) as hop:
+        settings.AITEAM_NOTIFY_WEBHOOK_URL = f"{hop.url}/hook"
+        open_review(acme_project)
+    assert len(hop.requests) == 1 and inside.requests == []
+    assert webhook_rows() == [("failed", 1, "ChannelRefused: webhook answered HTTP 302; redirects are not followed, "
+                                            "configure the final URL")]
+
+
+@pytest.mark.parametrize("url,problem", [
+    ("ftp://hooks.example.com/x", "must start with https:// or http://"),
+    ("https:///services/x", "has no host"),
+    ("hooks.example.com/x", "must start with https:// or http://"),
+    ("https://hooks.example.com:99999/x", "is malformed"),
+    ("https://hooks.example.com/a b", "contains spaces or control characters"),
+])
+def test_the_project_form_refuses_a_webhook_url_without_scheme_or_host(acme_project, url, problem):
+    form = ProjectForm(instance=acme_project, data={"name": acme_project.name, "slug": acme_project.slug,
+                                                   "repo_url": acme_project.repo_url,
+                                                   "settings": json.dumps({"notifications": {"webhook_url": url}})})
+    assert form.errors["settings"] == [f"notifications.webhook_url {problem} (an https:// or http:// URL with a host)"]
+
+
+def test_the_project_form_takes_an_https_url_with_a_host(acme_project):
+    form = ProjectForm(instance=acme_project, data={
+        "name": acme_project.name, "slug": acme_project.slug, "repo_url": acme_project.repo_url,
+        "settings": json.dumps({"notifications": {"webhook_url": "https://hooks.slack.com/services/T/B/x"}})})
+    assert form.is_valid(), form.errors
+
+
+# --- Whatever goes wrong in a channel ends on the failure path: retried, then given up.
+
+def test_a_garbled_webhook_answer_is_retried_then_given_up(acme_project, rita, settings):
+    settings.AITEAM_NOTIFY_MAX_ATTEMPTS = 2
+    with WebhookServer(raw=b"NOT HTTP AT ALL\r\n\r\n") as garbled:
+        settings.AITEAM_NOTIFY_WEBHOOK_URL = f"{garbled.url}/hook"
+        open_review(acme_project)
+        error = "ChannelError: webhook gave a malformed answer (BadStatusLine)"
+        assert webhook_rows() == [("pending", 1, error)]
+        note = Notification.objects.get(channel="webhook")
+        assert delivery.notification_deliver(note.pk, now=note.next_attempt_at) is None
+    assert webhook_rows() == [("failed", 2, error)]
+
+
+def test_an_unexpected_error_in_a_channel_is_recorded_and_counts_towards_giving_up(acme_project, rita, hook, settings,
+                                                                                 monkeypatch):
+    settings.AITEAM_NOTIFY_MAX_ATTEMPTS = 2
+
+    def broken(note):
+        raise RuntimeError("the channel has a bug")
+
+    monkeypatch.setitem(CHANNELS, "webhook", broken)
+    open_review(acme_project)
+    assert webhook_rows() == [("pending", 1, "RuntimeError: the channel has a bug")]
+    note = Notification.objects.get(channel="webhook")
+    delivery.notification_deliver(note.pk, now=note.next_attempt_at)
+    assert webhook_rows() == [("failed", 2, "RuntimeError: the channel has a bug")]
+
+
+# --- A delivery that outlasts its claim: the newer claim's outcome stands, and sends are bounded in time.
+
+def test_a_delivery_that_outlasted_its_claim_cannot_overwrite_the_newer_one(acme_project, rita, hook, settings,
+                                                                            monkeypatch):
+    settings.AITEAM_NOTIFY_MAX_ATTEMPTS = 2
+    open_review(acme_project)  # delivered on commit; made due again below, for two workers
+    started = timezone.now()
+    Notification.objects.update(state="pending", attempts=0, next_attempt_at=started, last_error="")
+    hook.statuses = [200, 500]  # the second worker delivers; the first, slow one fails afterwards
+    real_send = CHANNELS["webhook"]
+
+    def slow_first_worker(note):
+        CHANNELS["webhook"] = real_send  # meanwhile its lease ran out and a second worker took the row
+        assert delivery.notification_deliver(note.pk, now=started + delivery.claim_lease() + timedelta(seconds=1)) is None
+        real_send(note)
+
+    monkeypatch.setitem(CHANNELS, "webhook", slow_first_worker)
+    assert delivery.notification_deliver(Notification.objects.get().pk, now=started) is None
+    assert webhook_rows() == [("sent", 2, "")] and len(hook.bodies) == 3
+
+
+def test_a_webhook_that_drips_its_answer_is_cut_off_at_the_total_deadline(acme_project, rita, settings):
+    settings.AITEAM_NOTIFY_TIMEOUT_S = 0.5
+    with WebhookServer(drip_s=0.15) as dripping:  # each byte well within a socket timeout, the whole over 5 s
+        settings.AITEAM_NOTIFY_WEBHOOK_URL = f"{dripping.url}/hook"
+        started = time.monotonic()
+        open_review(acme_project)
+        took = time.monotonic() - started
+    assert webhook_rows() == [("pending", 1, "ChannelError: webhook did not answer within 0.5s")]
+    assert took < 2.5
+
+
+def test_the_claim_outlasts_every_channels_time_limit(settings):
+    assert settings.EMAIL_TIMEOUT == 10.0
+    assert delivery.claim_lease() > timedelta(seconds=2 * max(settings.EMAIL_TIMEOUT, settings.AITEAM_NOTIFY_TIMEOUT_S))
+
+
+# --- Only current, active members of the organization hear of its tasks.
+
+@pytest.mark.parametrize("how", ["left the organization", "was deactivated"])
+def test_a_former_member_holding_a_task_hears_nothing_and_the_reviewers_do(acme_project, rita_with_mail, how):
+    fred = MembershipFactory(organization=acme_project.organization, role="reviewer",
+                             user__username="fred", user__email="fred@acme.test").user
+    task = open_review(acme_project)
+    ReviewTask.objects.filter(pk=task.pk).update(assignee=fred)
+    if how == "left the organization":
+        fred.memberships.all().delete()
+    else:
+        get_user_model().objects.filter(pk=fred.pk).update(is_active=False)
+    mail.outbox.clear()
+    task = age(task, hours=25)
+    assert review_sweep() == {"remind": 1}
+    assert [m.to for m in mail.outbox] == [["rita@acme.test"]]
+    task.refresh_from_db()
+    assert recipients.holders(task) == [] and recipients.reviewers(task) == [rita_with_mail]

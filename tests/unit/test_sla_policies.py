@@ -61,9 +61,25 @@ def test_a_broken_project_override_falls_back_to_the_defaults_and_says_so(caplog
     ({"*": {"sla_hours": 0}}, "sla_hours: Input should be greater than 0"),
     ({"*": {"slahours": 3}}, "slahours: Extra inputs are not permitted"),
     (["not", "a", "mapping"], "must be a mapping"),
+    ({"*": {"sla_hours": 1e9, "decide_after_hours": 1e9}}, "sla_hours: must be at most 8760 hours (a year), got 1e+09"),
+    ({"*": {"remind_every_hours": 1e9}}, "remind_every_hours: must be at most 8760 hours (a year), got 1e+09"),
+    ({"*": {"decide_after_hours": float("inf")}}, "decide_after_hours: Input should be a finite number"),
+    ({"*": {"remind_every_hours": float("nan")}}, "remind_every_hours: Input should be a finite number"),
 ])
 def test_invalid_policies_are_named(overrides, problem):
     assert any(problem in p for p in policy_problems(overrides)), policy_problems(overrides)
+
+
+def test_a_year_is_the_longest_policy_hours_allowed():
+    assert ReviewPolicy(sla_hours=24 * 365, decide_after_hours=24 * 365, remind_every_hours=24 * 365).sla_hours == 8760
+
+
+def test_a_huge_project_sla_falls_back_to_the_defaults_instead_of_breaking_every_gate(acme_project, rita, caplog):
+    acme_project.settings = {"review_policies": {"*": {"sla_hours": 1e9, "decide_after_hours": 1e9}}}
+    acme_project.save()
+    task = open_review(acme_project)
+    assert close_to(task.sla_deadline, timezone.now() + timedelta(hours=24)) and task.policy["sla_hours"] == 24
+    assert "invalid, using the defaults" in caplog.text
 
 
 def test_the_settings_are_checked_at_startup(settings):

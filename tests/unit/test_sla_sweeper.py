@@ -169,3 +169,14 @@ def test_resolved_tasks_are_never_swept(acme_project, rita):
     task = age(open_review(acme_project), hours=200)
     ReviewTask.objects.filter(pk=task.pk).update(state="resolved")
     assert review_sweep() == {}
+
+
+def test_a_stated_policy_that_no_longer_validates_gives_way_to_the_projects_current_one(acme_project, rita, caplog):
+    with_policy(acme_project, "stories_approval", remind_every_hours=2)
+    task = age(open_review(acme_project), hours=25)
+    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "remind_every_hours": 1e9})  # stored long ago
+    now = timezone.now()
+    assert review_sweep(now=now) == {"remind": 1}
+    task.refresh_from_db()
+    assert task.next_sweep_at == now + timedelta(hours=2) and task.escalation_count == 1
+    assert "no longer valid, using the project's current one" in caplog.text
