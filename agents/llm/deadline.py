@@ -1,8 +1,10 @@
-"""The running step's deadline, for its model calls: a call's timeout never runs past the step's soft limit.
+"""The running step's deadline, for its model calls: a call's timeout is capped by the time the step has left.
 
 The step runner sets it (agents.tasks); outside a step (tests, the shell) there is none and calls keep their
 own timeout. A call that would outlast the deadline times out first, cleanly (a transient error, retried
-with the step), instead of being cut by the worker's soft time limit in the middle of a read.
+with the step), instead of being cut by the worker's soft time limit in the middle of a read. The cap is
+taken when the call starts: should the SDK retry that call, a retry may still meet the soft limit, which then
+ends it as itself (agents.llm.anthropic_provider) and is recorded (agents.llm.recording).
 """
 from __future__ import annotations
 
