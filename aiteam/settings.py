@@ -249,4 +249,6 @@ AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS = env_bool("AITEAM_NOTIFY_ALLOW_PRIVATE_WEB
 AITEAM_NOTIFY_TIMEOUT_S = env_float("AITEAM_NOTIFY_TIMEOUT_S", 5.0)  # a webhook send's total deadline
 EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 10.0)  # SMTP socket timeout: a send must end well inside its claim
 AITEAM_NOTIFY_MAX_ATTEMPTS = env_int("AITEAM_NOTIFY_MAX_ATTEMPTS", 6)
+# a relayed event whose notifications were not worked out after this long is queued again (the beat, every minute)
+AITEAM_NOTIFY_LOST_AFTER_S = env_int("AITEAM_NOTIFY_LOST_AFTER_S", 120)
 AITEAM_NOTIFY_BACKOFF_S = env_float("AITEAM_NOTIFY_BACKOFF_S", 30.0)  # doubles per attempt, at most an hour

@@ -47,7 +47,8 @@ def notify_for_event(event_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def requeue_notifications() -> int:
-    return delivery.notifications_requeue_due()
+    """Every minute: deliveries that are due, and events whose notifications were lost on the way."""
+    return delivery.notifications_requeue_due() + notifying.events_requeue_unnotified()
 
 
 @shared_task(bind=True, ignore_result=True, acks_late=True, max_retries=None)

@@ -3,6 +3,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+# The events whose relay queues notifications (lifecycle/notifications/handlers.py's NOTIFIERS)
+NOTIFYING_EVENTS = ("ReviewTaskOpened", "ReviewTaskReminded", "ReviewTaskEscalated", "ReviewTaskAssigned",
+                    "ReviewTaskDecidedByPolicy")
+
 
 class StateTransition(models.Model):
     """One row per transition of a requirement, a story or a review task."""
@@ -42,10 +46,15 @@ class OutboxEvent(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     relay_attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # when notify_for_event worked out its notifications (lifecycle/notifications); NULL on a relayed event that
+    # notifies people: its notifications were never worked out (lost on the way), and the beat queues it again
+    notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["id"], name="outbox_unsent", condition=Q(sent_at=None))]
+        indexes = [models.Index(fields=["id"], name="outbox_unsent", condition=Q(sent_at=None)),
+                   models.Index(fields=["sent_at"], name="outbox_unnotified",
+                                condition=Q(notified_at=None, sent_at__isnull=False, name__in=NOTIFYING_EVENTS))]
 
     def __str__(self) -> str:
         return f"{self.name} #{self.pk}"

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from lifecycle.models import OutboxEvent, ReviewTask
+from lifecycle.models.audit import NOTIFYING_EVENTS
 from lifecycle.notifications import recipients
 from lifecycle.notifications.delivery import notify
 from lifecycle.states import ReviewKind
@@ -38,6 +42,7 @@ def _queue(event_id: int) -> None:
 
 
 def notify_for_event(event_id: int) -> None:
+    """The event's notifications, and the event marked as notified, in one transaction (idempotent)."""
     event = OutboxEvent.objects.filter(pk=event_id).first()
     notifier = NOTIFIERS.get(event.name) if event else None
     if notifier is None:
@@ -45,9 +50,25 @@ def notify_for_event(event_id: int) -> None:
     task = ReviewTask.objects.select_related(
         "requirement__project__organization", "organization", "assignee", "assignee_group").filter(
         pk=event.payload.get("review_task")).first()
-    if task is not None and not task.requirement.replay_of_id:  # a replay's gates are a record, nobody's work
-        with transaction.atomic():
+    with transaction.atomic():
+        if task is not None and not task.requirement.replay_of_id:  # a replay's gates are a record, nobody's work
             notifier(event, task)
+        OutboxEvent.objects.filter(pk=event_id).update(notified_at=timezone.now())
+
+
+def events_requeue_unnotified(*, now: datetime | None = None, limit: int = 200) -> int:
+    """Queue notify_for_event again for relayed events whose notifications were never worked out: the broker
+    was down when the relay committed, the worker died before queuing, or the task gave up. Those relayed
+    within AITEAM_NOTIFY_LOST_AFTER_S are still on their way; after a day, an event is left alone (logged by
+    the task that failed on it)."""
+    now = now or timezone.now()
+    lost = OutboxEvent.objects.filter(
+        notified_at=None, name__in=NOTIFYING_EVENTS, sent_at__isnull=False,
+        sent_at__lt=now - timedelta(seconds=settings.AITEAM_NOTIFY_LOST_AFTER_S), sent_at__gte=now - timedelta(days=1))
+    ids = list(lost.order_by("sent_at").values_list("pk", flat=True)[:limit])
+    for event_id in ids:
+        _queue(event_id)
+    return len(ids)
 
 
 def _opened(event: OutboxEvent, task: ReviewTask) -> None:

@@ -153,6 +153,48 @@ def test_the_worker_task_retries_through_celery_with_the_backoff(acme_project, r
     assert retried["countdown"] == 60.0
 
 
+def test_the_events_that_notify_are_the_ones_the_model_indexes_for_lost_notifications():
+    from lifecycle.models.audit import NOTIFYING_EVENTS
+    from lifecycle.notifications.handlers import NOTIFIERS
+
+    assert set(NOTIFIERS) == set(NOTIFYING_EVENTS)
+
+
+def test_an_event_whose_notifications_were_lost_on_the_way_is_notified_by_the_beat(acme_project, rita_with_mail,
+                                                                                    monkeypatch):
+    """The relay committed, then queuing notify_for_event failed (a broker that was down, a worker that died):
+    nothing is lost for long, and nothing is sent twice."""
+    from lifecycle.notifications.handlers import events_requeue_unnotified
+    from lifecycle.tasks import notify_for_event
+
+    with monkeypatch.context() as down:
+        down.setattr(notify_for_event, "delay", lambda event_id: (_ for _ in ()).throw(ConnectionError("broker down")))
+        open_review(acme_project)
+    event = OutboxEvent.objects.get(name="ReviewTaskOpened")
+    assert event.sent_at is not None and event.notified_at is None and not mail.outbox
+    assert events_requeue_unnotified() == 0  # just relayed: maybe still on its way
+    later = timezone.now() + timedelta(minutes=3)
+    assert events_requeue_unnotified(now=later) == 1
+    event.refresh_from_db()
+    assert event.notified_at is not None and len(mail.outbox) == 1
+    assert events_requeue_unnotified(now=later) == 0  # notified: never again
+    assert events_requeue_unnotified(now=timezone.now() + timedelta(days=2)) == 0
+
+
+def test_events_that_notify_nobody_are_not_searched_and_a_worked_out_one_is_marked(acme_project, rita):
+    from lifecycle.notifications.handlers import events_requeue_unnotified, notify_for_event
+
+    five_minutes_ago = timezone.now() - timedelta(minutes=5)
+    OutboxEvent.objects.create(name="RequirementReceived", payload={}, sent_at=five_minutes_ago)  # notifies nobody
+    orphan = OutboxEvent.objects.create(name="ReviewTaskReminded", payload={"review_task": None},
+                                        sent_at=five_minutes_ago)
+    assert events_requeue_unnotified() == 1  # the reminder only
+    notify_for_event(orphan.pk)  # no task any more: nothing to send, but worked out
+    orphan.refresh_from_db()
+    assert orphan.notified_at is not None
+    assert events_requeue_unnotified() == 0
+
+
 def test_a_broken_notifier_never_blocks_the_pipeline(alice, rita, monkeypatch):
     def broken(**kwargs):
         raise RuntimeError("template exploded")
