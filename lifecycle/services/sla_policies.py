@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lifecycle.states import Decision, ReviewKind
 
@@ -25,8 +25,7 @@ ANY_KIND = "*"
 
 
 MAX_HOURS = 24 * 365  # a year: beyond it a deadline is no promise, and far beyond it datetime overflows
-HOUR_FIELDS = ("sla_hours", "remind_every_hours", "decide_after_hours")
-Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # and at most MAX_HOURS (_at_most_a_year)
+Hours = Annotated[float, Field(gt=0, le=MAX_HOURS, allow_inf_nan=False)]
 
 
 class ReviewPolicy(BaseModel):
@@ -41,13 +40,6 @@ class ReviewPolicy(BaseModel):
         default=72, description="the limit: the default decision applies then (auto_decide: at the SLA)")
     default_decision: Literal["approve", "reject", "request_changes"] = "reject"
     default_reason: str = Field(default="", max_length=1000)
-
-    @field_validator(*HOUR_FIELDS)
-    @classmethod
-    def _at_most_a_year(cls, hours: float) -> float:
-        if hours > MAX_HOURS:
-            raise ValueError(f"must be at most {MAX_HOURS} hours (a year), got {hours:g}")
-        return hours
 
     @model_validator(mode="after")
     def _consistent(self) -> ReviewPolicy:

@@ -61,8 +61,8 @@ def test_a_broken_project_override_falls_back_to_the_defaults_and_says_so(caplog
     ({"*": {"sla_hours": 0}}, "sla_hours: Input should be greater than 0"),
     ({"*": {"slahours": 3}}, "slahours: Extra inputs are not permitted"),
     (["not", "a", "mapping"], "must be a mapping"),
-    ({"*": {"sla_hours": 1e9, "decide_after_hours": 1e9}}, "sla_hours: must be at most 8760 hours (a year), got 1e+09"),
-    ({"*": {"remind_every_hours": 1e9}}, "remind_every_hours: must be at most 8760 hours (a year), got 1e+09"),
+    ({"*": {"sla_hours": 1e9, "decide_after_hours": 1e9}}, "sla_hours: Input should be less than or equal to 8760"),
+    ({"*": {"remind_every_hours": 1e9}}, "remind_every_hours: Input should be less than or equal to 8760"),
     ({"*": {"decide_after_hours": float("inf")}}, "decide_after_hours: Input should be a finite number"),
     ({"*": {"remind_every_hours": float("nan")}}, "remind_every_hours: Input should be a finite number"),
 ])
