@@ -36,14 +36,17 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _quiet_before_flush(transactional_db):
     """Let running workers finish what a test set off before the database is flushed under them
-    (a TRUNCATE racing a step's transaction deadlocks). Bounded: a test's own assertions come first."""
+    (a TRUNCATE racing a step's or a notification's transaction deadlocks). Bounded: a test's own
+    assertions come first."""
     yield
     if Worker.running:
         from lifecycle.models import OutboxEvent, Step
+        from lifecycle.models.audit import NOTIFYING_EVENTS
 
         def quiet() -> bool:
             return not Step.objects.filter(state__in=["queued", "running"]).exists() and \
-                not OutboxEvent.objects.filter(sent_at=None).exists()
+                not OutboxEvent.objects.filter(sent_at=None).exists() and \
+                not OutboxEvent.objects.filter(name__in=NOTIFYING_EVENTS, notified_at=None).exists()
 
         try:
             wait_for(quiet, timeout=60, what="the workers to go quiet")
