@@ -1,14 +1,19 @@
-"""OutboxEvent.notified_at: when an event's notifications were worked out. Events relayed before this migration
-are marked as notified when they were relayed (their notifications, if any, were queued then), so the beat's
-search for events whose notifications were lost does not notify them all again."""
+"""OutboxEvent.notified_at: when an event's notifications were worked out. Events that notify people and were
+relayed before this migration are marked as notified when they were relayed (their notifications were queued
+then), so the beat's search for events whose notifications were lost does not notify them all again. Only those
+are updated (the other events are never searched), which keeps the table's lock short on a long outbox."""
 
 from django.db import migrations, models
 from django.db.models import F
 
+NOTIFYING_EVENTS = ('ReviewTaskOpened', 'ReviewTaskReminded', 'ReviewTaskEscalated', 'ReviewTaskAssigned',
+                    'ReviewTaskDecidedByPolicy')  # as of this migration
+
 
 def mark_relayed_as_notified(apps, schema_editor):
     OutboxEvent = apps.get_model("lifecycle", "OutboxEvent")
-    OutboxEvent.objects.filter(notified_at=None, sent_at__isnull=False).update(notified_at=F("sent_at"))
+    OutboxEvent.objects.filter(notified_at=None, sent_at__isnull=False, name__in=NOTIFYING_EVENTS).update(
+        notified_at=F("sent_at"))
 
 
 class Migration(migrations.Migration):

@@ -49,6 +49,8 @@ class OutboxEvent(models.Model):
     # when notify_for_event worked out its notifications (lifecycle/notifications); NULL on a relayed event that
     # notifies people: its notifications were never worked out (lost on the way), and the beat queues it again
     notified_at = models.DateTimeField(null=True, blank=True)
+    # the beat queues such an event again no earlier than this (spaced by the event's age; NULL: never queued again)
+    notify_requeue_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

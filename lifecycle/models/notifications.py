@@ -31,6 +31,9 @@ class Notification(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # the beat's re-queue of a due row waits until then (spaced by how long the row has been due: a row stuck behind
+    # a long queue gets a few extra messages, not one a minute)
+    requeue_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

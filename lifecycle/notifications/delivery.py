@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.models import Notification, ReviewTask
@@ -92,7 +93,7 @@ def claim_lease() -> timedelta:
 def _claim(note: Notification, now: datetime) -> bool:
     token = note.attempts + 1
     claimed = Notification.objects.filter(pk=note.pk, state=State.PENDING, attempts=note.attempts,
-                                          next_attempt_at__lte=now).update(attempts=token,
+                                          next_attempt_at__lte=now).update(attempts=token, requeue_at=None,
                                                                            next_attempt_at=now + claim_lease())
     note.attempts = token
     return claimed == 1
@@ -122,9 +123,24 @@ def _failed(note: Notification, error: str, now: datetime, *, permanent: bool = 
     return delay
 
 
+def next_requeue(now: datetime, *, lost_since: datetime) -> datetime:
+    """When the beat may queue something again that it queues now: after as long again as it has been lost
+    (at least AITEAM_NOTIFY_LOST_AFTER_S), so its copies thin out while a long queue drains."""
+    return now + max(now - lost_since, timedelta(seconds=settings.AITEAM_NOTIFY_LOST_AFTER_S))
+
+
 def notifications_requeue_due(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Queue pending rows whose attempt is due (a lost message, an eager run, a broker that was down)."""
-    due = Notification.objects.filter(state=State.PENDING, next_attempt_at__lte=now or timezone.now())
-    ids = list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
-    enqueue(ids)
+    """Queue pending rows whose attempt is due (a lost message, an eager run, a broker that was down). A row
+    queued again is not queued again before `next_requeue`; rows never queued again come first."""
+    now = now or timezone.now()
+    due = Notification.objects.filter(Q(requeue_at=None) | Q(requeue_at__lte=now), state=State.PENDING,
+                                      next_attempt_at__lte=now)
+    with transaction.atomic():
+        rows = list(due.select_for_update(skip_locked=True).order_by(
+            F("requeue_at").asc(nulls_first=True), "next_attempt_at").only("pk", "next_attempt_at")[:limit])
+        for row in rows:
+            row.requeue_at = next_requeue(now, lost_since=row.next_attempt_at)
+        Notification.objects.bulk_update(rows, ["requeue_at"])
+        ids = [row.pk for row in rows]
+        transaction.on_commit(lambda: enqueue(ids))
     return len(ids)

@@ -195,6 +195,76 @@ def test_events_that_notify_nobody_are_not_searched_and_a_worked_out_one_is_mark
     assert events_requeue_unnotified() == 0
 
 
+def test_the_beat_spaces_its_copies_of_a_lost_event_and_gives_up_after_a_day_with_a_warning(
+        acme_project, rita, monkeypatch, caplog):
+    """A notify_for_event stuck behind a long queue (or failing every time) is queued again after as long
+    as it has been lost, not every minute; its last try in the day says so."""
+    from lifecycle.notifications.handlers import events_requeue_unnotified
+    from lifecycle.tasks import notify_for_event
+
+    queued = []
+    monkeypatch.setattr(notify_for_event, "delay", queued.append)  # the broker takes it; no worker gets to it
+    relayed = timezone.now() - timedelta(minutes=3)
+    event = OutboxEvent.objects.create(name="ReviewTaskReminded", payload={"review_task": None}, sent_at=relayed)
+    beats = [relayed + timedelta(minutes=m) for m in range(3, 60)]  # one a minute, from 3 minutes after the relay
+    copies = [beat - relayed for beat in beats if events_requeue_unnotified(now=beat)]
+    assert copies == [timedelta(minutes=m) for m in (3, 6, 12, 24, 48)]
+    assert queued == [event.pk] * 5
+
+    caplog.set_level("WARNING", logger="lifecycle.notifications.handlers")
+    assert events_requeue_unnotified(now=relayed + timedelta(hours=13)) == 1
+    assert "queued for the last time" in caplog.text and "ReviewTaskReminded" in caplog.text
+    assert events_requeue_unnotified(now=relayed + timedelta(hours=23, minutes=59)) == 0  # its next turn is past the day
+
+
+def test_events_never_queued_again_go_before_those_the_beat_keeps_retrying(acme_project, rita, monkeypatch):
+    from lifecycle.notifications.handlers import events_requeue_unnotified
+    from lifecycle.tasks import notify_for_event
+
+    queued = []
+    monkeypatch.setattr(notify_for_event, "delay", queued.append)
+    now = timezone.now()
+    failing = [OutboxEvent.objects.create(name="ReviewTaskReminded", payload={}, sent_at=now - timedelta(hours=2),
+                                          notify_requeue_at=now - timedelta(minutes=1)) for _ in range(3)]
+    fresh = OutboxEvent.objects.create(name="ReviewTaskOpened", payload={}, sent_at=now - timedelta(minutes=5))
+    assert events_requeue_unnotified(now=now, limit=1) == 1 and queued == [fresh.pk]
+    assert events_requeue_unnotified(now=now, limit=5) == 3 and sorted(queued[1:]) == [e.pk for e in failing]
+
+
+def test_a_due_row_stuck_behind_a_long_queue_is_queued_again_spaced_and_a_claim_starts_it_afresh(
+        acme_project, rita, hook, monkeypatch):
+    hook.statuses = [500]
+    open_review(acme_project)
+    note = Notification.objects.get(channel="webhook")  # failed once; due again after its backoff
+    queued = []
+    monkeypatch.setattr(deliver_notification, "delay", queued.append)
+    due = note.next_attempt_at
+    beats = [due + timedelta(minutes=m) for m in range(0, 20)]
+    copies = [beat - due for beat in beats if delivery.notifications_requeue_due(now=beat)]
+    assert copies == [timedelta(minutes=m) for m in (0, 2, 4, 8, 16)]
+    assert queued == [note.pk] * 5
+
+    later = due + timedelta(minutes=17)
+    assert delivery.notification_deliver(note.pk, now=later) is None  # one copy gets through and sends it
+    note.refresh_from_db()
+    assert (note.state, note.requeue_at) == ("sent", None) and len(hook.bodies) == 2
+
+
+def test_migration_0016_marks_only_the_relayed_events_that_notify_as_notified(db):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("lifecycle.migrations.0016_outbox_notified_at")
+    relayed = timezone.now() - timedelta(days=30)
+    opened = OutboxEvent.objects.create(name="ReviewTaskOpened", payload={}, sent_at=relayed)
+    other = OutboxEvent.objects.create(name="RequirementReceived", payload={}, sent_at=relayed)
+    unsent = OutboxEvent.objects.create(name="ReviewTaskOpened", payload={})
+    migration.mark_relayed_as_notified(apps, None)
+    marked = dict(OutboxEvent.objects.values_list("pk", "notified_at"))
+    assert (marked[opened.pk], marked[other.pk], marked[unsent.pk]) == (relayed, None, None)
+
+
 def test_a_broken_notifier_never_blocks_the_pipeline(alice, rita, monkeypatch):
     def broken(**kwargs):
         raise RuntimeError("template exploded")
