@@ -199,10 +199,10 @@ class Statements:
                 conn.execute("BEGIN", prepare=False)
                 conn.execute(self.unchanged_sql, [step_id, rows[-2], rows[-1]])
             conn.execute(self.requirement_sql, ["in_development", now, requirement_id])
-            conn.execute(self.audit_sql, [audit[f.attname] for f in self.audit_fields])
-            conn.execute(self.event_sql, [event[f.attname] for f in self.event_fields])
+            conn.execute(self.audit_sql, _values(audit, self.audit_fields))
+            conn.execute(self.event_sql, _values(event, self.event_fields))
             conn.execute(self.done_sql, ["done", "", now, None, step_id])
-            inserted = conn.execute(self.next_sql, [nxt[f.attname] for f in self.next_fields]) if following else None
+            inserted = conn.execute(self.next_sql, _values(nxt, self.next_fields)) if following else None
             conn.execute("COMMIT", prepare=False)
             if following:  # the next step's rows and budget snapshot, one read (steps.InlineSlot.reserve)
                 snapshot = conn.execute(self.snapshot_sql, [requirement_id, following, 1,
@@ -225,6 +225,12 @@ def report(args, aiteam: list[float], floor: list[float], phases: dict, threshol
     print("floor by phase, median ms: " + ", ".join(f"{name} {statistics.median(values):.3f}"
                                                       for name, values in phases.items()))
     print_load_after()
+
+
+def _values(row: dict, fields) -> list:
+    """An INSERT's parameters: the row's values, and each column it does not name at the model's default (as
+    write-behind sends them)."""
+    return [row[f.attname] if f.attname in row else f.get_default() for f in fields]
 
 
 def parse():

@@ -1,0 +1,25 @@
+"""The benchmarks still run against the current schema and code (their figures are printed, not tested)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench_env(broker_url) -> dict[str, str]:
+    db = settings.DATABASES["default"]
+    server = f"postgres://{db.get('USER') or 'postgres'}@{db['HOST']}:{db['PORT'] or 5432}"
+    return {**os.environ, "BENCH_PG": server, "BENCH_BROKER_URL": broker_url}
+
+
+def test_the_step_floor_benchmark_runs_both_sides_on_a_scratch_database(bench_env):
+    done = subprocess.run([sys.executable, "bench/step_floor.py", "--requirements", "1"], cwd=ROOT, env=bench_env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "aiteam step (run_step's body, inline), ms:   median" in done.stdout
+    assert "floor (the same statements, psycopg), ms:    median" in done.stdout and "(n=8)" in done.stdout
