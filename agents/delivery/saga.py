@@ -1,8 +1,10 @@
 """Deliver an approved branch: push it, then (where GitHub is configured) open its pull request.
 
 A saga: each forward step registers how to undo what it did before the next step runs; when
-a later step fails, the registered undos run newest first and each outcome is recorded, so a
-failed delivery leaves the remote as it found it. Only what this run did is undone: a branch
+a later step fails, the registered undos run newest first and each outcome is recorded (an undo
+that finds nothing of this run's to undo records nothing), so a failed delivery leaves the remote
+as it found it. Undos are registered before the call they undo: a push or a pull request that
+GitHub or git carried out although the answer never came (a timeout) is undone too. Only what this run did is undone: a branch
 that was already on the remote at this commit, or a pull request that was already open,
 belongs to an earlier run and is kept.
 
@@ -119,9 +121,19 @@ def _pull_request(plan: DeliveryPlan, client: GitHubClient, result: DeliveryResu
     pull = client.find_open_pull(repo, plan.branch)
     reused = pull is not None
     if pull is None:
+        opened: dict[str, Any] = {}
+
+        def close_opened() -> bool:
+            # GitHub may have created it although its reply never came (a timeout, the soft limit): look it up
+            found = opened or client.find_open_pull(repo, plan.branch)
+            if found:
+                client.close_pull(repo, int(found["number"]))
+            return bool(found)
+
+        # Registered before opening, like the push's undo: a retry must not find a stray pull request of this run
+        saga.register("close pull request", close_opened)
         pull = client.open_pull(repo, plan.branch, plan.base, plan.title or f"Deliver {plan.branch}", plan.body)
-        number = int(pull["number"])
-        saga.register("close pull request", lambda: client.close_pull(repo, number))
+        opened.update(pull)
     result.pull_request = {"number": int(pull["number"]), "url": pull.get("html_url", ""), "reused": reused}
     return f"{'reused' if reused else 'opened'} pull request #{pull['number']}"
 
@@ -150,7 +162,8 @@ class _Saga:
         while self._undo:
             name, undo = self._undo.pop()
             try:
-                undo()
+                if undo() is False:
+                    continue  # it found nothing of this run's to undo
                 record = CompensationRecord(name, ok=True)
             except Exception as exc:  # keep undoing the rest; the record says what is left behind
                 text = str(exc) if isinstance(exc, DeliveryError) else strip_credentials(repr(exc))

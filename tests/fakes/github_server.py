@@ -2,13 +2,15 @@
 
 Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state=..., refuses
 (422) a second open pull request for the same head, and answers 401 to a wrong token. A test
-can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation.
+can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation, or
+create the pull request and answer too late (`stall_next_create_reply(seconds)`): the reply lost.
 """
 from __future__ import annotations
 
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -36,12 +38,23 @@ class FakeGitHubServer(LocalServer):
         self.creations = 0  # successful POSTs only
         self.requests: list[RecordedRequest] = []
         self._failures: list[tuple[int, str]] = []
+        self._stalls: list[float] = []
+        self._late: dict[int, float] = {}  # id(request) -> seconds its reply waits
         self._lock = threading.Lock()
         super().__init__(_handler_for(self), "fake-github")
 
     def fail_next_create(self, status: int, message: str = "fake failure") -> None:
         with self._lock:
             self._failures.append((status, message))
+
+    def stall_next_create_reply(self, seconds: float) -> None:
+        """Create the next pull request as asked, then hold the reply for `seconds` (past the client's timeout)."""
+        with self._lock:
+            self._stalls.append(seconds)
+
+    def reply_delay(self, request: RecordedRequest) -> float:
+        with self._lock:
+            return self._late.pop(id(request), 0.0)
 
     def open_pulls(self, head_ref: str | None = None) -> list[dict[str, Any]]:
         return [p for p in self.pulls.values() if p["state"] == "open" and head_ref in (None, p["head"]["ref"])]
@@ -59,7 +72,10 @@ class FakeGitHubServer(LocalServer):
             if number is None and request.method == "GET":
                 return 200, self._list(repo, parse_qs(split.query))
             if number is None and request.method == "POST":
-                return self._create(repo, request.body or {})
+                status, body = self._create(repo, request.body or {})
+                if status == 201 and self._stalls:
+                    self._late[id(request)] = self._stalls.pop(0)
+                return status, body
             if number is not None and int(number) in self.pulls and request.method in ("GET", "PATCH"):
                 return self._update(int(number), request.body if request.method == "PATCH" else None)
             return 404, {"message": "Not Found"}
@@ -112,13 +128,18 @@ def _handler_for(fake: FakeGitHubServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, body = fake.handle(RecordedRequest(self.command, self.path, headers, json.loads(raw) if raw else None))
+            request = RecordedRequest(self.command, self.path, headers, json.loads(raw) if raw else None)
+            status, body = fake.handle(request)
+            time.sleep(fake.reply_delay(request))
             payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # a stalled reply: the client gave up waiting, as the test meant it to
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean

@@ -125,7 +125,7 @@ def test_a_failed_pull_request_deletes_the_branch_this_delivery_pushed(workspace
     assert not result.succeeded
     assert "500" in result.error and "GitHub is having a bad day" in result.error
     assert result.steps == ["push"]
-    assert [(c.name, c.ok) for c in result.compensations] == [("delete remote branch", True)]
+    assert [(c.name, c.ok) for c in result.compensations] == [("delete remote branch", True)]  # no PR to close
     assert BRANCH not in remote_branches(workspace, str(remote))
     assert github.creations == 0
 
@@ -153,6 +153,23 @@ def test_a_redelivery_after_a_crash_between_push_and_pull_request_pushes_once_an
     assert github.creations == 1 and len(github.open_pulls(BRANCH)) == 1
     heads = git(workspace, "ls-remote", "--heads", str(remote)).splitlines()
     assert [line.split("\t")[1] for line in heads].count(f"refs/heads/{BRANCH}") == 1
+
+
+def test_a_pull_request_whose_reply_was_lost_is_closed_and_a_retry_opens_exactly_one(workspace, remote, github):
+    """GitHub created the pull request but its answer came after the client's timeout: the failed run closes
+    it with the branch it pushed, so the retry finds no stray one and nothing is left open twice."""
+    github.stall_next_create_reply(2.0)
+    plan = plan_for(workspace, remote, github)
+    lost = deliver(DeliveryPlan(**{**plan.__dict__, "github": GitHubSettings(
+        repository="acme/shop", token=TOKEN, api_url=github.url, timeout_s=0.5)}))
+
+    assert not lost.succeeded and "ReadTimeout" in lost.error
+    assert [(c.name, c.ok) for c in lost.compensations] == [("close pull request", True), ("delete remote branch", True)]
+    assert github.creations == 1 and github.open_pulls(BRANCH) == []
+
+    again = deliver(plan)
+    assert again.succeeded and again.pull_request["reused"] is False
+    assert github.creations == 2 and [p["number"] for p in github.open_pulls(BRANCH)] == [again.pull_request["number"]]
 
 
 def test_a_failed_pull_request_keeps_a_branch_an_earlier_run_pushed(workspace, remote, github):
