@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 # The configured timeout is for an answer of up to this many tokens; a larger output limit gets a timeout as
 # much longer (16,000 tokens: 3.9 × AITEAM_LLM_TIMEOUT_S), but never past the running step's deadline
-# (agents.llm.deadline), less a margin for recording the call.
+# (agents.llm.deadline), less a margin for recording the call; a call so capped gets no SDK retries.
 TIMEOUT_COVERS_TOKENS = 4096
 DEADLINE_MARGIN_S = 5.0
 MIN_TIMEOUT_S = 1.0
@@ -59,16 +59,14 @@ class AnthropicProvider:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
-        timeout = self._timeout * max(1.0, request.max_tokens / TIMEOUT_COVERS_TOKENS)
-        left = seconds_left()
-        if left is not None:
-            timeout = max(min(timeout, left - DEADLINE_MARGIN_S), MIN_TIMEOUT_S)
+        timeout, retries = self._attempts_for(request)
+        client = self._client if retries == self._max_retries else self._client.with_options(max_retries=retries)
         try:
-            message = self._client.messages.create(**_create_params(request), timeout=timeout)
+            message = client.messages.create(**_create_params(request), timeout=timeout)
         except _Interrupted as stop:
             raise stop.__cause__ from None
         except anthropic.AnthropicError as exc:
-            error = self._translate(exc)
+            error = self._translate(exc, timeout=timeout, retries=retries)
         else:
             response = _to_response(message, request.tool, latency_ms=int((time.monotonic() - started) * 1000))
             _log_call(request, response)
@@ -77,11 +75,22 @@ class AnthropicProvider:
         # request object carries the Authorization header.
         raise error
 
-    def _translate(self, exc: anthropic.AnthropicError) -> LLMError:
-        """Map what is left after the SDK's own retries onto transient vs permanent."""
-        after = f"after {self._max_retries} retries"
+    def _attempts_for(self, request: LLMRequest) -> tuple[float, int]:
+        """The timeout of each attempt and the SDK retries after the first: the configured timeout scaled by the
+        output limit, and the configured retries. A step's deadline closer than that caps the timeout and drops
+        the retries: a retry would run past the deadline, where the worker's soft limit ends it mid-read."""
+        timeout = self._timeout * max(1.0, request.max_tokens / TIMEOUT_COVERS_TOKENS)
+        left = seconds_left()
+        if left is None or left - DEADLINE_MARGIN_S >= timeout:
+            return timeout, self._max_retries
+        return max(left - DEADLINE_MARGIN_S, MIN_TIMEOUT_S), 0
+
+    def _translate(self, exc: anthropic.AnthropicError, *, timeout: float, retries: int) -> LLMError:
+        """Map what is left after the SDK's own retries (`retries` of them, each of `timeout` seconds) onto
+        transient vs permanent."""
+        after = f"after {retries} retries"
         if isinstance(exc, anthropic.APITimeoutError):
-            return LLMTransientError(self._clean(f"Anthropic API timed out ({self._timeout}s per attempt, {after})"))
+            return LLMTransientError(self._clean(f"Anthropic API timed out ({timeout:.1f}s per attempt, {after})"))
         if isinstance(exc, anthropic.APIConnectionError):
             return LLMTransientError(self._clean(f"Anthropic API unreachable ({after}): {exc.__cause__ or exc}"))
         if isinstance(exc, anthropic.APIStatusError):
@@ -93,7 +102,7 @@ class AnthropicProvider:
         # A proxy may answer with a whole HTML page: keep the first lines of it.
         detail = f"{exc.type or 'error'}: {str(exc.api_message or exc.body or 'no message')[:500]}"
         text = self._clean(f"Anthropic API {status} {detail} (request_id {exc.request_id})")
-        if _is_transient(status):
+        if _is_transient(exc):
             return LLMTransientError(f"{text} {after}")
         if status in (401, 403):
             return LLMConfigError(f"{text}; check ANTHROPIC_API_KEY and the key's access to this model")
@@ -117,8 +126,14 @@ class _Interruptible(anthropic.DefaultHttpxClient):
             raise _Interrupted() from limit
 
 
-def _is_transient(status: int) -> bool:
-    # Same set the SDK retries: request timeout, lock conflict, rate limit, 5xx incl. 529 overloaded.
+def _is_transient(exc: anthropic.APIStatusError) -> bool:
+    """Whether a later call may succeed: the API's own `x-should-retry` verdict when it gives one, as the SDK's
+    retries obey it; else the statuses the SDK retries (request timeout, lock conflict, rate limit, 5xx incl. 529
+    overloaded)."""
+    verdict = exc.response.headers.get("x-should-retry")
+    if verdict in ("true", "false"):
+        return verdict == "true"
+    status = exc.status_code
     return status in (408, 409, 429) or status >= 500
 
 

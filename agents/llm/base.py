@@ -63,7 +63,7 @@ class LLMInvalidOutputError(LLMError):
 
 
 class LLMOutputTruncated(LLMInvalidOutputError):
-    """The answer stopped at max_tokens: asking again with the same limit would stop there again."""
+    """The answer was cut off (at max_tokens, or by a full context window): asking again would cut it off again."""
 
 
 class LLMConfigError(LLMError):

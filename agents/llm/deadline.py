@@ -3,8 +3,9 @@
 The step runner sets it (agents.tasks); outside a step (tests, the shell) there is none and calls keep their
 own timeout. A call that would outlast the deadline times out first, cleanly (a transient error, retried
 with the step), instead of being cut by the worker's soft time limit in the middle of a read. The cap is
-taken when the call starts: should the SDK retry that call, a retry may still meet the soft limit, which then
-ends it as itself (agents.llm.anthropic_provider) and is recorded (agents.llm.recording).
+taken when the call starts, and a capped call gets no SDK retries. A call the deadline does not cap keeps
+them: should one of its retries run past the deadline, the soft limit ends it as itself
+(agents.llm.anthropic_provider) and it is recorded (agents.llm.recording).
 """
 from __future__ import annotations
 

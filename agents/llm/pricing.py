@@ -20,6 +20,7 @@ Price = tuple[Decimal, Decimal, Decimal, Decimal]  # input, output, cache read, 
 
 PRICES: dict[str, tuple[str, str, str, str]] = {
     "claude-opus": ("5", "25", "0.50", "6.25"),  # Opus 4.5 and later
+    "claude-opus-4-0": ("15", "75", "1.50", "18.75"),  # Opus 4's alias
     "claude-opus-4-1": ("15", "75", "1.50", "18.75"),
     "claude-opus-4-2025": ("15", "75", "1.50", "18.75"),  # Opus 4 (claude-opus-4-20250514)
     "claude-3-opus": ("15", "75", "1.50", "18.75"),

@@ -32,17 +32,16 @@ def generate(
     validation_context: Any = None,
 ) -> T:
     """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls. An answer
-    cut off at max_tokens is not repaired: the same limit would cut the next one off too. `validation_context`
-    (the agent's input) reaches the schema's validators as `info.context`, for checks against what was asked."""
+    that stopped early (cut off, context full, refused) is not repaired: asking again would stop it the same way.
+    `validation_context` (the agent's input) reaches the schema's validators as `info.context`, for checks
+    against what was asked."""
     tool = tool_for(schema)
     conversation = list(messages)
     problem = ""
     for _ in range(max_repairs + 1):
         request = LLMRequest(role=role, model=model, system=system, messages=conversation, tool=tool, max_tokens=max_tokens)
         response = provider.complete(request)
-        if response.stop_reason == "max_tokens":
-            raise LLMOutputTruncated(f"{role}: the answer was cut off at max_tokens={max_tokens}; raise "
-                                     f"AITEAM_MAX_OUTPUT_TOKENS[{role!r}]")
+        _raise_if_stopped_early(response.stop_reason, role=role, max_tokens=max_tokens)
         try:
             return schema.model_validate(response.tool_input if response.tool_input is not None else {},
                                          context=validation_context)
@@ -50,6 +49,19 @@ def generate(
             problem = _describe(exc)
             conversation = conversation + _repair_turn(response, tool, problem)
     raise LLMInvalidOutputError(f"{role}: output still invalid after {max_repairs} repairs: {problem}")
+
+
+def _raise_if_stopped_early(stop_reason: str, *, role: str, max_tokens: int) -> None:
+    """Raise for an answer that ended before it was complete, for a reason a repair turn cannot change."""
+    if stop_reason == "max_tokens":
+        raise LLMOutputTruncated(f"{role}: the answer was cut off at max_tokens={max_tokens}; raise "
+                                 f"AITEAM_MAX_OUTPUT_TOKENS[{role!r}]")
+    if stop_reason == "model_context_window_exceeded":
+        raise LLMOutputTruncated(f"{role}: the answer was cut off because the context filled the model's window; "
+                                 "raising the output limit will not help: shrink the context")
+    if stop_reason == "refusal":
+        raise LLMInvalidOutputError(f"{role}: the model refused to answer (stop_reason 'refusal'); a repair turn "
+                                    "would not change that")
 
 
 def _repair_turn(response: LLMResponse, tool: ToolSpec, problem: str) -> list[dict]:

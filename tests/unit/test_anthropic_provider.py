@@ -333,6 +333,55 @@ def test_a_call_times_out_before_the_steps_deadline_whatever_its_output_limit(
     assert time.monotonic() - started < 2
 
 
+def test_a_timeout_names_the_per_attempt_timeout_the_call_actually_had(
+    server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider]
+) -> None:
+    provider = make_provider(timeout=0.3, max_retries=0)
+    server.enqueue_delay(3.0)
+    big = LLMRequest(role="analyst", model=MODEL, system="s", messages=[{"role": "user", "content": "x"}], tool=TOOL,
+                     max_tokens=4096 * 4)
+    with pytest.raises(LLMTransientError, match=r"timed out \(1\.2s per attempt, after 0 retries\)"):
+        provider.complete(big)  # 0.3 s scaled to 16,384 tokens
+
+
+def test_a_call_capped_by_the_steps_deadline_is_not_retried_past_it(
+    server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents.llm import anthropic_provider
+    from agents.llm.deadline import deadline_in
+
+    monkeypatch.setattr(anthropic_provider, "DEADLINE_MARGIN_S", 0.2)
+    provider = make_provider(timeout=5.0, max_retries=2)
+    for _ in range(3):
+        server.enqueue_delay(3.0)
+    with deadline_in(1.2), pytest.raises(LLMTransientError, match=r"timed out \(1\.0s per attempt, after 0 retries\)"):
+        provider.complete(_request())
+    assert len(server.requests) == 1
+
+
+def test_a_status_the_api_says_not_to_retry_is_permanent(
+    server: FakeAnthropicServer, provider: AnthropicProvider
+) -> None:
+    server.enqueue_status(529, OVERLOADED, headers={"x-should-retry": "false"})
+
+    with pytest.raises(LLMError) as caught:
+        provider.complete(_request())
+
+    assert not caught.value.transient and "529" in str(caught.value)
+    assert len(server.requests) == 1  # the SDK obeyed the header too
+
+
+def test_a_status_the_api_says_to_retry_is_transient(server: FakeAnthropicServer, provider: AnthropicProvider) -> None:
+    conflict = {"type": "error", "error": {"type": "invalid_request_error", "message": "Try again"}}
+    for _ in range(3):
+        server.enqueue_status(400, conflict, headers={"x-should-retry": "true"})
+
+    with pytest.raises(LLMTransientError, match="400 invalid_request_error"):
+        provider.complete(_request())
+
+    assert len(server.requests) == 3  # 1 + max_retries
+
+
 def test_a_celery_soft_time_limit_stops_the_call_instead_of_being_retried(
     server: FakeAnthropicServer, make_provider: Callable[..., AnthropicProvider]
 ) -> None:

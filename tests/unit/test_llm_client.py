@@ -1,8 +1,11 @@
 """What an agent's LLM asks of the provider: the role's model and the role's output limit."""
+import pytest
 from pydantic import BaseModel
 
+from agents.llm.base import LLMInvalidOutputError, LLMOutputTruncated, LLMRequest, LLMResponse
 from agents.llm.factory import llm_from_settings
 from agents.llm.scripted import ScriptedProvider
+from agents.llm.structured import generate
 
 
 class Answer(BaseModel):
@@ -25,3 +28,36 @@ def test_startup_refuses_an_output_limit_that_is_not_a_positive_whole_number(set
     settings.AITEAM_MAX_OUTPUT_TOKENS = {"default": 4096, "senior_engineer": "lots", "qc_engineer": 0}
     [error] = [e for e in run_checks() if e.id == "aiteam.E004"]
     assert "senior_engineer='lots'" in error.msg and "qc_engineer=0" in error.msg
+
+
+class StoppedProvider(ScriptedProvider):
+    """A scripted provider whose every answer stopped for `stop_reason`, with input that would not validate."""
+
+    def __init__(self, stop_reason: str) -> None:
+        super().__init__()
+        self.stop_reason = stop_reason
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        return LLMResponse(tool_input={}, content=[{"type": "text", "text": "..."}], model=request.model,
+                           stop_reason=self.stop_reason)
+
+
+def _generate(provider: ScriptedProvider) -> Answer:
+    return generate(provider, role="analyst", model="claude-x", system="s", messages=[{"role": "user", "content": "x"}],
+                    schema=Answer)
+
+
+def test_an_answer_stopped_by_a_full_context_window_fails_at_once_saying_to_shrink_the_context():
+    provider = StoppedProvider("model_context_window_exceeded")
+    with pytest.raises(LLMOutputTruncated, match="context filled the model's window.*shrink the context"):
+        _generate(provider)
+    assert len(provider.requests) == 1  # no repair turn: the same context would fill the window again
+
+
+def test_a_refusal_fails_at_once_naming_the_refusal_without_a_repair_turn():
+    provider = StoppedProvider("refusal")
+    with pytest.raises(LLMInvalidOutputError, match="refused") as caught:
+        _generate(provider)
+    assert not isinstance(caught.value, LLMOutputTruncated)
+    assert len(provider.requests) == 1

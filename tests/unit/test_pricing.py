@@ -17,7 +17,7 @@ MILLION_IN_AND_OUT = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
     ("claude-opus-4-5-20251101", "30"), ("claude-opus-4-1-20250805", "90"), ("claude-opus-4-20250514", "90"),
     ("claude-3-opus-20240229", "90"), ("claude-sonnet-4-5", "18"), ("claude-3-7-sonnet-20250219", "18"),
     ("claude-haiku-4-5", "6"), ("claude-3-5-haiku-20241022", "4.80"), ("claude-3-haiku-20240307", "1.50"),
-    ("claude-sonnet-5-5", "18"),
+    ("claude-sonnet-5-5", "18"), ("claude-opus-4-0", "90"), ("claude-opus-4-1", "90"), ("claude-opus-4-5", "30"),
 ])
 def test_each_model_costs_what_its_own_generation_costs(model, dollars):
     assert cost_usd(model, MILLION_IN_AND_OUT) == Decimal(dollars)
@@ -26,6 +26,13 @@ def test_each_model_costs_what_its_own_generation_costs(model, dollars):
 def test_cache_tokens_are_priced_apart():
     usage = Usage(input_tokens=0, output_tokens=0, cache_read_tokens=1_000_000, cache_creation_tokens=1_000_000)
     assert cost_usd("claude-sonnet-4-5", usage) == Decimal("4.05")
+
+
+@pytest.mark.parametrize("model", ["claude-opus-4-0", "claude-opus-4-20250514", "claude-opus-4-1",
+                                   "claude-opus-4-1-20250805"])
+def test_opus_4_and_4_1_cache_tokens_cost_their_own_generations_rates(model):
+    usage = Usage(cache_read_tokens=1_000_000, cache_creation_tokens=1_000_000)
+    assert cost_usd(model, usage) == Decimal("1.50") + Decimal("18.75")
 
 
 def test_aiteam_prices_adds_a_model_and_overrides_a_family(settings):

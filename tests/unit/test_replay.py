@@ -7,6 +7,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from agents.delivery import git_remote
+from agents.llm.base import LLMError, LLMRequest, ToolSpec
+from agents.llm.replay import ReplayProvider
 from lifecycle.errors import IllegalTransition
 from lifecycle.models import LLMCall, Replay, Requirement, Step
 from lifecycle.replay_compare import artifact_hashes, request_fingerprints, transition_sequence
@@ -290,3 +292,19 @@ def test_a_run_with_a_budget_decision_replays_the_same_after_the_project_budgets
     assert replay.run_settings == {"budgets": {"roles": {"tech_lead": {"steps": 1}}}}
     assert replay.state == "deployed" and replay.replay_run.verdict == Replay.Verdict.MATCHED
     assert replay.transitions.filter(event="exhaust_budget").count() == 1
+
+
+@pytest.mark.parametrize("interaction,problem", [
+    ({"usage": {"input_tokens": 5}}, "has no tool_input object"),
+    ({"tool_input": {"title": "x"}, "usage": {"input_tokens": 5, "cache_read_input_tokens": 3}},
+     "has usage {'input_tokens': 5, 'cache_read_input_tokens': 3}; expected whole token counts under input_tokens"),
+    ({"tool_input": {"title": "x"}, "usage": {"input_tokens": "many"}}, "expected whole token counts"),
+])
+def test_a_malformed_cassette_interaction_is_an_llm_error_naming_it(interaction, problem):
+    cassette = ReplayProvider([{"role": "tech_lead", "match": ["the plan"], **interaction}])
+    request = LLMRequest(role="tech_lead", model="claude-x", system="Write the plan.", messages=[],
+                         tool=ToolSpec(name="submit_plan", description="The plan.", input_schema={}))
+    with pytest.raises(LLMError) as caught:
+        cassette.complete(request)
+    assert "the cassette interaction for role 'tech_lead' matching ['the plan']" in str(caught.value)
+    assert problem in str(caught.value)
