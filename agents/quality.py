@@ -59,11 +59,14 @@ def uncovered(criteria: list[str], coverage: dict[str, list[str]], report: dict[
     named ran from tests/acceptance/ (skipped, or never reached). Judged on QC's names alone when the run cannot
     say which ran: no test ran (it died, or nothing was collected), a test module failed to import (pytest then
     stops before running anything; an acceptance module that cannot import what the engineer's code should
-    offer is the engineer's failure, reported as such), or the report predates the list of tests run (a replay
-    of an older run)."""
+    offer is the engineer's failure, reported as such), the report predates the list of tests run (a replay
+    of an older run), or the stored list was cut among the acceptance tests (agents.sandbox.report keeps them
+    first, so that happens only when they alone fill it)."""
     ran = report.get("tests_run")
     broken = [f for f in report.get("failing_tests", []) if "::" not in f]  # a module's collection error
     acceptance = None if not ran or broken else [test for test in ran if test.startswith(ACCEPTANCE_DIR)]
+    if acceptance is not None and report.get("tests_run_total", 0) > len(ran) == len(acceptance):
+        acceptance = None
 
     def covered(criterion: str) -> bool:
         names = coverage.get(criterion) or []

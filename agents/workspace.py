@@ -39,15 +39,17 @@ class Workspace:
         """Make the workspace hold commit `head`, the one the database records, undoing git work an interrupted
         apply left: a later commit whose transaction rolled back, files written but not committed, the index lock
         of a killed git (its lease expired long before anyone aligns, so that git has ended). `head` "" : no
-        commit recorded, so any commit is a rolled-back one and the repository is emptied; None: not known (a
-        requirement older than the record), so the commits stay and only uncommitted work is undone. The caller
-        holds the requirement's lock, so no other writer's git command is running."""
+        commit recorded, so any commit is a rolled-back one and the repository is re-created empty; also when it
+        has no commit, because a first apply killed after `git add -A` leaves staged files that `git clean` keeps
+        and the next commit would carry. None: not known (a requirement older than the record), so the commits
+        stay and only uncommitted work is undone. The caller holds the requirement's lock, so no other writer's
+        git command is running."""
         if not (self.path / ".git").is_dir():
             if head:
                 raise GitError(f"the workspace {self.path} is missing; the database records commit {head}")
             return
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
-        if head == "" and self.log():
+        if head == "":
             shutil.rmtree(self.path)
             self.ensure()
             return

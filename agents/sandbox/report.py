@@ -10,11 +10,16 @@ from __future__ import annotations
 import os
 import stat
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from agents.schemas.quality import ACCEPTANCE_DIR
+
 MAX_READ_BYTES = 32 * 1024**2
+MAX_TEST_IDS = 500  # per list: the report is stored and the failing ids reach the engineer's context
 
 
 @dataclass
@@ -27,6 +32,8 @@ class TestReport:
     skipped: int = 0
     failing_tests: list[str] = field(default_factory=list)  # "path/to/test_x.py::test_name"; errors included
     tests_run: list[str] = field(default_factory=list)  # every test that ran (not skipped), ids as above
+    failing_tests_total: int = 0  # how many failing ids there were: more than len(failing_tests) when cut
+    tests_run_total: int = 0  # likewise for tests_run
     duration_s: float = 0.0
     coverage_percent: float | None = None
     exit_code: int = 0
@@ -34,6 +41,15 @@ class TestReport:
     killed_reason: str = ""  # "", "timeout", "cpu", "memory", "file size" or "signal N"
     output_tail: str = ""
     isolation: str = ""
+
+    def __post_init__(self) -> None:
+        """Cap both lists at MAX_TEST_IDS (a junit file of up to MAX_READ_BYTES can name ~10^5 tests), counting
+        first. The gate's own inputs are kept before the rest: a module that failed to import, and the
+        acceptance tests that ran (agents.quality.uncovered)."""
+        self.failing_tests_total = max(self.failing_tests_total, len(self.failing_tests))
+        self.tests_run_total = max(self.tests_run_total, len(self.tests_run))
+        self.failing_tests = _capped(self.failing_tests, first=lambda test: "::" not in test)
+        self.tests_run = _capped(self.tests_run, first=lambda test: test.startswith(ACCEPTANCE_DIR))
 
     @property
     def ok(self) -> bool:
@@ -91,6 +107,16 @@ def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
         if kind in ("failed", "errors"):
             failing.append(ran[-1])
     return JunitOutcome(failing_tests=failing, tests_run=ran, **counts)
+
+
+def _capped(tests: list[str], *, first: Callable[[str], bool]) -> list[str]:
+    """At most MAX_TEST_IDS of `tests`, those matching `first` chosen before the others, in their run order."""
+    if len(tests) <= MAX_TEST_IDS:
+        return tests
+    chosen = [i for i, test in enumerate(tests) if first(test)][:MAX_TEST_IDS]
+    rest = (i for i, test in enumerate(tests) if not first(test))
+    chosen += islice(rest, MAX_TEST_IDS - len(chosen))
+    return [tests[i] for i in sorted(chosen)]
 
 
 def _kind(case: ET.Element) -> str:

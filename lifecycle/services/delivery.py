@@ -17,7 +17,7 @@ from agents.delivery import DeliveryPlan, GitHubSettings, ensure_bare_remote
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
 from lifecycle.failure_rules import Failure, Source
-from lifecycle.models import Requirement
+from lifecycle.models import Project, Requirement
 from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
@@ -34,8 +34,18 @@ def remote_url(requirement: Requirement) -> str:
     """The project's remote, or a local bare repository for the embedded default (created on first use)."""
     if requirement.project.repo_url:
         return requirement.project.repo_url
-    bare = Path(settings.AITEAM_REMOTES_ROOT) / f"{requirement.organization.slug}-{requirement.project.slug}.git"
-    return ensure_bare_remote(bare)
+    return ensure_bare_remote(default_remote_path(requirement.project))
+
+
+def default_remote_path(project: Project) -> Path:
+    """<AITEAM_REMOTES_ROOT>/<organization id>/<project id>.git: one repository per project, whatever the slugs.
+
+    Not the slugs: joined as "<org>-<project>" they collide across tenants ("a-b"/"c" and "a"/"b-c"), they are
+    not validated on every path in (a management command saves them as typed, "/" included) and an admin may
+    rename them. Ids are unique and never change. Remotes created under the older "<org slug>-<project
+    slug>.git" name are left where they are and no longer written: the next delivery pushes its branch to the
+    new repository; an operator who wants the old branches there moves or pushes them by hand."""
+    return Path(settings.AITEAM_REMOTES_ROOT) / str(project.organization_id) / f"{project.pk}.git"
 
 
 def delivery_plan(requirement_id) -> DeliveryPlan:

@@ -25,13 +25,20 @@ def test_a_named_test_that_did_not_run_covers_nothing():
     {"tests_run": ["tests/test_store.py"], "failing_tests": ["tests/test_store.py"], "errors": 1},
     {"tests_run": [], "failing_tests": [], "errors": 1},
     {"failing_tests": []},
+    {"tests_run": [f"tests/acceptance/test_a.py::test_{i}" for i in range(500)], "tests_run_total": 900,
+     "failing_tests": []},
 ], ids=["an acceptance module failed to import", "an engineer's module failed to import (pytest stopped)",
-        "nothing ran", "an older report"])
+        "nothing ran", "an older report", "the stored list was cut among the acceptance tests"])
 def test_when_the_run_cannot_say_which_tests_ran_the_names_decide(report):
     """An ImportError in QC's module is the engineer's failure (failing tests, back to development), not a gap in
     the criteria for the business analyst."""
     assert uncovered(CRITERIA, COVERAGE, report) == []
     assert uncovered(CRITERIA, {"AC-1": ["test_adds"]}, report) == ["AC-2"]
+
+
+def test_a_list_cut_after_the_acceptance_tests_still_decides_by_what_ran():
+    report = {"tests_run": RAN[1:2] + ["tests/test_store.py::test_other"], "tests_run_total": 900, "failing_tests": []}
+    assert uncovered(CRITERIA, COVERAGE, report) == ["AC-2"]
 
 
 def test_qc_may_name_a_test_by_its_file_too():

@@ -1,6 +1,8 @@
 """Workspace.align puts the git workspace back at the commit the database records, whatever an interrupted apply
 left: a later commit, modified or untracked files, a killed git's index lock; with no recorded commit, an empty
 repository; with an unknown one (older requirements), only what no commit holds."""
+import subprocess
+
 import pytest
 
 from agents.schemas import SourceFile
@@ -31,6 +33,19 @@ def test_align_to_no_recorded_commit_empties_the_repository(tmp_path):
     workspace, _ = committed(tmp_path)  # the first apply committed, then its transaction rolled back
     workspace.align("")
     assert workspace.log() == [] and workspace.files() == [] and (workspace.path / ".git").is_dir()
+
+
+def test_align_to_no_recorded_commit_unstages_what_a_failed_first_apply_added(tmp_path):
+    """A first apply that died between `git add -A` and its commit leaves staged files, which `git clean` keeps;
+    the next attempt's commit must not carry them."""
+    workspace = Workspace(tmp_path / "ws", "aiteam/test").ensure()
+    workspace.write([SourceFile(path="dead.py", content="x = 1\n")])
+    subprocess.run(["git", "add", "-A"], cwd=workspace.path, check=True)
+    workspace.align("")
+    workspace.write([SourceFile(path="app.py", content="A = 1\n")])
+    workspace.commit("T1 (attempt 2)")
+    tracked = subprocess.run(["git", "ls-files"], cwd=workspace.path, capture_output=True, text=True, check=True)
+    assert tracked.stdout.splitlines() == ["app.py"] and not (workspace.path / "dead.py").exists()
 
 
 def test_align_to_an_unknown_head_keeps_the_commits_and_undoes_the_rest(tmp_path):
