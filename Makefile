@@ -5,7 +5,8 @@ STAMP       := .venv/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
 # Unit tests run in this many processes (pytest-xdist; each has its own in-memory SQLite or test_aiteam_gwN
-# database); the integration tests run in one, beside the Celery workers they start.
+# database; --dist loadgroup keeps the tests of one xdist_group on one worker); the integration tests run in
+# one, beside the Celery workers they start.
 TEST_WORKERS      ?= 2
 EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
 
@@ -29,14 +30,14 @@ demo: venv
 test: test-unit test-integration test-unit-pg
 
 test-unit: venv
-	$(EMBEDDED) $(PY) -m pytest tests/unit tests/browser -q -n $(TEST_WORKERS)
+	$(EMBEDDED) $(PY) -m pytest tests/unit tests/browser -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-integration: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest tests/integration -q
 
 test-unit-pg: venv
 	@if DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m tests.services; then \
-	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS); \
+	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
 ## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …)

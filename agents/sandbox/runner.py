@@ -29,6 +29,10 @@ _COVERAGE_JSON = ".coverage.json"
 # Never copied: history and caches are not the project, and a stale report would read as this run's results.
 _NOT_COPIED = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", REPORT_NAME, ".coverage", _COVERAGE_JSON)
 DEFAULT_LIMITS = SandboxLimits()
+# -P: the scratch dir (the cwd) stays off sys.path, so a project module cannot stand in for the runner or for a
+# module it imports (json, say, to forge coverage's report); -s: nor can a project's .local/lib/pythonX.Y/site-packages
+# (HOME is the scratch dir), which a system interpreter would search before its own site-packages.
+PYTHON_FLAGS = ("-P", "-s")
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
     pyproject.toml cannot drop tests (--ignore, -k, testpaths) or load plugins (addopts = -p …), nor its
     coverage settings omit code. The project's code is importable from its root, and from src/ when that is a
     src layout (no src/__init__.py: a package named src stays a package, and its modules do not shadow the
-    standard library's); -P keeps the project directory off sys.path until pytest is running, so a project
-    module cannot stand in for pytest itself. Called once the scratch copy is populated."""
+    standard library's); PYTHON_FLAGS keep the project directory and its user site-packages off sys.path
+    until pytest is running, so a project module cannot stand in for pytest itself. Called once the scratch
+    copy is populated."""
     runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", "-m", "pytest"] if coverage else [
         "-m", "pytest"]
     # --confcutdir: with -c, pytest looks for conftest.py files up to the config file's directory (/dev), and
@@ -71,7 +76,7 @@ def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
     # would be read from that directory too
     src = scratch / "src"
     importable = [scratch, src] if src.is_dir() and not (src / "__init__.py").exists() else [scratch]
-    return [sys.executable, "-P", *runner, "-c", os.devnull, f"--rootdir={scratch}", f"--confcutdir={scratch}",
+    return [sys.executable, *PYTHON_FLAGS, *runner, "-c", os.devnull, f"--rootdir={scratch}", f"--confcutdir={scratch}",
             "-o", f"pythonpath={' '.join(map(str, importable))}", "-q", "-p", "no:cacheprovider",
             f"--junitxml={scratch / REPORT_NAME}"]
 
@@ -193,8 +198,9 @@ def output_tail(path: Path, max_chars: int) -> str:
 
 def _coverage(scratch: Path, limits: SandboxLimits) -> float | None:
     """coverage's own JSON report, produced by a second sandboxed run (the data file is untrusted input)."""
-    _execute([sys.executable, "-m", "coverage", "json", f"--rcfile={os.devnull}", "-q", "-o", _COVERAGE_JSON], scratch,
-             limits)
+    command = [sys.executable, *PYTHON_FLAGS, "-m", "coverage", "json", f"--rcfile={os.devnull}", "-q", "-o",
+               _COVERAGE_JSON]
+    _execute(command, scratch, limits)
     data = read_untrusted(scratch / _COVERAGE_JSON)
     try:
         return round(float(json.loads(data or b"")["totals"]["percent_covered"]), 2)

@@ -15,11 +15,18 @@ ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
 LOADED_ON_THEIR_OWN = ("conftest.py", "sitecustomize.py", "usercustomize.py")
 # Top-level modules that would stand in for the test runner's own (pytest, coverage and what they import).
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "coverage"})
+# Where an interpreter finds modules on its own: the user site (HOME is the sandbox's scratch dir, so
+# .local/lib/pythonX.Y/site-packages there), any site-packages, and the .pth files that extend sys.path. Other
+# dot-directories stay writable (.github/ is DevOps' and refused above only as such).
+USER_SITE_DIR = ".local/"
+SITE_DIRS = ("site-packages", "dist-packages")
 
 
 def _shadows_runner(path: str) -> bool:
-    top = path.split("/", 1)[0]
-    return top.removesuffix(".py") in RUNNER_MODULES
+    """A module that would be imported in place of the runner's, or from a directory Python searches on its own."""
+    parts = path.split("/")
+    return (parts[0].removesuffix(".py") in RUNNER_MODULES or path.startswith(USER_SITE_DIR)
+            or any(part.endswith(SITE_DIRS) for part in parts[:-1]) or path.endswith(".pth"))
 
 
 class SourceFile(Strict):

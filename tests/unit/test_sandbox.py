@@ -15,15 +15,34 @@ from pathlib import Path
 import pytest
 
 from agents.sandbox import SandboxLimits, TestReport, namespaces_available, run_tests, sandbox_root
-from agents.sandbox.isolation import wrap
+from agents.sandbox.isolation import SandboxUnavailable, wrap
 
+# One xdist worker runs every test of both sandbox modules, one at a time: their runs share uid 65534's
+# RLIMIT_NPROC of 32, which a fork-bomb test fills (a run started meanwhile fails to exec: EAGAIN).
+pytestmark = pytest.mark.xdist_group("sandbox_uid")
 SMALL = SandboxLimits(timeout_s=3, cpu_s=10, memory_bytes=512 * 1024**2, max_processes=32, max_output_chars=4000)
 PROJECT_TREE = Path(__file__).resolve().parents[2]
+
+
+def _drops_privileges() -> bool:
+    try:  # a scratch dir in the sandbox root: its staging area is created where real runs create it
+        return wrap(["true"], scratch=sandbox_root() / "probe", limits=SMALL).drops_privileges
+    except SandboxUnavailable:
+        return False
+
+
 needs_drop = pytest.mark.skipif(
-    not wrap(["true"], scratch=Path("/var/tmp"), limits=SMALL).drops_privileges,
+    not _drops_privileges(),
     reason="the runner cannot drop to uid 65534 here (not root, no setpriv, or interpreter unreachable without unshare)",
 )
 needs_namespaces = pytest.mark.skipif(not namespaces_available(), reason="unshare (net/pid/mount namespaces) unavailable here")
+
+
+@pytest.fixture(autouse=True)
+def _unisolated_runs_allowed(settings):
+    """These tests check each layer where the host has it; the refusal of a run with none is
+    tests/unit/test_sandbox_isolation.py's. Without this a non-root machine could run none of them."""
+    settings.AITEAM_SANDBOX_ALLOW_UNISOLATED = True
 
 
 def _project(tmp_path: Path, tests: str, module: str = "def add(a, b):\n    return a + b\n") -> Path:
