@@ -55,6 +55,8 @@ class Workspace:
             return
         if head or self.log():
             self._git("reset", "-q", "--hard", head or "HEAD")
+        else:
+            self._git("read-tree", "--empty")  # no commit to reset to: unstage what a killed first apply added
         self._git("clean", "-q", "-ffdx")
 
     def write(self, files: list[SourceFile]) -> None:

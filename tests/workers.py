@@ -18,6 +18,8 @@ FAST_STEPS = {
     "AITEAM_STEP_LEASE_S": "11",
     "AITEAM_VISIBILITY_TIMEOUT_S": "3600", "AITEAM_REAPER_INTERVAL_S": "1", "AITEAM_RELAY_INTERVAL_S": "2",
     "AITEAM_AUTONOMOUS": "false",
+    # as the embedded default: a developer's machine that is not root can still run the sandbox (isolated as root)
+    "AITEAM_SANDBOX_ALLOW_UNISOLATED": "1",
 }
 
 

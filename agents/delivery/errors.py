@@ -11,6 +11,10 @@ class DeliveryError(Exception):
     """An expected delivery failure (git or GitHub said no); the message is safe to store and show."""
 
 
+class NoAnswer(DeliveryError):
+    """The request went out but no answer came back (a timeout, a dropped connection): it may have been done."""
+
+
 def strip_credentials(text: str) -> str:
     """`https://user:token@host/x` -> `https://host/x`, wherever such a URL appears in text."""
     return _USERINFO.sub(r"\1", text)

@@ -11,7 +11,7 @@ from typing import Any, Self
 
 import httpx
 
-from agents.delivery.errors import DeliveryError, scrub
+from agents.delivery.errors import DeliveryError, NoAnswer, scrub
 
 DEFAULT_API_URL = "https://api.github.com"
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -69,7 +69,7 @@ class GitHubClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:  # connection refused, timeout, ...: the exception text holds no header
-            raise DeliveryError(scrub(f"GitHub {method} {path}: {type(exc).__name__}: {exc}", self._token)) from None
+            raise NoAnswer(scrub(f"GitHub {method} {path}: {type(exc).__name__}: {exc}", self._token)) from None
         if not response.is_success:
             raise DeliveryError(scrub(f"GitHub {method} {path}: {response.status_code} {_message(response)}", self._token))
         try:

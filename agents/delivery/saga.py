@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.delivery import git_remote
-from agents.delivery.errors import DeliveryError, strip_credentials
+from agents.delivery.errors import DeliveryError, NoAnswer, strip_credentials
 from agents.delivery.github import GitHubClient, GitHubSettings
 
 logger = logging.getLogger(__name__)
@@ -121,19 +121,27 @@ def _pull_request(plan: DeliveryPlan, client: GitHubClient, result: DeliveryResu
     pull = client.find_open_pull(repo, plan.branch)
     reused = pull is not None
     if pull is None:
-        opened: dict[str, Any] = {}
+        answer: dict[str, Any] = {}  # "pull": the one GitHub opened; "refused": GitHub answered that it opened none
 
         def close_opened() -> bool:
-            # GitHub may have created it although its reply never came (a timeout, the soft limit): look it up
-            found = opened or client.find_open_pull(repo, plan.branch)
+            if answer.get("refused"):
+                return False  # a pull request open now is someone else's (a 422 "already exists" races one)
+            # GitHub may have opened it although its answer never came (a timeout, the soft limit): look it up
+            found = answer.get("pull") or client.find_open_pull(repo, plan.branch)
             if found:
                 client.close_pull(repo, int(found["number"]))
             return bool(found)
 
         # Registered before opening, like the push's undo: a retry must not find a stray pull request of this run
         saga.register("close pull request", close_opened)
-        pull = client.open_pull(repo, plan.branch, plan.base, plan.title or f"Deliver {plan.branch}", plan.body)
-        opened.update(pull)
+        try:
+            answer["pull"] = pull = client.open_pull(repo, plan.branch, plan.base,
+                                                     plan.title or f"Deliver {plan.branch}", plan.body)
+        except NoAnswer:
+            raise
+        except DeliveryError:
+            answer["refused"] = True
+            raise
     result.pull_request = {"number": int(pull["number"]), "url": pull.get("html_url", ""), "reused": reused}
     return f"{'reused' if reused else 'opened'} pull request #{pull['number']}"
 

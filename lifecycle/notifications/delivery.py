@@ -50,15 +50,19 @@ def _targets(task: ReviewTask, users: Iterable[Any], webhook: bool) -> list[tupl
     return list(dict.fromkeys(targets))
 
 
-def enqueue(ids: list[int]) -> None:
-    """Hand each row to a worker; a broker that is down only delays it (the beat re-queues due rows)."""
+def enqueue(ids: list[int]) -> list[int]:
+    """Hand each row to a worker; a broker that is down only delays it (the beat re-queues due rows). Returns
+    the ids that could not be queued."""
     from lifecycle.tasks import deliver_notification
 
+    failed = []
     for pk in ids:
         try:
             deliver_notification.delay(pk)
         except Exception:
             log.exception("could not queue notification %s; the beat will", pk)
+            failed.append(pk)
+    return failed
 
 
 def notification_deliver(notification_id: int, *, now: datetime | None = None) -> float | None:
@@ -142,5 +146,11 @@ def notifications_requeue_due(*, now: datetime | None = None, limit: int = 500) 
             row.requeue_at = next_requeue(now, lost_since=row.next_attempt_at)
         Notification.objects.bulk_update(rows, ["requeue_at"])
         ids = [row.pk for row in rows]
-        transaction.on_commit(lambda: enqueue(ids))
+        transaction.on_commit(lambda: _requeue_next_beat(enqueue(ids)))
     return len(ids)
+
+
+def _requeue_next_beat(failed: list[int]) -> None:
+    """Rows the broker did not take were not queued: the next beat tries them again, not `next_requeue`."""
+    if failed:
+        Notification.objects.filter(pk__in=failed).update(requeue_at=None)

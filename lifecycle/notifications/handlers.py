@@ -33,13 +33,15 @@ def queue_notifications(event: OutboxEvent) -> None:
     transaction.on_commit(lambda: _queue(event_id))
 
 
-def _queue(event_id: int) -> None:
+def _queue(event_id: int) -> bool:
     from lifecycle.tasks import notify_for_event
 
     try:
         notify_for_event.delay(event_id)
     except Exception:  # a broker that is down, or (eagerly) a failing notifier: logged, the pipeline goes on
         log.exception("notifications for outbox event %s were not queued", event_id)
+        return False
+    return True
 
 
 def notify_for_event(event_id: int) -> None:
@@ -80,8 +82,14 @@ def events_requeue_unnotified(*, now: datetime | None = None, limit: int = 200) 
                             "queued for the last time", event.pk, event.name, now - event.sent_at)
         OutboxEvent.objects.bulk_update(events, ["notify_requeue_at"])
         ids = [event.pk for event in events]
-        transaction.on_commit(lambda: [_queue(event_id) for event_id in ids])
+        transaction.on_commit(lambda: _requeue_next_beat([event_id for event_id in ids if not _queue(event_id)]))
     return len(ids)
+
+
+def _requeue_next_beat(failed: list[int]) -> None:
+    """Events the broker did not take were not queued: the next beat tries them again, not `next_requeue`."""
+    if failed:
+        OutboxEvent.objects.filter(pk__in=failed).update(notify_requeue_at=None)
 
 
 def _opened(event: OutboxEvent, task: ReviewTask) -> None:

@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def bench_env(broker_url) -> dict[str, str]:
+    """The benchmarks' own Redis database (12, beside the tests' broker): they flush it as they go."""
     db = settings.DATABASES["default"]
     server = f"postgres://{db.get('USER') or 'postgres'}@{db['HOST']}:{db['PORT'] or 5432}"
-    return {**os.environ, "BENCH_PG": server, "BENCH_BROKER_URL": broker_url}
+    return {**os.environ, "BENCH_PG": server, "BENCH_BROKER_URL": broker_url.rsplit("/", 1)[0] + "/12"}
 
 
 def test_the_step_floor_benchmark_runs_both_sides_on_a_scratch_database(bench_env):

@@ -172,6 +172,26 @@ def test_a_pull_request_whose_reply_was_lost_is_closed_and_a_retry_opens_exactly
     assert github.creations == 2 and [p["number"] for p in github.open_pulls(BRANCH)] == [again.pull_request["number"]]
 
 
+def test_a_pull_request_someone_else_opened_meanwhile_is_not_closed_by_the_undo(workspace, remote, github, monkeypatch):
+    """GitHub answered the POST with 422 (a pull request for the branch appeared between the lookup and the POST):
+    this run opened none, so its undo closes none."""
+    theirs = GitHubClient(TOKEN, api_url=github.url).open_pull("acme/shop", BRANCH, "main", "Theirs", "")
+    looked_up = []
+    real_find = GitHubClient.find_open_pull
+
+    def find_before_theirs(self, repo, head_branch):
+        looked_up.append(head_branch)
+        return None if len(looked_up) == 1 else real_find(self, repo, head_branch)
+
+    monkeypatch.setattr(GitHubClient, "find_open_pull", find_before_theirs)
+
+    result = deliver(plan_for(workspace, remote, github))
+
+    assert not result.succeeded and "422" in result.error
+    assert [(c.name, c.ok) for c in result.compensations] == [("delete remote branch", True)]
+    assert [p["number"] for p in github.open_pulls(BRANCH)] == [theirs["number"]] and looked_up == [BRANCH]
+
+
 def test_a_failed_pull_request_keeps_a_branch_an_earlier_run_pushed(workspace, remote, github):
     push_branch(workspace, BRANCH, str(remote))
     github.fail_next_create(500)

@@ -217,6 +217,29 @@ def test_the_beat_spaces_its_copies_of_a_lost_event_and_gives_up_after_a_day_wit
     assert events_requeue_unnotified(now=relayed + timedelta(hours=23, minutes=59)) == 0  # its next turn is past the day
 
 
+def test_what_the_broker_did_not_take_is_tried_again_at_the_next_beat_not_after_the_spacing(
+        acme_project, rita, hook, monkeypatch):
+    from lifecycle.notifications.handlers import events_requeue_unnotified
+    from lifecycle.tasks import notify_for_event
+
+    def broker_down(pk):
+        raise ConnectionError("broker down")
+
+    relayed = timezone.now() - timedelta(minutes=10)
+    event = OutboxEvent.objects.create(name="ReviewTaskReminded", payload={"review_task": None}, sent_at=relayed)
+    hook.statuses = [500]
+    open_review(acme_project)
+    note = Notification.objects.get(channel="webhook")  # failed once; due again after its backoff
+    monkeypatch.setattr(notify_for_event, "delay", broker_down)
+    monkeypatch.setattr(deliver_notification, "delay", broker_down)
+    now = note.next_attempt_at + timedelta(minutes=10)
+    for beat in (now, now + timedelta(minutes=1)):
+        assert events_requeue_unnotified(now=beat) == 1 and delivery.notifications_requeue_due(now=beat) == 1
+    event.refresh_from_db()
+    note.refresh_from_db()
+    assert event.notify_requeue_at is None and note.requeue_at is None
+
+
 def test_events_never_queued_again_go_before_those_the_beat_keeps_retrying(acme_project, rita, monkeypatch):
     from lifecycle.notifications.handlers import events_requeue_unnotified
     from lifecycle.tasks import notify_for_event

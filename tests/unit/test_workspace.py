@@ -35,13 +35,14 @@ def test_align_to_no_recorded_commit_empties_the_repository(tmp_path):
     assert workspace.log() == [] and workspace.files() == [] and (workspace.path / ".git").is_dir()
 
 
-def test_align_to_no_recorded_commit_unstages_what_a_failed_first_apply_added(tmp_path):
+@pytest.mark.parametrize("head", ["", None], ids=["no commit recorded", "head unknown (older requirement)"])
+def test_align_before_any_commit_unstages_what_a_failed_first_apply_added(tmp_path, head):
     """A first apply that died between `git add -A` and its commit leaves staged files, which `git clean` keeps;
     the next attempt's commit must not carry them."""
     workspace = Workspace(tmp_path / "ws", "aiteam/test").ensure()
     workspace.write([SourceFile(path="dead.py", content="x = 1\n")])
     subprocess.run(["git", "add", "-A"], cwd=workspace.path, check=True)
-    workspace.align("")
+    workspace.align(head)
     workspace.write([SourceFile(path="app.py", content="A = 1\n")])
     workspace.commit("T1 (attempt 2)")
     tracked = subprocess.run(["git", "ls-files"], cwd=workspace.path, capture_output=True, text=True, check=True)
