@@ -9,13 +9,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.models import Notification, ReviewTask
 from lifecycle.notifications import messages
 from lifecycle.notifications.channels import CHANNELS, ChannelError
 from lifecycle.notifications.errors import ChannelRefused
+from lifecycle.notifications.requeue import requeue_spaced
 from lifecycle.notifications.webhook import webhook_url
 
 log = logging.getLogger(__name__)
@@ -127,30 +127,9 @@ def _failed(note: Notification, error: str, now: datetime, *, permanent: bool = 
     return delay
 
 
-def next_requeue(now: datetime, *, lost_since: datetime) -> datetime:
-    """When the beat may queue something again that it queues now: after as long again as it has been lost
-    (at least AITEAM_NOTIFY_LOST_AFTER_S), so its copies thin out while a long queue drains."""
-    return now + max(now - lost_since, timedelta(seconds=settings.AITEAM_NOTIFY_LOST_AFTER_S))
-
-
 def notifications_requeue_due(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Queue pending rows whose attempt is due (a lost message, an eager run, a broker that was down). A row
-    queued again is not queued again before `next_requeue`; rows never queued again come first."""
+    """Queue pending rows whose attempt is due (a lost message, an eager run, a broker that was down), spaced
+    as lifecycle.notifications.requeue says; a claim starts a row's spacing afresh."""
     now = now or timezone.now()
-    due = Notification.objects.filter(Q(requeue_at=None) | Q(requeue_at__lte=now), state=State.PENDING,
-                                      next_attempt_at__lte=now)
-    with transaction.atomic():
-        rows = list(due.select_for_update(skip_locked=True).order_by(
-            F("requeue_at").asc(nulls_first=True), "next_attempt_at").only("pk", "next_attempt_at")[:limit])
-        for row in rows:
-            row.requeue_at = next_requeue(now, lost_since=row.next_attempt_at)
-        Notification.objects.bulk_update(rows, ["requeue_at"])
-        ids = [row.pk for row in rows]
-        transaction.on_commit(lambda: _requeue_next_beat(enqueue(ids)))
-    return len(ids)
-
-
-def _requeue_next_beat(failed: list[int]) -> None:
-    """Rows the broker did not take were not queued: the next beat tries them again, not `next_requeue`."""
-    if failed:
-        Notification.objects.filter(pk__in=failed).update(requeue_at=None)
+    due = Notification.objects.filter(state=State.PENDING, next_attempt_at__lte=now)
+    return len(requeue_spaced(due, at="requeue_at", since="next_attempt_at", queue=enqueue, now=now, limit=limit))

@@ -13,13 +13,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.models import OutboxEvent, ReviewTask
 from lifecycle.models.audit import NOTIFYING_EVENTS
 from lifecycle.notifications import recipients
-from lifecycle.notifications.delivery import next_requeue, notify
+from lifecycle.notifications.delivery import notify
+from lifecycle.notifications.requeue import requeue_spaced
 from lifecycle.states import ReviewKind
 
 log = logging.getLogger(__name__)
@@ -62,34 +62,21 @@ def notify_for_event(event_id: int) -> None:
 def events_requeue_unnotified(*, now: datetime | None = None, limit: int = 200) -> int:
     """Queue notify_for_event again for relayed events whose notifications were never worked out: the broker
     was down when the relay committed, the worker died before queuing, or the task gave up. Those relayed
-    within AITEAM_NOTIFY_LOST_AFTER_S are still on their way. An event queued again waits as long as it
-    has been lost before the next time (a busy queue gets a few copies, not one a minute; one that keeps
-    failing about ten tries in its day); events never queued again come first, and after a day an event is
-    left alone, with a warning on its last try."""
+    within AITEAM_NOTIFY_LOST_AFTER_S are still on their way; the others are queued again spaced as
+    lifecycle.notifications.requeue says (one that keeps failing: about ten tries in its day). After a day an
+    event is left alone, with a warning on its last try."""
     now = now or timezone.now()
     day = timedelta(days=1)
     lost = OutboxEvent.objects.filter(
-        Q(notify_requeue_at=None) | Q(notify_requeue_at__lte=now), notified_at=None, name__in=NOTIFYING_EVENTS,
-        sent_at__isnull=False, sent_at__lt=now - timedelta(seconds=settings.AITEAM_NOTIFY_LOST_AFTER_S),
-        sent_at__gte=now - day)
-    with transaction.atomic():
-        events = list(lost.select_for_update(skip_locked=True).order_by(
-            F("notify_requeue_at").asc(nulls_first=True), "sent_at").only("pk", "name", "sent_at")[:limit])
-        for event in events:
-            event.notify_requeue_at = next_requeue(now, lost_since=event.sent_at)
-            if event.notify_requeue_at >= event.sent_at + day:
-                log.warning("outbox event %s (%s): notifications still not worked out %s after the relay; "
-                            "queued for the last time", event.pk, event.name, now - event.sent_at)
-        OutboxEvent.objects.bulk_update(events, ["notify_requeue_at"])
-        ids = [event.pk for event in events]
-        transaction.on_commit(lambda: _requeue_next_beat([event_id for event_id in ids if not _queue(event_id)]))
-    return len(ids)
-
-
-def _requeue_next_beat(failed: list[int]) -> None:
-    """Events the broker did not take were not queued: the next beat tries them again, not `next_requeue`."""
-    if failed:
-        OutboxEvent.objects.filter(pk__in=failed).update(notify_requeue_at=None)
+        notified_at=None, name__in=NOTIFYING_EVENTS, sent_at__isnull=False,
+        sent_at__lt=now - timedelta(seconds=settings.AITEAM_NOTIFY_LOST_AFTER_S), sent_at__gte=now - day)
+    events = requeue_spaced(lost, at="notify_requeue_at", since="sent_at", fields=["name"], now=now, limit=limit,
+                            queue=lambda ids: [event_id for event_id in ids if not _queue(event_id)])
+    for event in events:
+        if event.notify_requeue_at >= event.sent_at + day:
+            log.warning("outbox event %s (%s): notifications still not worked out %s after the relay; "
+                        "queued for the last time", event.pk, event.name, now - event.sent_at)
+    return len(events)
 
 
 def _opened(event: OutboxEvent, task: ReviewTask) -> None:
