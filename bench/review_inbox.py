@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> None:
     index = "review_sweep_due" if "review_sweep_due" in plan else "NOT the partial index"
     print(f"due query: {_execution_ms(plan):.2f} ms, {index}")
 
-    events, deliveries = _defer_to_workers()
+    events, sends = _defer_to_workers()
     started = time.perf_counter()
     done = review_sweep(now=now)
     sweep_s = time.perf_counter() - started
@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     idle = review_sweep(now=now)
     print(f"idle sweep (nothing due): {dict(idle)} in {1000 * (time.perf_counter() - started):.2f} ms")
-    _workers_share(events, deliveries)
+    _workers_share(events, sends)
 
     _pages(reviewer, args.renders, "10 % pending")
     ReviewTask.objects.update(state="open", decision="")
@@ -151,30 +151,30 @@ def _task(org, req, n: int, now, fields: dict):
 def _defer_to_workers() -> tuple[list[int], list[int]]:
     """In production the sweeper's process only relays events and queues work for the workers; Celery is eager
     here, so the queues are lists that the benchmark drains afterwards to time the workers' share on its own."""
-    from lifecycle.notifications import delivery, handlers
+    from lifecycle.notifications import handlers, sending
 
     events: list[int] = []
-    deliveries: list[int] = []
+    sends: list[int] = []
     handlers._queue = events.append
-    delivery.enqueue = deliveries.extend
-    return events, deliveries
+    sending.enqueue = sends.extend
+    return events, sends
 
 
-def _workers_share(events: list[int], deliveries: list[int]) -> None:
-    from lifecycle.notifications.delivery import notification_deliver
+def _workers_share(events: list[int], sends: list[int]) -> None:
     from lifecycle.notifications.handlers import notify_for_event
+    from lifecycle.notifications.sending import notification_send
 
     started = time.perf_counter()
     for event_id in events:
         notify_for_event(event_id)
     notified = time.perf_counter() - started
     started = time.perf_counter()
-    for pk in deliveries:
-        notification_deliver(pk)
-    delivered = time.perf_counter() - started
+    for pk in sends:
+        notification_send(pk)
+    sent = time.perf_counter() - started
     print(f"workers' share, in one process: recipients + messages for {len(events):,} events {notified:.2f} s "
-          f"({1000 * notified / max(len(events), 1):.2f} ms each), {len(deliveries):,} e-mails sent {delivered:.2f} s "
-          f"({1000 * delivered / max(len(deliveries), 1):.2f} ms each)")
+          f"({1000 * notified / max(len(events), 1):.2f} ms each), {len(sends):,} e-mails sent {sent:.2f} s "
+          f"({1000 * sent / max(len(sends), 1):.2f} ms each)")
 
 
 def _pages(reviewer, renders: int, label: str) -> None:

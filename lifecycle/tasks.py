@@ -1,10 +1,10 @@
-"""Beat and delivery tasks: thin wrappers around the services that own the work."""
+"""Beat and notification tasks: thin wrappers around the services that own the work."""
 from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
 
-from lifecycle.notifications import delivery
 from lifecycle.notifications import handlers as notifying
+from lifecycle.notifications import sending
 from lifecycle.services import outbox, sla, steps
 
 
@@ -41,23 +41,24 @@ def sweep_review_slas() -> dict[str, int]:
 
 @shared_task(ignore_result=True, acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=5, max_retries=5)
 def notify_for_event(event_id: int) -> None:
-    """Who hears about an outbox event and what they are told: Notification rows, then their deliveries."""
+    """Who hears about an outbox event and what they are told: Notification rows, then their sending."""
     notifying.notify_for_event(event_id)
 
 
 @shared_task(ignore_result=True)
 def requeue_notifications() -> int:
-    """Every minute: deliveries that are due, and events whose notifications were lost on the way."""
-    return delivery.notifications_requeue_due() + notifying.events_requeue_unnotified()
+    """Every minute: notifications due to be sent, and events whose notifications were lost on the way."""
+    return sending.notifications_requeue_due() + notifying.events_requeue_unnotified()
 
 
-@shared_task(bind=True, ignore_result=True, acks_late=True, max_retries=None)
-def deliver_notification(self, notification_id: int) -> None:
+# Registered under its former name: messages queued as deliver_notification before an upgrade still find it.
+@shared_task(bind=True, ignore_result=True, acks_late=True, max_retries=None, name="lifecycle.tasks.deliver_notification")
+def send_notification(self, notification_id: int) -> None:
     """Send one notification; a channel failure comes back after a backoff (the row counts the attempts).
 
     Eagerly (embedded, tests) there is no broker to come back through and retrying inline would
     hold up the request that caused the notification: the row waits for the beat's requeue instead.
     """
-    retry_in = delivery.notification_deliver(notification_id)
+    retry_in = sending.notification_send(notification_id)
     if retry_in is not None and not self.request.is_eager:
         raise self.retry(countdown=retry_in)

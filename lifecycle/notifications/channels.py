@@ -1,4 +1,4 @@
-"""The channel registry: name → send(notification). Each channel raises ChannelError when it did not deliver."""
+"""The channel registry: name → send(notification). Each channel raises ChannelError when it did not send."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -13,7 +13,7 @@ def send(notification: Notification) -> None:
                            from_email=settings.DEFAULT_FROM_EMAIL, to=[notification.recipient])
     try:
         sent = message.send(fail_silently=False)
-    except Exception as exc:  # the backend's own errors (SMTP, socket) are all "not delivered"
+    except Exception as exc:  # the backend's own errors (SMTP, socket) are all "not sent"
         raise ChannelError(f"e-mail to {notification.recipient} failed: {type(exc).__name__}: {exc}") from exc
     if sent != 1:
         raise ChannelError(f"the mail backend accepted no message for {notification.recipient}")

@@ -18,8 +18,8 @@ from django.utils import timezone
 from lifecycle.models import OutboxEvent, ReviewTask
 from lifecycle.models.audit import NOTIFYING_EVENTS
 from lifecycle.notifications import recipients
-from lifecycle.notifications.delivery import notify
 from lifecycle.notifications.requeue import requeue_spaced
+from lifecycle.notifications.sending import notify
 from lifecycle.states import ReviewKind
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The beat's second chance for notification work whose message was lost: queue it again, spaced out.
 
-Both kinds of lost work (an event's `notify_for_event`, a due delivery row) go through `requeue_spaced`: a row
-queued again is not queued again before as long again as it has been lost (at least
+Both kinds of lost work (an event's `notify_for_event`, a notification due to be sent) go through
+`requeue_spaced`: a row queued again is not queued again before as long again as it has been lost (at least
 AITEAM_NOTIFY_LOST_AFTER_S), so a row waiting behind a long queue gets a few copies, not one a minute; rows never
 queued again come first, so a few that always fail cannot hold the others back; a row the broker did not take
 goes again at the next beat. Two beats at once lock different rows (SKIP LOCKED).

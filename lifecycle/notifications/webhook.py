@@ -1,4 +1,4 @@
-"""A Slack-compatible incoming webhook: POST {"text": …} as JSON; any 2xx is delivered.
+"""A Slack-compatible incoming webhook: POST {"text": …} as JSON; any 2xx counts as sent.
 
 The URL is a credential: it comes from the project's settings["notifications"]["webhook_url"]
 or AITEAM_NOTIFY_WEBHOOK_URL at send time, and no error message repeats it (nor its host).
@@ -14,7 +14,7 @@ and redirects are never followed. AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS lifts the
 for project URLs, for a single-tenant install whose organization admins are its operators.
 
 A send has a total deadline of AITEAM_NOTIFY_TIMEOUT_S after the name is resolved (not only
-per socket read), so a server that drips its answer cannot outlast the delivery's claim.
+per socket read), so a server that drips its answer cannot outlast the send's claim.
 """
 from __future__ import annotations
 

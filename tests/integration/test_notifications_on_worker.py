@@ -33,7 +33,7 @@ def flaky_hook():
     server.server_close()
 
 
-def test_a_failing_webhook_is_retried_by_celery_and_delivered_once(start_worker, alice, rita, flaky_hook):
+def test_a_failing_webhook_is_retried_by_celery_and_sent_once(start_worker, alice, rita, flaky_hook):
     from lifecycle.services.intake import requirement_submit
 
     url, bodies = flaky_hook
@@ -41,7 +41,7 @@ def test_a_failing_webhook_is_retried_by_celery_and_delivered_once(start_worker,
     req = requirement_submit(user=alice, brief=SAMPLE, title="Reading list")
 
     note = wait_for(lambda: Notification.objects.filter(requirement=req, channel="webhook", state="sent").first(),
-                    timeout=60, what="the webhook notification to be delivered after its retry")
+                    timeout=60, what="the webhook notification to be sent after its retry")
     assert (note.event, note.attempts, note.last_error) == ("review_task_opened", 2, "")
     assert len(bodies) == 2 and bodies[0] == bodies[1]
     assert bodies[1]["text"].startswith("*New review task: Stories Approval for Reading list*")

@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from lifecycle.admin import ProjectForm
 from lifecycle.models import Notification, OutboxEvent, ReviewTask
-from lifecycle.notifications import delivery, recipients, webhook
+from lifecycle.notifications import recipients, sending, webhook
 from lifecycle.notifications.channels import CHANNELS
 from lifecycle.services import outbox
 from lifecycle.services.sla import review_sweep
-from lifecycle.tasks import deliver_notification
+from lifecycle.tasks import send_notification
 from tests.factories import MembershipFactory
 from tests.fakes.webhook_server import WebhookServer
 from tests.flows import pending, submit
@@ -109,10 +109,10 @@ def test_a_failing_webhook_is_retried_with_backoff_and_the_pipeline_goes_on(alic
     assert hook.url not in note.last_error and "secret-token" not in note.recipient
     assert note.next_attempt_at > timezone.now() + timedelta(seconds=25)
 
-    assert delivery.notifications_requeue_due() == 0  # not due yet: the beat leaves it alone
-    assert delivery.notifications_requeue_due(now=note.next_attempt_at) == 1  # due: queued again
+    assert sending.notifications_requeue_due() == 0  # not due yet: the beat leaves it alone
+    assert sending.notifications_requeue_due(now=note.next_attempt_at) == 1  # due: queued again
     later = note.next_attempt_at + timedelta(seconds=1)
-    assert delivery.notification_deliver(note.pk, now=later) is None  # delivered this time
+    assert sending.notification_send(note.pk, now=later) is None  # sent this time
     note.refresh_from_db()
     assert (note.state, note.attempts, note.last_error) == ("sent", 2, "")
     assert len(hook.bodies) == 2
@@ -126,7 +126,7 @@ def test_backoff_doubles_and_the_row_fails_after_the_last_attempt(acme_project, 
     waits = [note.next_attempt_at]
     for _ in range(2):
         note.refresh_from_db()
-        delivery.notification_deliver(note.pk, now=note.next_attempt_at)
+        sending.notification_send(note.pk, now=note.next_attempt_at)
         note.refresh_from_db()
         waits.append(note.next_attempt_at)
     assert (note.state, note.attempts) == ("failed", 3)
@@ -147,9 +147,9 @@ def test_the_worker_task_retries_through_celery_with_the_backoff(acme_project, r
         retried["countdown"] = countdown
         return Retry()
 
-    monkeypatch.setattr(deliver_notification, "retry", retry)
+    monkeypatch.setattr(send_notification, "retry", retry)
     with pytest.raises(Retry):
-        deliver_notification(note.pk)  # called as a worker would, not eagerly
+        send_notification(note.pk)  # called as a worker would, not eagerly
     assert retried["countdown"] == 60.0
 
 
@@ -231,10 +231,10 @@ def test_what_the_broker_did_not_take_is_tried_again_at_the_next_beat_not_after_
     open_review(acme_project)
     note = Notification.objects.get(channel="webhook")  # failed once; due again after its backoff
     monkeypatch.setattr(notify_for_event, "delay", broker_down)
-    monkeypatch.setattr(deliver_notification, "delay", broker_down)
+    monkeypatch.setattr(send_notification, "delay", broker_down)
     now = note.next_attempt_at + timedelta(minutes=10)
     for beat in (now, now + timedelta(minutes=1)):
-        assert events_requeue_unnotified(now=beat) == 1 and delivery.notifications_requeue_due(now=beat) == 1
+        assert events_requeue_unnotified(now=beat) == 1 and sending.notifications_requeue_due(now=beat) == 1
     event.refresh_from_db()
     note.refresh_from_db()
     assert event.notify_requeue_at is None and note.requeue_at is None
@@ -260,15 +260,15 @@ def test_a_due_row_stuck_behind_a_long_queue_is_queued_again_spaced_and_a_claim_
     open_review(acme_project)
     note = Notification.objects.get(channel="webhook")  # failed once; due again after its backoff
     queued = []
-    monkeypatch.setattr(deliver_notification, "delay", queued.append)
+    monkeypatch.setattr(send_notification, "delay", queued.append)
     due = note.next_attempt_at
     beats = [due + timedelta(minutes=m) for m in range(0, 20)]
-    copies = [beat - due for beat in beats if delivery.notifications_requeue_due(now=beat)]
+    copies = [beat - due for beat in beats if sending.notifications_requeue_due(now=beat)]
     assert copies == [timedelta(minutes=m) for m in (0, 2, 4, 8, 16)]
     assert queued == [note.pk] * 5
 
     later = due + timedelta(minutes=17)
-    assert delivery.notification_deliver(note.pk, now=later) is None  # one copy gets through and sends it
+    assert sending.notification_send(note.pk, now=later) is None  # one copy gets through and sends it
     note.refresh_from_db()
     assert (note.state, note.requeue_at) == ("sent", None) and len(hook.bodies) == 2
 
@@ -395,7 +395,7 @@ def test_a_garbled_webhook_answer_is_retried_then_given_up(acme_project, rita, s
         error = "ChannelError: webhook gave a malformed answer (BadStatusLine)"
         assert webhook_rows() == [("pending", 1, error)]
         note = Notification.objects.get(channel="webhook")
-        assert delivery.notification_deliver(note.pk, now=note.next_attempt_at) is None
+        assert sending.notification_send(note.pk, now=note.next_attempt_at) is None
     assert webhook_rows() == [("failed", 2, error)]
 
 
@@ -410,28 +410,28 @@ def test_an_unexpected_error_in_a_channel_is_recorded_and_counts_towards_giving_
     open_review(acme_project)
     assert webhook_rows() == [("pending", 1, "RuntimeError: the channel has a bug")]
     note = Notification.objects.get(channel="webhook")
-    delivery.notification_deliver(note.pk, now=note.next_attempt_at)
+    sending.notification_send(note.pk, now=note.next_attempt_at)
     assert webhook_rows() == [("failed", 2, "RuntimeError: the channel has a bug")]
 
 
-# --- A delivery that outlasts its claim: the newer claim's outcome stands, and sends are bounded in time.
+# --- A send that outlasts its claim: the newer claim's outcome stands, and sends are bounded in time.
 
-def test_a_delivery_that_outlasted_its_claim_cannot_overwrite_the_newer_one(acme_project, rita, hook, settings,
+def test_a_send_that_outlasted_its_claim_cannot_overwrite_the_newer_one(acme_project, rita, hook, settings,
                                                                             monkeypatch):
     settings.AITEAM_NOTIFY_MAX_ATTEMPTS = 2
-    open_review(acme_project)  # delivered on commit; made due again below, for two workers
+    open_review(acme_project)  # sent on commit; made due again below, for two workers
     started = timezone.now()
     Notification.objects.update(state="pending", attempts=0, next_attempt_at=started, last_error="")
-    hook.statuses = [200, 500]  # the second worker delivers; the first, slow one fails afterwards
+    hook.statuses = [200, 500]  # the second worker sends it; the first, slow one fails afterwards
     real_send = CHANNELS["webhook"]
 
     def slow_first_worker(note):
         CHANNELS["webhook"] = real_send  # meanwhile its lease ran out and a second worker took the row
-        assert delivery.notification_deliver(note.pk, now=started + delivery.claim_lease() + timedelta(seconds=1)) is None
+        assert sending.notification_send(note.pk, now=started + sending.claim_lease() + timedelta(seconds=1)) is None
         real_send(note)
 
     monkeypatch.setitem(CHANNELS, "webhook", slow_first_worker)
-    assert delivery.notification_deliver(Notification.objects.get().pk, now=started) is None
+    assert sending.notification_send(Notification.objects.get().pk, now=started) is None
     assert webhook_rows() == [("sent", 2, "")] and len(hook.bodies) == 3
 
 
@@ -448,7 +448,7 @@ def test_a_webhook_that_drips_its_answer_is_cut_off_at_the_total_deadline(acme_p
 
 def test_the_claim_outlasts_every_channels_time_limit(settings):
     assert settings.EMAIL_TIMEOUT == 10.0
-    assert delivery.claim_lease() > timedelta(seconds=2 * max(settings.EMAIL_TIMEOUT, settings.AITEAM_NOTIFY_TIMEOUT_S))
+    assert sending.claim_lease() > timedelta(seconds=2 * max(settings.EMAIL_TIMEOUT, settings.AITEAM_NOTIFY_TIMEOUT_S))
 
 
 # --- Only current, active members of the organization hear of its tasks.

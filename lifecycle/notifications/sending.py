@@ -1,4 +1,4 @@
-"""Queue notifications for an event (idempotently), deliver one, and re-queue what is due again."""
+"""Queue notifications for an event (idempotently), send one, and re-queue what is due again."""
 from __future__ import annotations
 
 import hashlib
@@ -53,22 +53,22 @@ def _targets(task: ReviewTask, users: Iterable[Any], webhook: bool) -> list[tupl
 def enqueue(ids: list[int]) -> list[int]:
     """Hand each row to a worker; a broker that is down only delays it (the beat re-queues due rows). Returns
     the ids that could not be queued."""
-    from lifecycle.tasks import deliver_notification
+    from lifecycle.tasks import send_notification
 
     failed = []
     for pk in ids:
         try:
-            deliver_notification.delay(pk)
+            send_notification.delay(pk)
         except Exception:
             log.exception("could not queue notification %s; the beat will", pk)
             failed.append(pk)
     return failed
 
 
-def notification_deliver(notification_id: int, *, now: datetime | None = None) -> float | None:
+def notification_send(notification_id: int, *, now: datetime | None = None) -> float | None:
     """Send one due notification; returns seconds until its retry when it failed and may be retried.
 
-    The claim is a compare-and-set on `attempts`, which also makes it the claim's token: a delivery
+    The claim is a compare-and-set on `attempts`, which also makes it the claim's token: a send
     that outlasted its lease (and was claimed again by another worker) records nothing, so it can
     never overwrite the newer claim's outcome. Each channel's send is bounded well inside the lease.
     """
@@ -76,7 +76,7 @@ def notification_deliver(notification_id: int, *, now: datetime | None = None) -
     note = (Notification.objects.select_related("requirement__project")
             .filter(pk=notification_id, state=State.PENDING, next_attempt_at__lte=now).first())
     if note is None or not _claim(note, now):
-        return None  # sent, given up, not due yet, or another delivery is sending it
+        return None  # sent, given up, not due yet, or another worker is sending it
     try:
         CHANNELS[note.channel](note)
     except ChannelError as exc:
@@ -107,7 +107,7 @@ def _record(note: Notification, **fields: Any) -> bool:
     """Record this claim's outcome unless a later claim took the row over (then that claim's outcome stands)."""
     if Notification.objects.filter(pk=note.pk, state=State.PENDING, attempts=note.attempts).update(**fields) == 1:
         return True
-    log.warning("notification %s: attempt %d outlasted its claim; a later delivery owns the row", note.pk, note.attempts)
+    log.warning("notification %s: attempt %d outlasted its claim; a later send owns the row", note.pk, note.attempts)
     return False
 
 
