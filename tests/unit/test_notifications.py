@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core import mail
 from django.utils import timezone
 
@@ -469,3 +470,11 @@ def test_a_former_member_holding_a_task_hears_nothing_and_the_reviewers_do(acme_
     assert [m.to for m in mail.outbox] == [["rita@acme.test"]]
     task.refresh_from_db()
     assert recipients.holders(task) == [] and recipients.reviewers(task) == [rita_with_mail]
+
+
+def test_a_group_hand_over_notifies_only_members_of_the_tasks_organization(alice, rita, oscar):
+    group = Group.objects.create(name="shared-reviewers")
+    group.user_set.add(rita, oscar)
+    task = pending(submit(alice), "stories_approval")
+    ReviewTask.objects.filter(pk=task.pk).update(assignee_group=group)
+    assert recipients.reviewers(ReviewTask.objects.get(pk=task.pk)) == [rita]

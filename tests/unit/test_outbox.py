@@ -52,3 +52,12 @@ def test_a_relay_killed_mid_handler_leaves_the_event_for_the_next_relay(requirem
     assert outbox.relay() == 1
     assert Step.objects.count() == 1 and OutboxEvent.objects.get().sent_at is not None
     assert outbox.relay() == 0
+
+
+def test_the_relay_serves_fresh_events_before_ones_that_keep_failing(requirement, monkeypatch):
+    OutboxEvent.objects.bulk_create(OutboxEvent(requirement=requirement, name="Broken", relay_attempts=5) for _ in range(3))
+    fresh_event = OutboxEvent.objects.create(requirement=requirement, name="Ping")
+    monkeypatch.setitem(handlers.HANDLERS, "Broken", [lambda event: 1 / 0])
+    assert outbox.relay(limit=1) == 1
+    fresh_event.refresh_from_db()
+    assert fresh_event.sent_at is not None

@@ -6,7 +6,7 @@ import pytest
 
 from agents.ci_config import check_workflow, sandbox_command
 from agents.sandbox import run_tests
-from lifecycle.models import Project, Requirement
+from lifecycle.models import Project, Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_for
 from tests.flows import decide, fresh, pending, submit, transitions
@@ -167,3 +167,14 @@ def test_the_daily_beat_refreshes_digests_of_requirements_in_flight(alice, rita,
     before = req.artifacts.filter(kind="status_digest").count()
     assert refresh_status_digests() == 1
     assert req.artifacts.filter(kind="status_digest").count() == before + 1
+
+
+def test_project_settings_cannot_send_another_secret_to_another_host(alice, rita, remotes):
+    project = Project.objects.get(organization__slug="acme")
+    project.settings = {"github": {"repository": "a/b", "token_env": "ANTHROPIC_API_KEY", "api_url": "https://evil.example"}}
+    project.save()
+    req = to_deployment_gate(alice, rita)
+    decide(pending(req, "deployment_approval"), rita, "approve")
+    step = Step.objects.get(requirement=fresh(req), key="deliver")
+    assert step.state == "failed" and "AITEAM_GITHUB_TOKEN_ENVS" in step.error
+    assert fresh(req).state == "ready_to_deploy" and latest(req, "delivery") is None

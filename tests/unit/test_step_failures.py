@@ -8,7 +8,7 @@ from lifecycle.errors import StaleStep
 from lifecycle.models import Step
 from lifecycle.services import steps
 from lifecycle.services.product import product_owner_apply
-from tests.answers import BA_STORIES, PO_CLEAR
+from tests.answers import BA_STORIES, PO_CLEAR, answer
 from tests.flows import decide, fresh, pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -204,3 +204,18 @@ def test_a_step_failing_after_its_lease_was_taken_over_ends_quietly_and_leaves_t
     step = Step.objects.get(pk=held_step.pk)
     assert (step.state, step.fence, step.worker) == ("running", current.fence, "new")
     assert not held_step.requirement.failure_routes.exists()
+
+
+def test_a_failure_while_applying_output_fails_the_step_and_asks_a_human(alice, rita, scripted):
+    clash = {"reasoning": "a file and a directory of the same name",
+             "files": [{"path": "readinglist/x.py", "content": "x = 1\n"}, {"path": "readinglist/x.py/y.py", "content": ""}]}
+    for item in (answer("product_owner"), answer("business_analyst"), answer("tech_architect"), answer("tech_lead", 0),
+                 answer("tech_lead", 1), clash):
+        scripted.enqueue(item)
+    req = submit(alice)
+    decide(pending(req, "stories_approval"), rita, "approve")
+    step = Step.objects.get(requirement=req, key="engineer:T1")
+    assert step.state == "failed" and "while applying the output" in step.error
+    failed_steps = {t.context["step"] for t in fresh(req).review_tasks.pending().filter(kind="step_failed")}
+    assert "engineer:T1" in failed_steps  # (T2 fails too here: the scripted provider has no answer left for it)
+    assert fresh(req).state == "in_development"

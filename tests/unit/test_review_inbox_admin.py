@@ -1,5 +1,6 @@
 """The review inbox in the admin: a landing list with filters, claim/assign, the review page with its pinned
-context, inline story edits, bulk decisions, clear refusals, and a query count that does not grow with the inbox."""
+context, decisions and clear refusals, inline story edits, bulk decisions, and a query count that does not grow
+with the inbox."""
 import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
@@ -13,7 +14,8 @@ from tests.review_tasks import age, bulk_tasks, open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 INBOX = "/admin/lifecycle/reviewtask/"
-
+STORY_FIELDS = {"title": "ok title", "as_a": "a", "i_want": "w", "so_that": "s", "acceptance_criteria": "c",
+                "priority": "must", "story_points": "5"}
 
 
 def page(client, url) -> str:
@@ -27,6 +29,8 @@ def rosa(acme):
     return MembershipFactory(organization=acme, role="reviewer", user__username="rosa").user
 
 
+# --- The list: what it lands on, its filters and what it costs.
+
 def test_the_inbox_lands_on_waiting_tasks_overdue_first(acme_project, rita):
     open_review(acme_project, title="Fresh one")
     age(open_review(acme_project, title="Late one"), hours=30)
@@ -39,11 +43,17 @@ def test_the_inbox_lands_on_waiting_tasks_overdue_first(acme_project, rita):
     assert "Done one" in page(staff_client(rita), INBOX + "?status=resolved")
 
 
+def test_the_inbox_lists_only_the_reviewers_organizations_tasks(alice, rita, oscar):
+    submit(alice)
+    assert "Reading list" in page(staff_client(rita), INBOX)
+    assert "Reading list" not in page(staff_client(oscar), INBOX)
+
+
 @pytest.mark.parametrize("query,shown", [
     ("assigned=me", {"Mine"}), ("assigned=unassigned", {"Free", "Late"}), ("sla=overdue", {"Late"}),
     ("sla=escalated", {"Urgent"}), ("kind=clarification", {"Blocked"}), ("assigned=others", {"Urgent"}),
 ])
-def test_each_filter_shows_its_tasks(acme_project, rita, rosa, query, shown):
+def test_each_filter_shows_only_its_tasks(acme_project, rita, rosa, query, shown):
     titles = {"Mine": {}, "Free": {}, "Late": {}, "Urgent": {}, "Blocked": {}}
     tasks = {t: open_review(acme_project, title=t, kind="clarification" if t == "Blocked" else "stories_approval")
              for t in titles}
@@ -61,12 +71,50 @@ def test_the_project_filter_lists_only_the_users_projects(acme_project, rita, os
     assert "acme/default" in html and "globex/default" not in html
 
 
-def test_quick_filters_show_counts(acme_project, rita):
+def test_the_quick_filters_show_how_many_tasks_each_holds(acme_project, rita):
     age(open_review(acme_project, title="a"), hours=30)
     open_review(acme_project, title="b")
     html = page(staff_client(rita), INBOX)
     assert 'Unassigned<span class="count">2</span>' in html and 'Overdue<span class="count">1</span>' in html
 
+
+@pytest.mark.parametrize("query", ["project=abc", "status=bogus", "assigned=bogus", "sla=bogus"])
+def test_a_filter_value_the_inbox_cannot_read_redirects_to_the_error_flag(acme_project, rita, query):
+    open_review(acme_project, title="Waiting one")
+    client = staff_client(rita)
+    response = client.get(f"{INBOX}?{query}")
+    assert (response.status_code, response["Location"]) == (302, f"{INBOX}?e=1")
+    assert "Waiting one" in client.get(response["Location"]).content.decode()  # the default inbox
+
+
+def test_the_by_policy_filter_shows_policy_decisions_even_from_the_pending_inbox(acme_project, rita):
+    open_review(acme_project, title="Waiting one")
+    by_policy, by_rita = open_review(acme_project, title="Timed out"), open_review(acme_project, title="Rita decided")
+    ReviewTask.objects.filter(pk=by_policy.pk).update(state="resolved", decision="reject", decided_by_policy="sla_policy",
+                                                      decided_via="policy")
+    ReviewTask.objects.filter(pk=by_rita.pk).update(state="resolved", decision="approve", decided_by=rita)
+    client = staff_client(rita)
+    assert 'href="?sla=by_policy"' in client.get(INBOX).content.decode()  # the sidebar choice from the inbox
+    html = client.get(f"{INBOX}?sla=by_policy").content.decode()
+    assert ">Timed out<" in html and ">Rita decided<" not in html and ">Waiting one<" not in html
+    assert ">Rita decided<" in client.get(f"{INBOX}?status=all").content.decode()
+    assert ">Timed out<" not in client.get(f"{INBOX}?sla=by_policy&status=pending").content.decode()  # asked for
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_the_inbox_costs_the_same_queries_for_10_or_1000_tasks(acme_project, rita, count,
+                                                               django_assert_num_queries):
+    bulk_tasks(acme_project, count, overdue_every=10)
+    client = staff_client(rita)
+    # session, user, membership (once), project filter, quick counts, page count, page rows, and the sidebar's
+    # permission checks (user and group permissions, project admin): none of them grows with the tasks
+    with django_assert_num_queries(10):
+        response = client.get(INBOX)
+    assert response.status_code == 200
+    assert response.content.decode().count('class="action-select"') == min(count, 50)
+
+
+# --- Claim and assign.
 
 def test_a_reviewer_claims_from_the_list_and_returns_to_it(acme_project, rita):
     task = open_review(acme_project)
@@ -79,13 +127,18 @@ def test_a_reviewer_claims_from_the_list_and_returns_to_it(acme_project, rita):
     assert f'formaction="{INBOX}{task.pk}/unassign/"' in page(client, INBOX)
 
 
-def test_claiming_refuses_open_redirects(acme_project, rita):
+def test_a_claim_never_redirects_off_the_site(acme_project, rita):
     task = open_review(acme_project)
     response = staff_client(rita).post(f"{INBOX}{task.pk}/claim/", {"next": "https://evil.example/"})
     assert response["Location"] == f"{INBOX}{task.pk}/change/"
 
 
-def test_assign_to_a_reviewer_or_a_group_from_the_review_page(acme_project, rita, rosa):
+def test_an_action_url_refuses_get(acme_project, rita):
+    task = open_review(acme_project)
+    assert staff_client(rita).get(f"{INBOX}{task.pk}/claim/").status_code == 405
+
+
+def test_a_task_is_assigned_to_a_reviewer_or_a_group_from_the_review_page(acme_project, rita, rosa):
     group = Group.objects.create(name="web")
     rosa.groups.add(group)
     task = open_review(acme_project)
@@ -99,6 +152,40 @@ def test_assign_to_a_reviewer_or_a_group_from_the_review_page(acme_project, rita
     assert (task.assignee, task.assignee_group) == (None, group)
     response = client.post(f"{INBOX}{task.pk}/assign/", {}, follow=True)
     assert "Choose a reviewer or a group" in response.content.decode()
+
+
+def test_the_assign_form_offers_only_groups_with_a_member_who_may_decide(acme_project, rita, sam):
+    web, sales = Group.objects.create(name="web"), Group.objects.create(name="sales")
+    rita.groups.add(web)
+    sam.groups.add(sales)
+    task = open_review(acme_project)
+    client = staff_client(rita)
+    html = client.get(f"{INBOX}{task.pk}/change/").content.decode()
+    assert f'value="{web.pk}">web</option>' in html and ">sales</option>" not in html
+    response = client.post(f"{INBOX}{task.pk}/assign/", {"group": sales.pk}, follow=True)
+    assert "Select a valid choice" in response.content.decode()
+    task.refresh_from_db()
+    assert task.assignee_group is None
+
+
+# --- The review page.
+
+def test_the_review_page_shows_the_stories_with_their_criteria_and_the_decision_options(alice, rita):
+    task = pending(submit(alice), "stories_approval")
+    html = page(staff_client(rita), f"{INBOX}{task.pk}/change/")
+    assert "Refuse duplicate ISBNs" in html and "9780441013593" in html
+    for option in ("approve", "reject", "request_changes"):
+        assert f'value="{option}"' in html
+
+
+def test_a_story_title_from_the_model_is_escaped_not_rendered(alice, rita, scripted):
+    from tests.answers import BA_STORIES, PO_CLEAR
+
+    hostile = {**BA_STORIES, "stories": [{**BA_STORIES["stories"][0], "title": "<script>alert(1)</script>"}]}
+    scripted.enqueue(PO_CLEAR).enqueue(hostile)
+    task = pending(submit(alice), "stories_approval")
+    html = page(staff_client(rita), f"{INBOX}{task.pk}/change/")
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
 
 
 def test_the_review_page_renders_the_pinned_context_for_a_human(acme_project, rita):
@@ -126,6 +213,22 @@ def test_a_member_without_the_reviewer_role_sees_why_they_cannot_decide(acme_pro
     assert 'value="approve"' not in html and "Claim</button>" not in html
 
 
+def test_a_review_page_for_an_id_that_is_not_a_uuid_is_not_found(rita):
+    assert staff_client(rita).get(f"{INBOX}not-a-uuid/change/").status_code == 404
+
+
+# --- Decisions.
+
+def test_a_reviewer_approves_from_the_review_page_and_the_stories_are_approved(alice, rita):
+    req = submit(alice)
+    task = pending(req, "stories_approval")
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "approve"}, follow=True)
+    assert "approve recorded" in response.content.decode()
+    task.refresh_from_db()
+    assert (task.state, task.decided_by, task.decided_via) == ("resolved", rita, "admin")
+    assert set(req.stories.values_list("state", flat=True)) == {"approved"}
+
+
 def test_an_admin_decision_records_who_what_when_and_from_where(acme_project, rita):
     task = open_review(acme_project, kind="clarification")
     client = staff_client(rita)
@@ -139,6 +242,48 @@ def test_an_admin_decision_records_who_what_when_and_from_where(acme_project, ri
                                       "path": f"{INBOX}{task.pk}/decide/"}
     assert row.created_at <= timezone.now()
 
+
+@pytest.mark.parametrize("reason", [{}, {"reason": "  "}], ids=["no reason", "a blank reason"])
+def test_a_rejection_without_a_reason_shows_the_page_again_with_what_was_typed(acme_project, rita, reason):
+    task = open_review(acme_project)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {
+        "decision": "reject", **reason, "feedback": "Story 2 needs <a> measurable criterion"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "a &#x27;reject&#x27; decision needs a reason" in html
+    assert ">Story 2 needs &lt;a&gt; measurable criterion</textarea>" in html
+    task.refresh_from_db()
+    assert task.state == "open"
+
+
+def test_a_decision_by_staff_without_the_reviewer_role_is_refused_and_shows_what_they_typed(alice, sam):
+    task = pending(submit(alice), "stories_approval")
+    response = staff_client(sam).post(f"{INBOX}{task.pk}/decide/",
+                                      {"decision": "request_changes", "feedback": "Shorter stories"})
+    html = response.content.decode()
+    assert response.status_code == 403 and "no reviewer role" in html
+    assert "Yours, not recorded (feedback): Shorter stories" in html
+    task.refresh_from_db()
+    assert task.state == "open"
+
+
+def test_a_decision_the_form_cannot_read_is_a_400_on_the_review_page(acme_project, rita):
+    task = open_review(acme_project)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "maybe", "feedback": "kept"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "Select a valid choice" in html and ">kept</textarea>" in html
+
+
+def test_deciding_a_task_decided_meanwhile_is_a_409_that_keeps_what_was_typed(acme_project, rita):
+    task = open_review(acme_project)
+    ReviewTask.objects.filter(pk=task.pk).update(state="resolved", decision="approve")
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "request_changes",
+                                                                     "feedback": "Split story 2"})
+    html = response.content.decode()
+    assert response.status_code == 409 and "review task is already resolved (approve)" in html
+    assert "Yours, not recorded (feedback): Split story 2" in html and 'value="approve"' not in html
+
+
+# --- Story edits before deciding.
 
 def test_a_reviewer_edits_a_story_before_approving_and_the_edit_is_theirs(acme_project, rita):
     task = open_review(acme_project, stories=2)
@@ -161,10 +306,6 @@ def test_a_reviewer_edits_a_story_before_approving_and_the_edit_is_theirs(acme_p
     task.refresh_from_db()
     assert task.context["stories"][1]["title"] == "Story two, sharper"
     assert "Edited by rita" in page(client, f"{INBOX}{task.pk}/change/")
-
-
-STORY_FIELDS = {"title": "ok title", "as_a": "a", "i_want": "w", "so_that": "s", "acceptance_criteria": "c",
-                "priority": "must", "story_points": "5"}
 
 
 def test_an_invalid_story_edit_reopens_the_form_with_what_was_typed_and_why(acme_project, rita):
@@ -208,33 +349,7 @@ def test_a_story_edit_that_changes_nothing_does_not_say_saved(acme_project, rita
     assert not StoryEdit.objects.exists()
 
 
-def test_a_refused_decision_shows_the_page_again_with_what_was_typed(acme_project, rita):
-    task = open_review(acme_project)
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {
-        "decision": "reject", "reason": "  ", "feedback": "Story 2 needs <a> measurable criterion"})
-    html = response.content.decode()
-    assert response.status_code == 400 and "a &#x27;reject&#x27; decision needs a reason" in html
-    assert ">Story 2 needs &lt;a&gt; measurable criterion</textarea>" in html
-    task.refresh_from_db()
-    assert task.state == "open"
-
-
-def test_a_decision_the_form_cannot_read_is_a_400_on_the_review_page(acme_project, rita):
-    task = open_review(acme_project)
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "maybe", "feedback": "kept"})
-    html = response.content.decode()
-    assert response.status_code == 400 and "Select a valid choice" in html and ">kept</textarea>" in html
-
-
-def test_deciding_a_task_decided_meanwhile_is_a_409_that_keeps_what_was_typed(acme_project, rita):
-    task = open_review(acme_project)
-    ReviewTask.objects.filter(pk=task.pk).update(state="resolved", decision="approve")
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "request_changes",
-                                                                     "feedback": "Split story 2"})
-    html = response.content.decode()
-    assert response.status_code == 409 and "review task is already resolved (approve)" in html
-    assert "Yours, not recorded (feedback): Split story 2" in html and 'value="approve"' not in html
-
+# --- Bulk decisions.
 
 def test_bulk_approve_decides_every_selected_task(alice, rita):
     tasks = [pending(submit(alice), "stories_approval") for _ in range(2)]
@@ -266,21 +381,3 @@ def test_bulk_reject_needs_one_reason_and_reports_what_it_could_not_do(acme_proj
     html = response.content.decode()
     assert "Reject: 2 of 3 task(s) decided" in html and "Clarification #1: vague 2: review task is already expired" in html
     assert {t.reason for t in ReviewTask.objects.filter(state="resolved")} == {"Out of scope this quarter"}
-
-
-def test_get_on_an_action_url_is_not_allowed(acme_project, rita):
-    task = open_review(acme_project)
-    assert staff_client(rita).get(f"{INBOX}{task.pk}/claim/").status_code == 405
-
-
-@pytest.mark.parametrize("count", [10, 1000])
-def test_the_inbox_costs_the_same_queries_for_10_or_1000_tasks(acme_project, rita, count,
-                                                               django_assert_num_queries):
-    bulk_tasks(acme_project, count, overdue_every=10)
-    client = staff_client(rita)
-    # session, user, membership (once), project filter, quick counts, page count, page rows, and the sidebar's
-    # permission checks (user and group permissions, project admin): none of them grows with the tasks
-    with django_assert_num_queries(10):
-        response = client.get(INBOX)
-    assert response.status_code == 200
-    assert response.content.decode().count('class="action-select"') == min(count, 50)
