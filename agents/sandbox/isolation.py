@@ -172,7 +172,7 @@ def environment(scratch: Path, marker: str) -> dict[str, str]:
         # this also reaches every interpreter the tests start.
         "PYTHONNOUSERSITE": "1",
         # The venv's plugins (pytest-django, playwright, ...) are aiteam's, not the generated
-        # project's; loading them made results depend on them and cost ~1.3 s a run.
+        # project's: loading them would make its results depend on them, and slow every run.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         RUN_MARKER: marker,
     }

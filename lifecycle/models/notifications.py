@@ -1,4 +1,4 @@
-"""One message to one recipient over one channel: the delivery record, the retry state and the dedupe key.
+"""One message to one recipient over one channel: the record of its sending, the retry state and the dedupe key.
 
 Webhook URLs are secrets (a Slack URL is its own credential): the row names the channel,
 the URL is looked up from settings when sending and never stored here.
