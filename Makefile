@@ -4,6 +4,9 @@ STAMP       := .venv/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # Integration tests talk to these; override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/aiteam
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+# With DATABASE_URL set, settings refuse the embedded default's public key: the tests bring one of their own (the
+# unit tests too: some start processes with DATABASE_URL set).
+TEST_SECRET_KEY   ?= aiteam-tests-only-not-a-secret
 # Unit tests run in this many processes (pytest-xdist; each has its own in-memory SQLite or test_aiteam_gwN
 # database; --dist loadgroup keeps the tests of one xdist_group on one worker); the integration tests run in
 # one, beside the Celery workers they start.
@@ -30,18 +33,23 @@ demo: venv
 test: test-unit test-integration test-unit-pg
 
 test-unit: venv
-	$(EMBEDDED) $(PY) -m pytest tests/unit tests/browser -q -n $(TEST_WORKERS) --dist loadgroup
+	$(EMBEDDED) DJANGO_SECRET_KEY=$(TEST_SECRET_KEY) $(PY) -m pytest tests/unit tests/browser -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-integration: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest tests/integration -q
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) DJANGO_SECRET_KEY=$(TEST_SECRET_KEY) \
+	  $(PY) -m pytest tests/integration -q
 
 test-unit-pg: venv
 	@if DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m tests.services; then \
-	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup; \
+	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_SECRET_KEY=$(TEST_SECRET_KEY) \
+	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
-## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …)
+## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …); static files are
+## collected (hashed, compressed) into DJANGO_STATIC_ROOT, var/static unless set, and served by WhiteNoise
+serve: export DJANGO_STATIC_ROOT ?= $(CURDIR)/var/static
 serve: venv
+	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py migrate
 	$(PY) -m honcho start -f Procfile
 

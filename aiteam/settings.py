@@ -6,6 +6,7 @@ Celery eager, replay LLM with the bundled cassette, autonomous approvals (logged
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_str
 from aiteam.timeouts import StepTimeouts
@@ -13,7 +14,12 @@ from aiteam.timeouts import StepTimeouts
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("AITEAM_VAR_DIR", str(BASE_DIR / "var")))
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "insecure-embedded-default-change-me")
+# The embedded default's key is public: a deployment (DATABASE_URL set) brings its own or does not start.
+_PUBLIC_SECRET_KEY = "insecure-embedded-default-change-me"
+SECRET_KEY = env_str("DJANGO_SECRET_KEY") or _PUBLIC_SECRET_KEY
+if SECRET_KEY == _PUBLIC_SECRET_KEY and env_str("DATABASE_URL"):
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY is not set and DATABASE_URL is: set it to a long random value, e.g. "
+                               "DJANGO_SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(50))') in .env")
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
 
@@ -34,6 +40,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files, before anything that reads a session or a user
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -95,7 +102,18 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# WhiteNoise serves static files in every process that serves the app. With DJANGO_STATIC_ROOT set (make serve, the
+# image), `collectstatic` writes hashed, compressed copies and their manifest there, and pages link to those (cached
+# for good); the web app refuses to start without them (aiteam/startup.py). Unset (tests, a checkout), files are
+# served from the apps' own directories under their plain names.
+STATIC_COLLECTED = bool(env_str("DJANGO_STATIC_ROOT"))
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT") or VAR_DIR / "static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage" if STATIC_COLLECTED
+                    else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG or not STATIC_COLLECTED
 LOGIN_URL = "admin:login"
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

@@ -1,5 +1,6 @@
 """Processes that do not start through manage.py (gunicorn, Celery workers and beat) still refuse to start on
-settings the system checks reject: step time budgets out of order, bad review policies, an unpriced model."""
+settings the system checks reject: step time budgets out of order, bad review policies, an unpriced model; and the
+web app on static files it was told to serve collected but that never were."""
 from __future__ import annotations
 
 
@@ -10,3 +11,15 @@ def refuse_bad_settings() -> None:
     serious = [message for message in checks.run_checks() if message.is_serious()]
     if serious:
         raise ImproperlyConfigured("the system check failed:\n" + "\n".join(str(m) for m in serious))
+
+
+def refuse_uncollected_static() -> None:
+    """The web app only: with DJANGO_STATIC_ROOT set, every page links the hashed names collectstatic records, and
+    a page linking a file the manifest lacks fails as a whole."""
+    from django.conf import settings
+    from django.contrib.staticfiles.storage import staticfiles_storage
+    from django.core.exceptions import ImproperlyConfigured
+
+    if settings.STATIC_COLLECTED and not staticfiles_storage.exists(staticfiles_storage.manifest_name):
+        raise ImproperlyConfigured(f"DJANGO_STATIC_ROOT={settings.STATIC_ROOT} holds no collected static files: run "
+                                   "`python manage.py collectstatic --noinput` with the same settings first")
