@@ -13,7 +13,7 @@ TEST_SECRET_KEY   ?= aiteam-tests-only-not-a-secret
 TEST_WORKERS      ?= 2
 EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
 
-.PHONY: venv demo test test-unit test-integration test-unit-pg serve lint bench bench-deps
+.PHONY: venv demo test test-unit test-integration test-unit-pg serve lint bench bench-deps screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -23,13 +23,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## demo: the sample brief through PO and BA on the embedded default (SQLite, eager, replay)
+## demo: the sample brief through the whole team to `deployed` on the embedded default (SQLite, eager Celery,
+## replay of the bundled cassette, gates approved in autonomous mode); the branch lands in var/remotes/
 demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) manage.py aiteam_demo
 
-## test: unit tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit tests on
-## PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)
+## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit
+## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)
 test: test-unit test-integration test-unit-pg
 
 test-unit: venv
@@ -45,8 +46,10 @@ test-unit-pg: venv
 	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
-## serve: web + worker + beat against the configured services (DATABASE_URL, CELERY_BROKER_URL, …); static files are
-## collected (hashed, compressed) into DJANGO_STATIC_ROOT, var/static unless set, and served by WhiteNoise
+## serve: collectstatic, migrate, then web + worker + beat from Procfile; against DATABASE_URL and
+## CELERY_BROKER_URL when set, else the embedded default (SQLite under var/, steps run eagerly inside the web
+## process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT, var/static unless set, and
+## served by WhiteNoise
 serve: export DJANGO_STATIC_ROOT ?= $(CURDIR)/var/static
 serve: venv
 	$(PY) manage.py collectstatic --noinput -v0
@@ -67,6 +70,10 @@ bench-deps: venv
 
 lint: venv
 	$(PY) -m ruff check .
+
+## screenshots: docs/*.png for the README, from a scratch embedded install served by gunicorn (needs Chromium)
+screenshots: venv
+	$(PY) docs/screenshots.py
 
 ## bench-review-inbox: one SLA sweep and one inbox page over 100,000 review tasks (1 % overdue) in PostgreSQL;
 ## creates and drops its own database (BENCH_REVIEW_DATABASE_URL)
