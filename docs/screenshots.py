@@ -1,9 +1,10 @@
 """The README's screenshots: the review inbox, a review page and the staff dashboard, as a deployment serves them.
 
-On a scratch SQLite database in a temporary directory (the embedded default, gates left to people): migrate and
-collect the static files, make a submitter (alice, an API token) and a staff reviewer (rita, a password), start
-gunicorn on a free loopback port, submit the sample brief over REST, and let Chromium (Playwright) log in as rita,
-approve in the admin and photograph the pages. Nothing outside the temporary directory is touched but docs/*.png.
+On a scratch SQLite database in a temporary directory (the embedded default, gates left to people): migrate,
+collect the static files as `make serve` does (hashed, compressed, served by WhiteNoise), make a submitter (alice,
+an API token) and a staff reviewer (rita, a password), start gunicorn on a free loopback port, submit the sample
+brief over REST, and let Chromium (Playwright) log in as rita, approve in the admin and photograph the pages.
+Nothing outside the temporary directory is touched but docs/*.png.
 
     make screenshots        # or: .venv/bin/python docs/screenshots.py
 """
@@ -50,13 +51,14 @@ def main() -> None:
         with _gunicorn(env) as url:
             for title in TITLES:
                 _submit(url, token, title)
-            _photograph(url, password, static_root=None if _serves_static(url) else Path(var) / "static")
+            _photograph(url, password)
     print("wrote", ", ".join(str(p.relative_to(ROOT)) for p in sorted(DOCS.glob("*.png"))))
 
 
 def _environment(var: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "ANTHROPIC_API_KEY")}
-    return {**env, "AITEAM_VAR_DIR": var, "AITEAM_AUTONOMOUS": "0", "DJANGO_DEBUG": "0",
+    return {**env, "AITEAM_VAR_DIR": var, "DJANGO_STATIC_ROOT": str(Path(var) / "static"), "AITEAM_AUTONOMOUS": "0",
+            "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "AITEAM_LOG_LEVEL": "WARNING"}
 
 
@@ -105,23 +107,12 @@ def _submit(url: str, token: str, title: str) -> None:
         assert answer.status == 201, answer.status
 
 
-def _serves_static(url: str) -> bool:
-    try:
-        urllib.request.urlopen(f"{url}/static/admin/css/base.css", timeout=5)
-        return True
-    except OSError:
-        return False
-
-
-def _photograph(url: str, password: str, static_root: Path | None) -> None:
+def _photograph(url: str, password: str) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         page = browser.new_page(viewport=VIEWPORT)
-        if static_root is not None:  # a web process that does not serve /static/: the collected files, as a proxy would
-            page.route(f"{url}/static/**", lambda route: route.fulfill(
-                path=str(static_root / route.request.url.split("/static/", 1)[1].split("?")[0])))
         page.goto(f"{url}/admin/login/")
         page.fill("#id_username", "rita")
         page.fill("#id_password", password)
