@@ -1,9 +1,19 @@
 """Writes sample.json, the bundled replay cassette (hand-authored answers in the shape the model returns).
 
+Each interaction says what it was recorded for (`recorded_for`, agents/llm/replay.py): the brief, for the
+Product Owner and the Business Analyst (the sample brief as aiteam_demo submits it, and the vague brief of the
+clarification tests); for the later roles, the earlier answer their request carries. So the cassette answers
+these runs and refuses any other brief at its first model call.
+
 Run: python agents/cassettes/make_sample.py
 """
 import json
 from pathlib import Path
+
+HERE = Path(__file__).parent
+SAMPLE_BRIEF = (HERE / "sample_brief.md").read_text(encoding="utf-8").partition("\n")[2].strip()  # below its title
+VAGUE_BRIEF = "Build something cool for our users, something cool that people love."
+SAMPLE, VAGUE = {"brief": SAMPLE_BRIEF}, {"brief": VAGUE_BRIEF}
 
 po_clear = {
   "verdict": "clear",
@@ -65,17 +75,17 @@ ba_todo = {"reasoning": "Three stories for the three objectives.", "stories": [
 def usage(i, o, cr=0):
     return {"input_tokens": i, "output_tokens": o, "cache_read_tokens": cr, "cache_creation_tokens": 0}
 c = {"interactions": [
-  {"role": "product_owner", "match": [], "tool_input": po_clear, "model": "claude-sonnet-5-5", "usage": usage(1480, 610), "latency_ms": 6200},
-  {"role": "product_owner", "match": ["something cool"], "tool_input": po_vague, "model": "claude-sonnet-5-5", "usage": usage(1210, 180), "latency_ms": 2100},
-  {"role": "product_owner", "match": ["something cool", "small team"], "tool_input": po_after_answer, "model": "claude-sonnet-5-5", "usage": usage(1390, 420, 1024), "latency_ms": 4300},
-  {"role": "business_analyst", "match": [], "tool_input": ba1, "model": "claude-sonnet-5-5", "usage": usage(1920, 1150), "latency_ms": 9800},
-  {"role": "business_analyst", "match": ['"round": 2'], "tool_input": ba2, "model": "claude-sonnet-5-5", "usage": usage(2310, 1320, 1024), "latency_ms": 10400},
-  {"role": "business_analyst", "match": ["small team"], "tool_input": ba_todo, "model": "claude-sonnet-5-5", "usage": usage(1500, 700), "latency_ms": 7000},
+  {"role": "product_owner", "recorded_for": SAMPLE, "match": [], "tool_input": po_clear, "model": "claude-sonnet-5-5", "usage": usage(1480, 610), "latency_ms": 6200},
+  {"role": "product_owner", "recorded_for": VAGUE, "match": ["something cool"], "tool_input": po_vague, "model": "claude-sonnet-5-5", "usage": usage(1210, 180), "latency_ms": 2100},
+  {"role": "product_owner", "recorded_for": VAGUE, "match": ["something cool", "small team"], "tool_input": po_after_answer, "model": "claude-sonnet-5-5", "usage": usage(1390, 420, 1024), "latency_ms": 4300},
+  {"role": "business_analyst", "recorded_for": SAMPLE, "match": [], "tool_input": ba1, "model": "claude-sonnet-5-5", "usage": usage(1920, 1150), "latency_ms": 9800},
+  {"role": "business_analyst", "recorded_for": SAMPLE, "match": ['"round": 2'], "tool_input": ba2, "model": "claude-sonnet-5-5", "usage": usage(2310, 1320, 1024), "latency_ms": 10400},
+  {"role": "business_analyst", "recorded_for": VAGUE, "match": ["small team"], "tool_input": ba_todo, "model": "claude-sonnet-5-5", "usage": usage(1500, 700), "latency_ms": 7000},
 ]}
 
 
 # --- design and implementation: the spec, its review, the plan, three tasks, a fix, a code review ---
-PROJECT = Path(__file__).parent / "sample_project"
+PROJECT = HERE / "sample_project"
 DUPLICATE_CHECK = """        if book.isbn and any(other.isbn == book.isbn for other in books):
             raise DuplicateIsbn(f"ISBN {book.isbn} is already on the list")
 """
@@ -125,15 +135,26 @@ t2_buggy = {"reasoning": "The store rewrites the JSON file atomically on every c
 t3 = {"reasoning": "A thin argparse shell; user errors become exit status 1.", "files": [source("readinglist/cli.py"), source("readinglist/__main__.py"), source("tests/test_cli.py")]}
 fix = {"reasoning": "test_a_second_book_with_the_same_isbn_is_refused failed: Store.add never checked the ISBN. Added the check before saving.", "files": [source("readinglist/store.py")]}
 code_ok = {"verdict": "approve", "reasoning": "The change implements every acceptance criterion with tests; writes are atomic; errors are reported clearly.", "notes": []}
+
+
+def task_of(key):
+    """What an engineer's request carries of the plan's task `key`."""
+    return {"definition_of_done": next(t for t in plan["tasks"] if t["key"] == key)["definition_of_done"]}
+
+
+AFTER_PO = {"summary": po_clear["summary"]}  # the clarified requirement, in the architect's request
+AFTER_SPEC = {"summary": spec["summary"]}  # the spec, in the design review's, plan's, code review's and DevOps'
+STORE_INTERFACE = {"signature": next(i for i in spec["interfaces"] if i["name"] == "Store")["signature"]}  # QC's
+AFTER_T2 = {"path": "readinglist/store.py"}  # the engineer's files, in the fix's request
 c["interactions"] += [
-    {"role": "tech_architect", "tool": "submit_technical_spec_output", "match": [], "tool_input": spec, "model": "claude-sonnet-5-5", "usage": usage(3100, 1900), "latency_ms": 14200},
-    {"role": "tech_lead", "tool": "submit_review_verdict", "match": [], "tool_input": design_ok, "model": "claude-haiku-5-5", "usage": usage(3900, 160, 2048), "latency_ms": 2300},
-    {"role": "tech_lead", "tool": "submit_implementation_plan_output", "match": [], "tool_input": plan, "model": "claude-haiku-5-5", "usage": usage(2600, 620, 2048), "latency_ms": 3900},
-    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T1"'], "tool_input": t1, "model": "claude-sonnet-5-5", "usage": usage(2900, 1400), "latency_ms": 11800},
-    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T2"'], "tool_input": t2_buggy, "model": "claude-sonnet-5-5", "usage": usage(2900, 1500), "latency_ms": 12400},
-    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ['"key": "T3"'], "tool_input": t3, "model": "claude-sonnet-5-5", "usage": usage(4800, 1600, 2048), "latency_ms": 13100},
-    {"role": "senior_engineer", "tool": "submit_engineer_output", "match": ["Make the failing tests pass"], "tool_input": fix, "model": "claude-sonnet-5-5", "usage": usage(7200, 900, 4096), "latency_ms": 8600},
-    {"role": "tech_lead", "tool": "submit_code_review_verdict", "match": [], "tool_input": code_ok, "model": "claude-haiku-5-5", "usage": usage(6800, 240, 4096), "latency_ms": 3100},
+    {"role": "tech_architect", "tool": "submit_technical_spec_output", "recorded_for": AFTER_PO, "match": [], "tool_input": spec, "model": "claude-sonnet-5-5", "usage": usage(3100, 1900), "latency_ms": 14200},
+    {"role": "tech_lead", "tool": "submit_review_verdict", "recorded_for": AFTER_SPEC, "match": [], "tool_input": design_ok, "model": "claude-haiku-5-5", "usage": usage(3900, 160, 2048), "latency_ms": 2300},
+    {"role": "tech_lead", "tool": "submit_implementation_plan_output", "recorded_for": AFTER_SPEC, "match": [], "tool_input": plan, "model": "claude-haiku-5-5", "usage": usage(2600, 620, 2048), "latency_ms": 3900},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "recorded_for": task_of("T1"), "match": ['"key": "T1"'], "tool_input": t1, "model": "claude-sonnet-5-5", "usage": usage(2900, 1400), "latency_ms": 11800},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "recorded_for": task_of("T2"), "match": ['"key": "T2"'], "tool_input": t2_buggy, "model": "claude-sonnet-5-5", "usage": usage(2900, 1500), "latency_ms": 12400},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "recorded_for": task_of("T3"), "match": ['"key": "T3"'], "tool_input": t3, "model": "claude-sonnet-5-5", "usage": usage(4800, 1600, 2048), "latency_ms": 13100},
+    {"role": "senior_engineer", "tool": "submit_engineer_output", "recorded_for": AFTER_T2, "match": ["Make the failing tests pass"], "tool_input": fix, "model": "claude-sonnet-5-5", "usage": usage(7200, 900, 4096), "latency_ms": 8600},
+    {"role": "tech_lead", "tool": "submit_code_review_verdict", "recorded_for": AFTER_SPEC, "match": [], "tool_input": code_ok, "model": "claude-haiku-5-5", "usage": usage(6800, 240, 4096), "latency_ms": 3100},
 ]
 
 
@@ -182,7 +203,7 @@ ROLLBACK = """# Rolling back readinglist
 devops = {"reasoning": "A single job on the Python the spec names, installing only pytest, running the project's test command.",
           "ci_workflow": CI, "runbook": RUNBOOK, "rollback": ROLLBACK}
 c["interactions"] += [
-    {"role": "qc_engineer", "tool": "submit_qc_output", "match": [], "tool_input": qc, "model": "claude-sonnet-5-5", "usage": usage(3300, 1800), "latency_ms": 12900},
-    {"role": "devops_engineer", "tool": "submit_dev_ops_output", "match": [], "tool_input": devops, "model": "claude-sonnet-5-5", "usage": usage(1900, 700), "latency_ms": 6100},
+    {"role": "qc_engineer", "tool": "submit_qc_output", "recorded_for": STORE_INTERFACE, "match": [], "tool_input": qc, "model": "claude-sonnet-5-5", "usage": usage(3300, 1800), "latency_ms": 12900},
+    {"role": "devops_engineer", "tool": "submit_dev_ops_output", "recorded_for": AFTER_SPEC, "match": [], "tool_input": devops, "model": "claude-sonnet-5-5", "usage": usage(1900, 700), "latency_ms": 6100},
 ]
-(Path(__file__).parent / "sample.json").write_text(json.dumps(c, indent=2, ensure_ascii=False) + "\n")
+(HERE / "sample.json").write_text(json.dumps(c, indent=2, ensure_ascii=False) + "\n")

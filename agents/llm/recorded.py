@@ -18,17 +18,19 @@ from agents.llm.base import (
     LLMConfigError,
     LLMError,
     LLMInvalidOutputError,
+    LLMOutputTruncated,
     LLMRequest,
     LLMResponse,
     LLMTransientError,
     Usage,
 )
+from agents.llm.replay import CassetteMissError
 
 # A recorded error replays as the same class (transient ones and the time limit are retried, the others fail the
 # step).
 ERRORS: dict[str, type[Exception]] = {cls.__name__: cls for cls in
-                                      (LLMTransientError, LLMInvalidOutputError, LLMConfigError, LLMError,
-                                       SoftTimeLimitExceeded)}
+                                      (LLMTransientError, LLMInvalidOutputError, LLMOutputTruncated, LLMConfigError,
+                                       CassetteMissError, LLMError, SoftTimeLimitExceeded)}
 
 
 class ReplayMissError(LLMError):

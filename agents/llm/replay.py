@@ -1,9 +1,16 @@
-"""Replay: answer from a recorded cassette, without the network.
+"""Replay: answer from a recorded cassette, without the network, and only what it recorded.
 
-A cassette is JSON: {"interactions": [{"role", "tool"?, "match": [substrings], "tool_input",
-"model", "usage", "latency_ms"}]}, the usage counts named as in agents.llm.base.Usage. An
-interaction answers a request of its role (and forced tool, when given) when every `match`
-string occurs in the request's system prompt or messages; the most specific match wins.
+A cassette is JSON: {"interactions": [{"role", "tool"?, "recorded_for": {field: value}, "match": [substrings],
+"tool_input", "model", "usage", "latency_ms"}]}, the usage counts named as in agents.llm.base.Usage.
+
+`recorded_for` ties an interaction to the run it was recorded from: the fields of its request's context (the
+JSON the roles send, agents/roles/base.py) that carried that run, with their exact values. The Product Owner's
+and the Business Analyst's requests carry the brief; later roles' carry the earlier answer they build on (the
+requirement's summary, the spec's interfaces, the plan's task). An interaction answers a request of its role (and
+forced tool, when given) only when the request holds every `recorded_for` field with that value and contains
+every `match` string; among those, the most specific `match` wins (a second round, a task key, a fix).
+A request none answers is a CassetteMissError naming the fix, never someone else's answer; an interaction
+with no `recorded_for` would answer any brief, so a cassette holding one is refused when it loads.
 Matching is stateless, so any worker process answers the same request the same way.
 """
 from __future__ import annotations
@@ -15,25 +22,36 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from agents.llm.base import LLMError, LLMRequest, LLMResponse, Usage
+from agents.llm.base import LLMConfigError, LLMError, LLMRequest, LLMResponse, Usage
 
 USAGE_KEYS = tuple(f.name for f in fields(Usage))
+SCALARS = (str, int, float, bool)
+
+
+class CassetteMissError(LLMConfigError):
+    """The cassette recorded no answer for this request: permanent (asking again gets the same), never retried."""
 
 
 class ReplayProvider:
     name = "replay"
 
-    def __init__(self, interactions: list[dict[str, Any]], *, latency_ms: int = 0) -> None:
+    def __init__(self, interactions: list[dict[str, Any]], *, latency_ms: int = 0, source: str = "the cassette") -> None:
+        for interaction in interactions:
+            _check_recorded_for(interaction)
         self.interactions = interactions
         self.latency_ms = latency_ms
+        self.source = source
 
     @classmethod
     def from_file(cls, path: Path, *, latency_ms: int = 0) -> ReplayProvider:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise LLMError(f"cannot read replay cassette {path}: {exc}") from None
-        return cls(data["interactions"], latency_ms=latency_ms)
+            interactions = json.loads(Path(path).read_text(encoding="utf-8"))["interactions"]
+            if not isinstance(interactions, list):
+                raise TypeError("its interactions are not a list")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LLMConfigError(f"cannot read replay cassette {path} ({type(exc).__name__}: {exc}); point "
+                                 "AITEAM_REPLAY_CASSETTE at a cassette file") from None
+        return cls(interactions, latency_ms=latency_ms, source=f"the cassette {path}")
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
@@ -53,14 +71,30 @@ class ReplayProvider:
         candidates = [
             i for i in self.interactions
             if i["role"] == request.role and i.get("tool", request.tool.name) == request.tool.name
+            and all(_field(key, value) in text for key, value in i["recorded_for"].items())
             and all(m in text for m in i.get("match", []))
         ]
         if not candidates:
-            raise LLMError(
-                f"replay: no recorded answer for role '{request.role}' matches this request; "
-                "add an interaction to the cassette or set ANTHROPIC_API_KEY to call the model"
+            raise CassetteMissError(
+                f"replay: {self.source} has no answer recorded for this {request.role} request (a cassette answers "
+                "only the runs it recorded); set ANTHROPIC_API_KEY to run this brief on the model, or point "
+                "AITEAM_REPLAY_CASSETTE at a cassette recorded for it"
             )
         return max(candidates, key=lambda i: len(i.get("match", [])))
+
+
+def _field(key: str, value: Any) -> str:
+    """A context field as the roles render it (json.dumps, indent=2): `"key": value`, the value exact to its end."""
+    return f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}"
+
+
+def _check_recorded_for(interaction: dict[str, Any]) -> None:
+    pins = interaction.get("recorded_for")
+    if not (isinstance(pins, dict) and pins and all(
+            isinstance(k, str) and isinstance(v, SCALARS) for k, v in pins.items())):
+        raise LLMConfigError(
+            f"replay: {_name(interaction)} has recorded_for {pins!r}; expected the context fields its request "
+            "carried, e.g. {\"brief\": \"<the brief>\"} (without them it would answer any brief)")
 
 
 def _tool_input_of(interaction: dict[str, Any]) -> dict[str, Any]:

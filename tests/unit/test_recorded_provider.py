@@ -40,6 +40,17 @@ def test_a_recorded_transient_error_replays_as_a_transient_error_and_a_permanent
     assert not caught.value.transient
 
 
+def test_a_recorded_cassette_miss_replays_as_the_same_permanent_error():
+    from agents.llm.replay import CassetteMissError
+
+    recorded = RecordedCall(role="tech_lead", tool=TOOL.name, model="m",
+                            error="CassetteMissError: replay: the cassette has no answer recorded for this request")
+    with pytest.raises(CassetteMissError, match="replayed from the recording: replay: the cassette has no answer") \
+            as caught:
+        RecordedRunProvider([recorded], step="tl_plan#1").complete(_request())
+    assert not caught.value.transient
+
+
 def test_a_call_beyond_the_recording_fails_naming_the_step_and_the_call():
     provider = RecordedRunProvider([_answer(1)], step="tl_plan#1")
     provider.complete(_request())

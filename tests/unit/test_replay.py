@@ -301,8 +301,10 @@ def test_a_run_with_a_budget_decision_replays_the_same_after_the_project_budgets
     ({"tool_input": {"title": "x"}, "usage": {"input_tokens": "many"}}, "expected whole token counts"),
 ])
 def test_a_malformed_cassette_interaction_is_an_llm_error_naming_it(interaction, problem):
-    cassette = ReplayProvider([{"role": "tech_lead", "match": ["the plan"], **interaction}])
-    request = LLMRequest(role="tech_lead", model="claude-x", system="Write the plan.", messages=[],
+    cassette = ReplayProvider([{"role": "tech_lead", "recorded_for": {"title": "x"}, "match": ["the plan"],
+                                **interaction}])
+    request = LLMRequest(role="tech_lead", model="claude-x", system="Write the plan.",
+                         messages=[{"role": "user", "content": '{"title": "x"}'}],
                          tool=ToolSpec(name="submit_plan", description="The plan.", input_schema={}))
     with pytest.raises(LLMError) as caught:
         cassette.complete(request)

@@ -1,36 +1,84 @@
-"""Run the bundled sample brief through the team on the embedded default and print what happened:
-the requirement, its stories, the plan, the workspace's commits, the test reports, the audit trail."""
+"""Run a brief (the bundled sample by default) through the team and print what happened:
+the requirement, its stories, the plan, the workspace's commits, the test reports, the audit trail.
+
+A user's mistake (no such file, an empty one, a brief the replay cassette never recorded) ends in one line
+saying what to do and a non-zero exit status, never a traceback."""
+import re
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.llm.base import LLMConfigError
+from agents.llm.replay import CassetteMissError
+from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Organization, Project, Requirement
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.services.intake import requirement_submit
-from lifecycle.states import Role
+from lifecycle.states import Role, StepState
 
 SAMPLE_BRIEF = Path(settings.BASE_DIR) / "agents/cassettes/sample_brief.md"
+TITLE_CHARS = 80
+SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# A step that failed so stops the run for a reason the user fixes outside it (the provider or its cassette).
+CONFIG_ERRORS = tuple(f"{cls.__name__}: " for cls in (CassetteMissError, LLMConfigError))
+BRIEF_HELP = (
+    "a UTF-8 text file holding the brief: what you want built, in plain words. A first line '# Title' names it "
+    "(optional: otherwise the title is the brief's first sentence). Default: the bundled sample, "
+    "agents/cassettes/sample_brief.md. Without ANTHROPIC_API_KEY the replay provider answers only briefs its "
+    "cassette recorded (AITEAM_REPLAY_CASSETTE; the bundled one recorded the sample)."
+)
+
+
+def brief_from_text(text: str) -> tuple[str, str]:
+    """(title, brief) of a brief file's text: a first line '# Title' is the title and the rest the brief;
+    without one, the whole text is the brief and its first sentence, trimmed, the title."""
+    text = text.strip()
+    first, _, rest = text.partition("\n")
+    if first.startswith("#"):
+        body = rest.strip()
+        return first.lstrip("#").strip() or title_of(body), body
+    return title_of(text), text
+
+
+def title_of(brief: str) -> str:
+    """The brief's first sentence (of its first line), at most TITLE_CHARS, cut at a word."""
+    sentence = SENTENCE_END.split(brief.partition("\n")[0], maxsplit=1)[0].strip().rstrip(".").strip()
+    if len(sentence) <= TITLE_CHARS:
+        return sentence
+    return sentence[:TITLE_CHARS - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
 
 
 class Command(BaseCommand):
-    help = "Submit the sample brief and print the requirement, its stories and its transitions."
+    help = ("Submit a brief (the bundled sample by default) on this configuration and print the requirement, "
+            "its stories, plan, code, test runs, transitions and delivery.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--brief", type=Path, default=SAMPLE_BRIEF)
+        parser.add_argument("--brief", type=Path, default=SAMPLE_BRIEF, metavar="FILE", help=BRIEF_HELP)
 
     def handle(self, *args, brief, **options):
+        raw = _read(brief)
+        if not raw.strip():
+            raise CommandError(f"the brief file {brief} is empty: write what you want built in it, in plain words")
+        title, text = brief_from_text(raw)
+        if not text:
+            raise CommandError(f"the brief file {brief} holds only a title: write what you want built below it")
         if not settings.CELERY_TASK_ALWAYS_EAGER:
             self.stdout.write("Celery is not eager: steps run on your workers; this command only submits.")
         if not settings.AITEAM_AUTONOMOUS:
             self.stdout.write("Autonomous mode is off: the stories wait for a reviewer in the admin.")
         user = self._demo_user()
-        text = brief.read_text(encoding="utf-8")
-        title, _, body = text.partition("\n")
-        requirement = requirement_submit(user=user, brief=body.strip(), title=title.lstrip("# ").strip(), via="cli")
-        self._report(Requirement.objects.get(pk=requirement.pk))
+        try:
+            requirement = requirement_submit(user=user, brief=text, title=title, via="cli")
+        except (DomainError, NotPermitted) as exc:
+            raise CommandError(f"{brief}: {exc}") from None
+        req = Requirement.objects.get(pk=requirement.pk)
+        failed = _failed_step(req)
+        if failed is not None and failed.error.startswith(CONFIG_ERRORS):
+            raise CommandError(failed.error.partition(": ")[2])  # its message says what to do
+        self._report(req)
 
     def _demo_user(self):
         org, _ = Organization.objects.get_or_create(slug="demo", defaults={"name": "Demo Org"})
@@ -63,7 +111,9 @@ class Command(BaseCommand):
         out(f"\nLLM calls recorded: {calls} (provider: {settings.AITEAM_LLM_PROVIDER})")
         self._report_delivery(req)
         if req.state != "deployed":
-            raise CommandError(f"demo did not reach deployed (state {req.state})")
+            failed = _failed_step(req)
+            why = f": step {failed.key}#{failed.attempt} failed: {failed.error}" if failed else ""
+            raise CommandError(f"demo did not reach deployed (state {req.state}){why}")
 
     def _report_delivery(self, req: Requirement) -> None:
         out = self.stdout.write
@@ -78,7 +128,7 @@ class Command(BaseCommand):
         out(f"remote: {result['remote_url']}\nbranch: {result['branch']}")
         for commit in result["pushed_commits"]:
             out(f"  {commit['sha'][:10]} {commit['subject']}")
-        out(f"\nTry it: git clone -b {result['branch']} {result['remote_url']} readinglist && cd readinglist && "
+        out(f"\nTry it: git clone -b {result['branch']} {result['remote_url']} delivered && cd delivered && "
             "python -m pytest -q")
 
     def _report_code(self, req: Requirement) -> None:
@@ -97,3 +147,18 @@ class Command(BaseCommand):
         last = req.artifacts.filter(kind="test_report").order_by("-version").first()
         if last:
             out(f"sandbox: {content_json(last)['isolation']}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CommandError(f"no brief file {path}: give --brief a text file holding the brief") from None
+    except UnicodeDecodeError:
+        raise CommandError(f"the brief file {path} is not UTF-8 text: save it as UTF-8") from None
+    except OSError as exc:
+        raise CommandError(f"cannot read the brief file {path}: {exc.strerror or exc}") from None
+
+
+def _failed_step(req: Requirement):
+    return req.steps.filter(state=StepState.FAILED).order_by("id").first()

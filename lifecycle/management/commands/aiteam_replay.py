@@ -3,6 +3,7 @@
 Eager (the embedded default) the replay runs inside this command; with a broker it runs on
 the workers and the command waits for it to come to rest. Exit status 1 on any difference.
 """
+import argparse
 import time
 import uuid
 
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from lifecycle import replay_compare
-from lifecycle.errors import IllegalTransition
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Replay, Requirement
 from lifecycle.services.replays import replay_compare as compare_now
 from lifecycle.services.replays import replay_settled, replay_start
@@ -22,16 +23,19 @@ class Command(BaseCommand):
     help = "Re-run a finished or failed requirement from its recorded model calls, sandbox reports and decisions."
 
     def add_arguments(self, parser):
-        parser.add_argument("requirement_id", type=uuid.UUID, help="the requirement to replay")
-        parser.add_argument("--timeout", type=float, default=600.0,
-                            help="seconds to wait for the workers (when Celery is not eager)")
+        parser.add_argument("requirement_id", type=_requirement_id,
+                            help="the id (a UUID) of the finished or failed requirement to replay, as the admin "
+                                 "and GET /api/v1/requirements/ show it")
+        parser.add_argument("--timeout", type=_seconds, default=600.0,
+                            help="seconds to wait for the workers (when Celery is not eager); default 600")
 
     def handle(self, *args, requirement_id, timeout, **options):
         try:
             replay = replay_start(source_id=requirement_id, via="cli")
         except Requirement.DoesNotExist:
-            raise CommandError(f"no requirement {requirement_id}") from None
-        except IllegalTransition as exc:
+            raise CommandError(f"no requirement {requirement_id}: give the id of one the admin or "
+                               "GET /api/v1/requirements/ lists") from None
+        except (IllegalTransition, DomainError, NotPermitted) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"replaying {requirement_id} as {replay.pk}")
         if not settings.CELERY_TASK_ALWAYS_EAGER:
@@ -68,3 +72,21 @@ class Command(BaseCommand):
         for line in replay_compare.describe(result):
             out(f"DIFFERS: {line}")
         out(f"verdict: {run.verdict}")
+
+
+def _requirement_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a requirement id: give its UUID, as the admin and "
+                                         "GET /api/v1/requirements/ show it") from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return seconds

@@ -1,6 +1,8 @@
 """Create (or reuse) an organization and a user with a role in it; print the user's API token."""
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_slug
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -12,14 +14,17 @@ class Command(BaseCommand):
     help = "Create or reuse an organization and a member with a role; prints the member's API token."
 
     def add_arguments(self, parser):
-        parser.add_argument("--org", required=True, help="organization slug")
-        parser.add_argument("--username", required=True)
+        parser.add_argument("--org", required=True, help="organization slug (letters, digits, - and _; created if missing)")
+        parser.add_argument("--username", required=True, help="the user's login name (created if missing)")
         parser.add_argument("--role", required=True, choices=Role.values)
         parser.add_argument("--project", default="default", help="project slug (created if missing)")
         parser.add_argument("--staff", action="store_true", help="also let the user log into the admin")
 
     @transaction.atomic
     def handle(self, *args, org, username, role, project, staff, **options):
+        _check_slug("--org", org, Organization)
+        _check_slug("--project", project, Project)
+        _check_username(username)
         organization, _ = Organization.objects.get_or_create(slug=org, defaults={"name": org})
         Project.objects.get_or_create(organization=organization, slug=project, defaults={"name": project})
         user, _ = get_user_model().objects.get_or_create(username=username)
@@ -29,3 +34,21 @@ class Command(BaseCommand):
         Membership.objects.update_or_create(user=user, organization=organization, defaults={"role": role})
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(token.key)
+
+
+def _check_slug(option: str, value: str, model) -> None:
+    limit = model._meta.get_field("slug").max_length
+    try:
+        validate_slug(value)
+    except ValidationError:
+        raise CommandError(f"{option} {value!r} is not a slug: use letters, digits, hyphens and underscores") from None
+    if len(value) > limit:
+        raise CommandError(f"{option} {value!r} is longer than {limit} characters")
+
+
+def _check_username(username: str) -> None:
+    field = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD)
+    try:
+        field.clean(username, None)
+    except ValidationError as exc:
+        raise CommandError(f"--username {username!r}: {' '.join(exc.messages)}") from None
