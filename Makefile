@@ -60,7 +60,6 @@ serve: venv
 BENCH_BROKER_URL ?= redis://127.0.0.1:6379/12
 bench: bench-deps
 	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/step_overhead.py
-	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/step_floor.py
 	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/pipeline_ratio.py
 	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/api_load.py
 	BENCH_BROKER_URL=$(BENCH_BROKER_URL) $(PY) bench/worker_memory.py

@@ -69,28 +69,16 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL")
 
 
-def _engine(url: str) -> str | None:
-    """aiteam's backends (Django's, plus what aiteam.db.write_behind and aiteam.db.loaded need)."""
-    scheme = url.split(":", 1)[0]
-    return ("aiteam.db.postgresql" if scheme in ("postgres", "postgresql", "pgsql")
-            else "aiteam.db.sqlite3" if scheme == "sqlite" else None)
-
-
 DATABASES = {
-    # Persistent connections (checked before reuse): a new PostgreSQL connection per request cost ~13 ms of
-    # server CPU in bench/api_load.py.
-    # PostgreSQL through aiteam.db.postgresql: Django's backend plus pipelined write-behind (see its module).
+    # Persistent connections, checked before reuse: opening one per request costs more than most requests.
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
-                                     conn_health_checks=True, engine=_engine(DATABASE_URL))
+                                     conn_health_checks=True)
     if DATABASE_URL
-    # tests in memory, as Django does for its own SQLite backend (pytest-django only recognises that one by name
-    # and would otherwise give each xdist worker a file next to the demo's database)
-    else {"ENGINE": "aiteam.db.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3", "TEST": {"NAME": ":memory:"}}
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
 }
-if DATABASES["default"]["ENGINE"] == "aiteam.db.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
-    # Server-side parameters, and a statement run 5 times on a connection is prepared (psycopg's threshold):
-    # planning, not running, was most of what PostgreSQL spent on a step's small queries (the budget check
-    # 1.0 -> 0.14 ms). Turn off behind a transaction-mode pooler that cannot keep prepared statements.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    # Django's documented options: the server binds parameters, and psycopg prepares a statement a connection
+    # runs 5 times (planning is most of what a step's small queries cost). Off behind a transaction-mode pooler.
     DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "server_side_binding": True,
                                        "prepare_threshold": 5}
 if not DATABASE_URL:
@@ -157,7 +145,7 @@ CELERY_TASK_TIME_LIMIT = STEP_TIMEOUTS.hard_time_limit
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": STEP_TIMEOUTS.visibility_timeout}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "agents.tasks.run_step": {"queue": "llm"},
+    "lifecycle.runner.run_step": {"queue": "llm"},
     "lifecycle.tasks.*": {"queue": "default"},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -63,24 +63,24 @@ def install() -> None:
     from celery.signals import task_postrun, task_prerun
     from django.db.backends.signals import connection_created
 
-    import agents.tasks as tasks
+    import lifecycle.runner as tasks
     from agents.schemas.constraints import with_constraints
-    from lifecycle.services import outbox, steps
+    from lifecycle.services import dispatch, leases, outbox
 
     original_run = subprocess.run
     subprocess.run = _timed("subprocess", original_run)
 
-    steps.step_claim = _timed("claim", steps.step_claim, mark="t_claimed")
+    leases.step_claim = _timed("claim", leases.step_claim, mark="t_claimed")
 
-    original_enqueue = steps.enqueue
+    original_send = dispatch.send_step
 
-    def enqueue(step_id: int, queue: str = "llm") -> None:
+    def send_step(step_id: int, key: str, countdown=None) -> None:
         started = time.perf_counter()
-        original_enqueue(step_id, queue)
+        original_send(step_id, key, countdown=countdown)
         _add("publish", time.perf_counter() - started)
         _emit({"published": step_id, "t": time.time()})
 
-    steps.enqueue = enqueue
+    dispatch.send_step = send_step
 
     original_relay = outbox.relay
 

@@ -2,8 +2,7 @@
 
 LangGraph's nodes in that benchmark do trivial work on a ~2 KB state; these steps do the same, so what is
 compared is the orchestration: each step is a Step row run by the real `run_step` task (claim with a lease and a
-fence, or an inline claim), reads its ~2 KB input (the requirement's brief: the first step by a query, an inline
-step from the rows that came with the COMMIT that claimed it), rotates it, and applies the result in
+fence, or an inline claim), reads its ~2 KB input (the requirement's brief), rotates it, and applies the result in
 one transaction through the real services: fenced lock, requirement lock, a guarded FSM transition with its audit
 row (the lifecycle's in_development self-loop, `retry_development`), an outbox event carrying the 2 KB state, the
 step marked done and the next step scheduled (inline in the same worker, or through the broker).
@@ -22,11 +21,12 @@ django.setup()  # the worker imports this module before Celery's Django fixup se
 
 from django.db import connection, transaction  # noqa: E402
 
-from agents.tasks import STEPS, StepSpec  # noqa: E402
 from aiteam.celery import app  # noqa: E402, F401  (celery -A bench._machinery finds it here)
+from lifecycle import step_keys  # noqa: E402
 from lifecycle.actors import Actor  # noqa: E402
 from lifecycle.models import Requirement  # noqa: E402
-from lifecycle.services import steps  # noqa: E402
+from lifecycle.runner import STEPS, StepSpec  # noqa: E402
+from lifecycle.services import leases, scheduling  # noqa: E402
 from lifecycle.services.outbox import emit  # noqa: E402
 from lifecycle.services.transitions import transition  # noqa: E402
 from lifecycle.states import RequirementState  # noqa: E402
@@ -38,19 +38,17 @@ CHANNEL = "aiteam_bench_done"  # NOTIFY channel of announce()
 ANNOUNCE = "AITEAM_BENCH_ANNOUNCE"  # "1": the last step announces its commit (bench/step_overhead.py's worker)
 
 
-def load_and_rotate(lease: steps.Lease) -> str:
-    (doc,) = steps.requirement_values(lease, ("brief",))  # came with the COMMIT that claimed the step
+def load_and_rotate(lease: leases.Lease) -> str:
+    doc = Requirement.objects.values_list("brief", flat=True).get(pk=lease.requirement_id)
     return doc[1:] + doc[:1]
 
 
-def apply(*, lease: steps.Lease, output: str) -> None:
-    with transaction.atomic():
-        step, requirement = steps.lock_at_commit(lease)
+def apply(*, lease: leases.Lease, output: str) -> None:
+    with leases.step_applying(lease) as (_, requirement):
         transition(requirement, "retry_development", actor=ACTOR, metadata={"step": lease.key})
         emit(requirement, "BenchStepDone", {"step": lease.key, "state": output})
-        steps.step_finish(step)
         if lease.key in NEXT:
-            steps.step_schedule(requirement_id=lease.requirement_id, key=NEXT[lease.key], attempt=1)
+            scheduling.step_schedule(requirement_id=lease.requirement_id, key=NEXT[lease.key], attempt=1)
         elif os.environ.get(ANNOUNCE) == "1":
             transaction.on_commit(lambda: announce(lease.requirement_id), robust=True)
 
@@ -67,9 +65,9 @@ def start(requirement: Requirement) -> None:
     """Put a fresh requirement where the self-loop applies and queue its first step."""
     with transaction.atomic():
         Requirement.objects.filter(pk=requirement.pk).update(state=RequirementState.IN_DEVELOPMENT)
-        steps.step_schedule(requirement_id=requirement.pk, key=KEYS[0], attempt=1)
+        scheduling.step_schedule(requirement_id=requirement.pk, key=KEYS[0], attempt=1)
 
 
 for _key in KEYS:
-    STEPS[_key] = StepSpec(apply, run=load_and_rotate, at_commit=True)
-    steps.ROLE_OF_STEP[_key] = "bench"
+    STEPS[_key] = StepSpec(apply, run=load_and_rotate)
+    step_keys.ROLE_OF_STEP[_key] = "bench"

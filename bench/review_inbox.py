@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import bench  # noqa: E402, F401, I001  (a benchmark's own secret key)
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/aiteam_bench"
 REQUIREMENTS, TASKS_PER_REQUIREMENT = 1_000, 100
 

@@ -101,7 +101,7 @@ def report(args, ids: list, profile_dir: Path) -> None:
             record = json.loads(line)
             if "published" in record:
                 published[record["published"]] = record["t"]
-            elif record.get("task") == "agents.tasks.run_step":
+            elif record.get("task") == "lifecycle.runner.run_step":
                 tasks[record["step_id"]] = record
     by_key: dict[str, dict[str, list[float]]] = {key: {c: [] for c in COLUMNS} for key in KEYS}
     connects = 0

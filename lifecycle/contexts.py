@@ -1,4 +1,4 @@
-"""Agent contexts for design and development, built from the database through the translators.
+"""Agent contexts, built from the database (through the translators where a shape changes).
 
 Each function takes ids and returns the pydantic context one agent step needs; the agent
 itself never sees a model instance.
@@ -9,6 +9,8 @@ from agents import translators
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
+    BugTicketContext,
+    BusinessAnalystContext,
     CodeReviewContext,
     DesignReviewContext,
     DevOpsContext,
@@ -16,7 +18,10 @@ from agents.schemas import (
     FixContext,
     PlanContext,
     PlannedTask,
+    ProductOwnerContext,
     QCContext,
+    RequirementDocView,
+    StoryFeedback,
     StoryOut,
     TechnicalSpecOutput,
     Ticket,
@@ -24,10 +29,9 @@ from agents.schemas import (
     TicketPlanOutput,
 )
 from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
-from aiteam.db import by_pk
+from lifecycle import step_keys
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
-from lifecycle.services import steps
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
@@ -71,8 +75,40 @@ def acceptance_criteria_of(req: Requirement) -> list[AcceptanceCriterion]:
     return translators.stories_to_criteria(approved_stories(req))
 
 
+def product_owner_context(requirement_id) -> ProductOwnerContext:
+    """A brief, or (in a playbook without stories) a bug ticket: the context's type picks the PO's job."""
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    context = ProductOwnerContext if playbook_named(req.playbook).writes_stories else BugTicketContext
+    return context(title=req.title, brief=req.brief, project=req.project.name, clarifications=req.clarifications)
+
+
+def business_analyst_context(requirement_id, round: int) -> BusinessAnalystContext:
+    req = Requirement.objects.get(pk=requirement_id)
+    doc = req.docs.order_by("-version").first()
+    view = RequirementDocView(
+        summary=doc.summary, objectives=doc.objectives, out_of_scope=doc.out_of_scope,
+        assumptions=doc.assumptions, constraints=doc.constraints, success_metrics=doc.success_metrics,
+    )
+    return BusinessAnalystContext(title=req.title, brief=req.brief, doc=view, round=round, feedback=_story_feedback(req))
+
+
+def _story_feedback(req: Requirement) -> list[StoryFeedback]:
+    """Every earlier send-back, oldest first, so the BA reworks with all of it."""
+    sent_back = req.review_tasks.filter(
+        kind__in=[ReviewKind.STORIES_APPROVAL, ReviewKind.ESCALATION], state=ReviewState.RESOLVED,
+        decision__in=[Decision.REJECT, Decision.REQUEST_CHANGES],
+    ).order_by("created_at")
+    titles = {}
+    for story in req.stories.only("round", "title"):
+        titles.setdefault(story.round, []).append(story.title)
+    return [
+        StoryFeedback(round=t.round, decision=t.decision, text=t.reason or t.feedback, story_titles=titles.get(t.round, []))
+        for t in sent_back
+    ]
+
+
 def architect_context(requirement_id, round: int) -> ArchitectContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     doc = req.docs.order_by("-version").first()
     return ArchitectContext(
         title=req.title, summary=doc.summary, constraints=doc.constraints, round=round,
@@ -81,20 +117,20 @@ def architect_context(requirement_id, round: int) -> ArchitectContext:
 
 
 def design_review_context(requirement_id, round: int) -> DesignReviewContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     return DesignReviewContext(requirements=translators.stories_to_requirements(approved_stories(req)),
                                spec=spec_of(req), round=round)
 
 
 def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     if from_ticket(req):
         return TicketPlanContext(ticket=ticket_of(req))
     return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
 
 
 def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     row = req.plan_tasks.get(key=task_key)
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
@@ -106,7 +142,7 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT)  # the newest run: the engineer's self-tests or QC's gate
     review = latest(req, ArtifactKind.REVIEW, "code_review")
     failed = content_json(report) if report and not report.metadata.get("ok") else {}
@@ -121,7 +157,7 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT, "self_test")
     diff = latest(req, ArtifactKind.DIFF_SUMMARY, "workspace")
     return CodeReviewContext(
@@ -133,7 +169,7 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
 
 
 def qc_context(requirement_id) -> QCContext:
-    req = by_pk.get(Requirement, requirement_id)
+    req = Requirement.objects.get(pk=requirement_id)
     if from_ticket(req):
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
@@ -171,7 +207,7 @@ def _review_notes(review) -> list[str]:
 
 def _restated_criteria(req: Requirement) -> list[str]:
     """What humans answered, for the BA, when QC could not test criteria as written (gate_routing)."""
-    return list(req.review_tasks.filter(kind=ReviewKind.ESCALATION, resume_target=steps.QC_TESTS,
+    return list(req.review_tasks.filter(kind=ReviewKind.ESCALATION, resume_target=step_keys.QC_TESTS,
                                         state=ReviewState.RESOLVED, decision=Decision.REQUEST_CHANGES)
                 .order_by("created_at").values_list("feedback", flat=True))
 
@@ -179,7 +215,7 @@ def _restated_criteria(req: Requirement) -> list[str]:
 def _guidance(req: Requirement) -> list[str]:
     """What humans said: guidance on escalations and code reviews, and reasons for refusing a deployment."""
     resolved = req.review_tasks.filter(state=ReviewState.RESOLVED).order_by("created_at")
-    guided = resolved.filter(kind__in=[ReviewKind.ESCALATION, ReviewKind.CODE_REVIEW], resume_target=steps.FIX,
+    guided = resolved.filter(kind__in=[ReviewKind.ESCALATION, ReviewKind.CODE_REVIEW], resume_target=step_keys.FIX,
                              decision=Decision.REQUEST_CHANGES).values_list("feedback", flat=True)
     refused = resolved.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL, decision=Decision.REJECT).values_list("reason", flat=True)
     return [*guided, *(f"Deployment refused: {reason}" for reason in refused)]

@@ -4,14 +4,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
-
-from aiteam.db import by_pk
+from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
-from lifecycle.services import replays, reviews, steps
-from lifecycle.states import Decision, ReviewKind
+from lifecycle.services import quality, replays, scheduling
+from lifecycle.services.autonomous import autonomous_decide
+from lifecycle.services.digest import digest_refresh
 
 log = logging.getLogger("aiteam.progress")
 Handler = Callable[[OutboxEvent], None]
@@ -19,27 +18,19 @@ AUTONOMOUS = Actor.policy("autonomous")
 
 
 def schedule_business_analyst(event: OutboxEvent) -> None:
-    steps.step_schedule(requirement_id=event.requirement_id, key=steps.BA_STORIES, attempt=event.payload["round"])
+    scheduling.step_schedule(requirement_id=event.requirement_id, key=step_keys.BA_STORIES, attempt=event.payload["round"])
 
 
 def schedule_architect(event: OutboxEvent) -> None:
-    steps.step_schedule(requirement_id=event.requirement_id, key=steps.ARCHITECT, attempt=1)
+    scheduling.step_schedule(requirement_id=event.requirement_id, key=step_keys.ARCHITECT, attempt=1)
 
 
 def start_quality_gate(event: OutboxEvent) -> None:
-    from lifecycle.services.quality import start_quality_gate as start
-
-    start(by_pk.get(Requirement, event.requirement_id))
+    quality.start_quality_gate(Requirement.objects.get(pk=event.requirement_id))
 
 
 def refresh_digest(event: OutboxEvent) -> None:
-    from lifecycle.services.digest import digest_refresh
-
-    digest_refresh(by_pk.get(Requirement, event.requirement_id))
-
-
-# Gates the operator pre-authorizes in autonomous mode; every decision is logged as the policy's.
-AUTONOMOUS_KINDS = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
+    digest_refresh(Requirement.objects.get(pk=event.requirement_id))
 
 
 def announce_review_task(event: OutboxEvent) -> None:
@@ -48,15 +39,7 @@ def announce_review_task(event: OutboxEvent) -> None:
     if task.requirement.replay_of_id:  # a replay's gates get the source's recorded decisions, nothing else
         replays.replay_review_answer(task)
         return
-    if settings.AITEAM_AUTONOMOUS and task.kind == ReviewKind.BUDGET_EXHAUSTED:
-        from lifecycle.services.budget_gate import budget_policy_decide
-
-        budget_policy_decide(task)
-        return
-    if settings.AITEAM_AUTONOMOUS and task.kind in AUTONOMOUS_KINDS and task.is_pending:
-        log.info("autonomous mode: approving %s on the reviewer's behalf", task)
-        reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE,
-                              reason="autonomous mode (AITEAM_AUTONOMOUS=true)")
+    autonomous_decide(task)
 
 
 def compare_replay(event: OutboxEvent) -> None:
@@ -84,5 +67,4 @@ HANDLERS: dict[str, list[Handler]] = {
 }
 
 
-def handlers_for(name: str) -> list[Handler]:
-    return HANDLERS.get(name, [])
+

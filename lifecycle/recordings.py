@@ -13,15 +13,16 @@ from typing import Any
 
 from agents.llm.base import Usage
 from agents.llm.recorded import RecordedCall, RecordedRunProvider, ReplayMissError
+from lifecycle import step_keys
 from lifecycle.models import Artifact, LLMCall
-from lifecycle.services import steps
+from lifecycle.services import leases
 from lifecycle.states import ArtifactKind
 
 # The artifact each non-LLM step stores its output in: (kind, name).
 RECORDED_OUTPUT = {
-    steps.SELF_TEST: (ArtifactKind.TEST_REPORT, "self_test"),
-    steps.QC_RUN: (ArtifactKind.TEST_REPORT, "qc"),
-    steps.DELIVER: (ArtifactKind.DELIVERY, "delivery"),
+    step_keys.SELF_TEST: (ArtifactKind.TEST_REPORT, "self_test"),
+    step_keys.QC_RUN: (ArtifactKind.TEST_REPORT, "qc"),
+    step_keys.DELIVER: (ArtifactKind.DELIVERY, "delivery"),
 }
 
 
@@ -34,7 +35,7 @@ def recorded_calls(*, source_id, key: str, attempt: int) -> list[RecordedCall]:
     return [_as_call(row) for row in rows]
 
 
-def replay_provider(*, source_id, lease: steps.Lease) -> RecordedRunProvider:
+def replay_provider(*, source_id, lease: leases.Lease) -> RecordedRunProvider:
     """The provider for one run of a replay's step: the source's calls, after those this step already replayed.
     A miss (a call the recording did not have) is recorded too, but answered nothing: it does not count, so a
     step run again after one (an operator's retry) starts where the recording does."""
@@ -43,7 +44,7 @@ def replay_provider(*, source_id, lease: steps.Lease) -> RecordedRunProvider:
                                step=f"{lease.key}#{lease.attempt}", start=done)
 
 
-def recorded_output(*, source_id, lease: steps.Lease) -> dict[str, Any]:
+def recorded_output(*, source_id, lease: leases.Lease) -> dict[str, Any]:
     """The sandbox report (or delivery result) the source's same step produced, in the step's output shape."""
     kind, name = RECORDED_OUTPUT[lease.kind]
     done = Artifact.objects.filter(step_id=lease.step_id, kind=kind, name=name).count()
@@ -53,7 +54,7 @@ def recorded_output(*, source_id, lease: steps.Lease) -> dict[str, Any]:
         raise RecordingMissing(f"replay: step {lease.key}#{lease.attempt} needs recorded {kind} '{name}' #{done + 1} "
                                f"but the source run recorded {len(found)}")
     content = json.loads(found[done].blob.content)
-    return _qc_output(content) if lease.kind == steps.QC_RUN else content
+    return _qc_output(content) if lease.kind == step_keys.QC_RUN else content
 
 
 def _qc_output(stored: dict[str, Any]) -> dict[str, Any]:

@@ -96,3 +96,17 @@ class ArtifactKind(models.TextChoices):
     DELIVERY = "delivery"
     ACCEPTANCE_COVERAGE = "acceptance_coverage"
     STATUS_DIGEST = "status_digest"
+
+
+# The decisions a review task of each kind offers.
+REVIEW_OPTIONS = {
+    ReviewKind.CLARIFICATION: [Decision.ANSWER, Decision.REJECT],
+    ReviewKind.STORIES_APPROVAL: [Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES],
+    ReviewKind.ESCALATION: [Decision.REQUEST_CHANGES, Decision.REJECT],
+    ReviewKind.STEP_FAILED: [Decision.APPROVE, Decision.REJECT],
+    ReviewKind.DESIGN_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
+    ReviewKind.CODE_REVIEW: [Decision.APPROVE, Decision.REQUEST_CHANGES, Decision.REJECT],
+    ReviewKind.DEPLOYMENT_APPROVAL: [Decision.APPROVE, Decision.REJECT],
+    # approve = approve the partial output (offered only where there is one), reject = terminate
+    ReviewKind.BUDGET_EXHAUSTED: [Decision.OVERRIDE_BUDGET, Decision.INJECT_CONSTRAINT, Decision.APPROVE, Decision.REJECT],
+}

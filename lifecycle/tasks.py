@@ -5,7 +5,9 @@ from django.db import DatabaseError
 
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications import sending
-from lifecycle.services import outbox, sla, steps
+from lifecycle.services import leases, outbox, sla
+from lifecycle.services.digest import digests_refresh_all
+from lifecycle.services.replays import replays_sweep
 
 
 @shared_task(ignore_result=True)
@@ -15,21 +17,17 @@ def relay_outbox() -> int:
 
 @shared_task(ignore_result=True)
 def reap_steps() -> int:
-    return len(steps.steps_reap())
+    return len(leases.steps_reap())
 
 
 @shared_task(ignore_result=True)
 def compare_settled_replays() -> int:
-    from lifecycle.services.replays import replays_sweep
-
     return replays_sweep()
 
 
 @shared_task(ignore_result=True)
 def refresh_status_digests() -> int:
     """The PM's daily digest for every requirement still in flight (events refresh it in between)."""
-    from lifecycle.services.digest import digests_refresh_all
-
     return digests_refresh_all()
 
 

@@ -91,7 +91,7 @@ def scripted(monkeypatch):
     from agents.llm.scripted import ScriptedProvider
 
     provider = ScriptedProvider()
-    monkeypatch.setattr("agents.tasks.provider_from_settings", lambda: provider)
+    monkeypatch.setattr("lifecycle.runner.provider_from_settings", lambda: provider)
     return provider
 
 

@@ -7,8 +7,8 @@ from django.conf import settings
 
 from lifecycle.actors import Actor
 from lifecycle.models import Requirement, ReviewTask
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import requirement_submit
-from lifecycle.services.reviews import review_decide
 
 SAMPLE = (Path(settings.BASE_DIR) / "agents/cassettes/sample_brief.md").read_text().partition("\n")[2].strip()
 VAGUE = "Build something cool for our users, something cool that people love."

@@ -1,6 +1,6 @@
 """The running step's deadline, for its model calls: a call's timeout is capped by the time the step has left.
 
-The step runner sets it (agents.tasks); outside a step (tests, the shell) there is none and calls keep their
+The step runner sets it (lifecycle.runner); outside a step (tests, the shell) there is none and calls keep their
 own timeout. A call that would outlast the deadline times out first, cleanly (a transient error, retried
 with the step), instead of being cut by the worker's soft time limit in the middle of a read. The cap is
 taken when the call starts, and a capped call gets no SDK retries. A call the deadline does not cap keeps

@@ -26,7 +26,7 @@ from lifecycle.services.assignment import (
     review_claim,
     review_unassign,
 )
-from lifecycle.services.reviews import review_decide
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.story_edits import story_edit
 
 REFUSED = (DomainError, IllegalTransition, NotPermitted)

@@ -8,7 +8,6 @@ from django.conf import settings
 from django.db import models
 from django_fsm import GET_STATE, FSMField, FSMModelMixin, transition
 
-from aiteam.db.loaded import RemembersLoaded
 from lifecycle import guards, playbooks
 from lifecycle.states import BUDGET_STATES, NON_TERMINAL_STATES
 from lifecycle.states import RequirementState as S
@@ -16,7 +15,7 @@ from lifecycle.states import RequirementState as S
 OUTCOME_SETTINGS = ("budgets", "quality_gates")  # the project settings a run's transitions depend on
 
 
-class Requirement(RemembersLoaded, FSMModelMixin, models.Model):
+class Requirement(FSMModelMixin, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="requirements")
     project = models.ForeignKey("lifecycle.Project", on_delete=models.CASCADE, related_name="requirements")

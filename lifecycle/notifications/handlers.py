@@ -20,6 +20,7 @@ from lifecycle.models.audit import NOTIFYING_EVENTS
 from lifecycle.notifications import recipients
 from lifecycle.notifications.requeue import requeue_spaced
 from lifecycle.notifications.sending import notify
+from lifecycle.services import dispatch
 from lifecycle.states import ReviewKind
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,8 @@ def queue_notifications(event: OutboxEvent) -> None:
 
 
 def _queue(event_id: int) -> bool:
-    from lifecycle.tasks import notify_for_event
-
     try:
-        notify_for_event.delay(event_id)
+        dispatch.send_task(dispatch.NOTIFY_FOR_EVENT, event_id)
     except Exception:  # a broker that is down, or (eagerly) a failing notifier: logged, the pipeline goes on
         log.exception("notifications for outbox event %s were not queued", event_id)
         return False

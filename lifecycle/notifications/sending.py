@@ -17,6 +17,7 @@ from lifecycle.notifications.channels import CHANNELS, ChannelError
 from lifecycle.notifications.errors import ChannelRefused
 from lifecycle.notifications.requeue import requeue_spaced
 from lifecycle.notifications.webhook import webhook_url
+from lifecycle.services import dispatch
 
 log = logging.getLogger(__name__)
 State = Notification.State
@@ -53,12 +54,10 @@ def _targets(task: ReviewTask, users: Iterable[Any], webhook: bool) -> list[tupl
 def enqueue(ids: list[int]) -> list[int]:
     """Hand each row to a worker; a broker that is down only delays it (the beat re-queues due rows). Returns
     the ids that could not be queued."""
-    from lifecycle.tasks import send_notification
-
     failed = []
     for pk in ids:
         try:
-            send_notification.delay(pk)
+            dispatch.send_task(dispatch.SEND_NOTIFICATION, pk)
         except Exception:
             log.exception("could not queue notification %s; the beat will", pk)
             failed.append(pk)

@@ -1,4 +1,5 @@
-"""The budget gate: the review task a spent budget opens, its four options, and the autonomous policy.
+"""The budget gate: the check every step passes before it uses the model or the sandbox, the review task a spent
+budget opens, and its four options.
 
 Options (ReviewTask decisions, decided through review_decide like every gate):
 - override_budget: new limits (`budget`, same shape as a project's) laid over the requirement's; they must
@@ -13,34 +14,96 @@ Options (ReviewTask decisions, decided through review_decide like every gate):
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from lifecycle import budget_limits as bl
+from lifecycle import step_keys
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError
+from lifecycle.errors import DomainError, StaleStep
 from lifecycle.models import Requirement, ReviewTask, Step
-from lifecycle.services import budgets, reviews, steps
+from lifecycle.services import budgets, leases, reviews, scheduling
+from lifecycle.services.design import spec_approve
+from lifecycle.services.development import code_review_pass
+from lifecycle.services.outbox import emit
 from lifecycle.services.transitions import transition
-from lifecycle.states import Decision, ReviewKind, StepState
+from lifecycle.states import BUDGET_STATES, Decision, ReviewKind, StepState
 
 log = logging.getLogger("aiteam.progress")
-AUTONOMOUS = Actor.policy("autonomous")
+BUDGET = Actor.system("budget")
 # What "approve partial output" accepts, by the kind of the parked step.
 PARTIAL = {
-    steps.ENGINEER: "the plan tasks finished so far stand; the unfinished ones are dropped and the self-tests run "
+    step_keys.ENGINEER: "the plan tasks finished so far stand; the unfinished ones are dropped and the self-tests run "
                     "on the code as it is (then the usual fix / 3-attempt rules apply)",
-    steps.FIX: "the fix is dropped and the self-tests run on the code as it is",
-    steps.DESIGN_REVIEW: "the latest technical spec is approved as it is (design_ready, then the plan)",
-    steps.CODE_REVIEW: "the code is approved as it is (test_pending, then the quality gate)",
+    step_keys.FIX: "the fix is dropped and the self-tests run on the code as it is",
+    step_keys.DESIGN_REVIEW: "the latest technical spec is approved as it is (design_ready, then the plan)",
+    step_keys.CODE_REVIEW: "the code is approved as it is (test_pending, then the quality gate)",
 }
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
 
 
-def open_budget_task(requirement: Requirement, *, lease: steps.Lease, over: list, table: dict) -> ReviewTask:
+@dataclass(frozen=True)
+class Allowance:
+    """The check's answer: truthy when the step may run, with the constraints its context must carry
+    (read by the same statement, so injecting them costs the step no query)."""
+
+    allowed: bool
+    constraints: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+# --- the check ---------------------------------------------------------------------------------
+def budget_admit_or_park(lease: leases.Lease) -> Allowance:
+    """Truthy when the step may run. Otherwise the step is parked and, the first time, the requirement
+    escalated with a budget_exhausted review task; the caller just returns."""
+    requirement = Requirement.objects.select_related("project").filter(pk=lease.requirement_id).first()
+    if requirement is None:
+        return Allowance(True)
+    go = Allowance(True, tuple(requirement.injected_constraints or ()))
+    if not requirement.budget_exhausted and requirement.state not in BUDGET_STATES:
+        return go  # no gate outside the working states (nothing runs there in the flow)
+    limits = budgets.limits_for(requirement.playbook, requirement.outcome_settings, requirement.budget_overrides)
+    spend = budgets.spend_of(requirement, besides=lease)
+    spend.setdefault(f"role:{lease.role}", budgets.zero_spend())
+    over = budgets.exhausted(limits, spend, lease.role)
+    if not over and not requirement.budget_exhausted:
+        return go
+    try:
+        budget_stop(lease=lease, over=over, limits=limits, spend=spend)
+    except StaleStep as exc:
+        log.warning("budget: %s", exc)
+    return Allowance(False)
+
+
+# --- stopping a step --------------------------------------------------------------------------
+def budget_stop(*, lease: leases.Lease, over: list[budgets.Exhausted], limits: dict, spend: dict) -> None:
+    """Park the step (closed as skipped, found again by its error) and, unless the requirement is paused
+    already, escalate it from the state it is in with a budget_exhausted task stating spent and remaining."""
+    reason = f"{budgets.PARKED}: {', '.join(map(str, over)) or 'the requirement is paused for a budget decision'}"
+    with transaction.atomic():
+        _, requirement = leases.lock_for_apply(lease)
+        leases.step_skip(lease, reason=reason)
+        log.info("step %s of %s stopped: %s", lease.key, lease.requirement_id, reason)
+        if requirement.budget_exhausted or requirement.state not in BUDGET_STATES or not over:
+            return
+        _escalate(requirement, lease, over, budgets.standing(limits, spend))
+
+
+def _escalate(requirement: Requirement, lease: leases.Lease, over: list[budgets.Exhausted], table: dict) -> None:
+    requirement.budget_exhausted, requirement.budget_paused_from = True, requirement.state
+    transition(requirement, "exhaust_budget", actor=BUDGET,
+               metadata={"step": lease.key, "attempt": lease.attempt, "exhausted": [e.to_dict() for e in over]})
+    emit(requirement, "BudgetExhausted", {"step": lease.key, "exhausted": [e.to_dict() for e in over]})
+    open_budget_task(requirement, lease=lease, over=over, table=table)
+
+
+def open_budget_task(requirement: Requirement, *, lease: leases.Lease, over: list, table: dict) -> ReviewTask:
     """Inside the stop's transaction: the question, what was spent and what remains, and the options."""
     partial = PARTIAL.get(lease.kind, "")
     task = reviews.review_open(
@@ -112,7 +175,8 @@ def _grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
 
 def _ensure_room(requirement: Requirement) -> None:
     limits, spend = _standing(requirement)
-    roles = {steps.ROLE_OF_STEP[steps.kind_of(key)] for key in budgets.parked_steps(requirement).values_list("key", flat=True)}
+    parked = budgets.parked_steps(requirement).values_list("key", flat=True)
+    roles = {step_keys.ROLE_OF_STEP[step_keys.kind_of(key)] for key in parked}
     still = [e for role in sorted(roles) for e in budgets.exhausted(limits, _with_role(spend, role), role)]
     if still:
         raise DomainError("the new limits leave no room: " + ", ".join(map(str, still)), "budget")
@@ -138,65 +202,29 @@ def _resume(requirement: Requirement, *, actor: Actor, task: ReviewTask) -> None
 
 def _rerun_parked(requirement: Requirement) -> None:
     for step in budgets.parked_steps(requirement).select_for_update():
-        steps.step_retry_by_human(step)
+        leases.step_retry_by_human(step)
 
 
 def _drop_siblings_in_flight(requirement: Requirement, *, attempt: int) -> None:
     """The partial output is what is finished now: plan tasks still queued or running stop (a running one's
     late write is refused by its fence), so the self-tests see the code they accept and nothing lands after."""
-    in_flight = Step.objects.filter(requirement=requirement, attempt=attempt, key__startswith=f"{steps.ENGINEER}:",
+    in_flight = Step.objects.filter(requirement=requirement, attempt=attempt, key__startswith=f"{step_keys.ENGINEER}:",
                                     state__in=[StepState.QUEUED, StepState.RUNNING])
     in_flight.update(state=StepState.SKIPPED, error=f"{budgets.DROPPED} (still in flight)", lease_expires_at=None,
                      finished_at=timezone.now())
 
 
 def _accept_partial(requirement: Requirement, *, actor: Actor) -> None:
-    from lifecycle.services.design import spec_approve
-    from lifecycle.services.development import code_review_pass
-
     for step in list(budgets.parked_steps(requirement).select_for_update()):
-        kind = steps.kind_of(step.key)
+        kind = step_keys.kind_of(step.key)
         if kind not in PARTIAL:
-            steps.step_retry_by_human(step)  # parked later, in another phase: it simply runs
+            leases.step_retry_by_human(step)  # parked later, in another phase: it simply runs
             continue
         Step.objects.filter(pk=step.pk).update(error=f"{budgets.DROPPED} ({step.error})"[:4000])
-        if kind in (steps.ENGINEER, steps.FIX):
+        if kind in (step_keys.ENGINEER, step_keys.FIX):
             _drop_siblings_in_flight(requirement, attempt=step.attempt)
-            steps.step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=step.attempt)
-        elif kind == steps.DESIGN_REVIEW:
+            scheduling.step_schedule(requirement_id=requirement.pk, key=step_keys.SELF_TEST, attempt=step.attempt)
+        elif kind == step_keys.DESIGN_REVIEW:
             spec_approve(requirement, actor=actor)
-        elif kind == steps.CODE_REVIEW:
+        elif kind == step_keys.CODE_REVIEW:
             code_review_pass(requirement, actor=actor)
-
-
-# --- autonomous mode -------------------------------------------------------------------------
-def budget_policy_decide(task: ReviewTask) -> ReviewTask | None:
-    """Autonomous mode: decide as AITEAM_BUDGET_POLICY says, logged and recorded as the policy's decision.
-    approve_partial falls back to terminate where there is no partial output; override_budget grants the
-    grace (spent + half the limit) at most AITEAM_BUDGET_POLICY_MAX_OVERRIDES times per requirement."""
-    task = ReviewTask.objects.get(pk=task.pk)
-    if not task.is_pending:
-        return None
-    decision = POLICY_OPTIONS[settings.AITEAM_BUDGET_POLICY]
-    if decision not in task.options or (decision == Decision.OVERRIDE_BUDGET and _policy_overrides_used(task)):
-        decision = Decision.REJECT
-    reason = f"autonomous mode (AITEAM_BUDGET_POLICY={settings.AITEAM_BUDGET_POLICY}): {decision}"
-    log.info("autonomous mode: budget task %s decided by policy: %s", task, decision)
-    budget = _policy_override(task) if decision == Decision.OVERRIDE_BUDGET else None
-    try:
-        return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=decision, reason=reason, budget=budget)
-    except DomainError as exc:  # the grace leaves another parked role still over: terminate rather than loop
-        log.warning("autonomous mode: %s cannot be decided as %s (%s); terminating", task, decision, exc)
-        return reviews.review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.REJECT,
-                                     reason=f"{reason}, refused ({exc}): terminate")
-
-
-def _policy_overrides_used(task: ReviewTask) -> bool:
-    used = ReviewTask.objects.filter(requirement_id=task.requirement_id, kind=ReviewKind.BUDGET_EXHAUSTED,
-                                     decided_by_policy=AUTONOMOUS.role, decision=Decision.OVERRIDE_BUDGET).count()
-    return used >= settings.AITEAM_BUDGET_POLICY_MAX_OVERRIDES
-
-
-def _policy_override(task: ReviewTask) -> dict[str, Any]:
-    return bl.as_json(_grace(Requirement.objects.select_related("project").get(pk=task.requirement_id), task))
-

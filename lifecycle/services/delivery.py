@@ -14,16 +14,17 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.delivery import DeliveryPlan, GitHubSettings, ensure_bare_remote
+from lifecycle import step_keys
 from lifecycle.actors import Actor
+from lifecycle.contexts import from_ticket, ticket_of
 from lifecycle.errors import DomainError
 from lifecycle.failure_rules import Failure, Source
 from lifecycle.models import Project, Requirement
-from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
+from lifecycle.services.leases import Lease, lock_for_apply, step_finish
 from lifecycle.services.outbox import emit
 from lifecycle.services.routing import step_failure_route_locked
-from lifecycle.services.steps import Lease, lock_for_apply, step_finish
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind
 
@@ -70,7 +71,7 @@ def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
             error = f"delivery failed, compensated: {output['error']}"
             step_failure_route_locked(  # git or GitHub refused: infrastructure, retried with backoff, then an operator
                 lease=lease, step=step, requirement=requirement, summary=error,
-                failure=Failure(source=Source.STEP, step=steps.DELIVER, error_classes=("DeliveryError",), error=error))
+                failure=Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("DeliveryError",), error=error))
             return
         transition(requirement, "deploy", actor=DELIVERY, metadata={"branch": output["branch"],
                                                                     "pull_request": output.get("pull_request")})
@@ -102,8 +103,6 @@ def _pull_body(requirement: Requirement) -> str:
 
 def _what_was_built(requirement: Requirement) -> str:
     """The stories and spec, or for a bug fix (no stories, no spec) the ticket and its acceptance criteria."""
-    from lifecycle.contexts import from_ticket, ticket_of
-
     if from_ticket(requirement):
         ticket = ticket_of(requirement)
         return f"## Ticket\n{ticket.summary}\n\n" + "\n".join(f"- {c}" for c in ticket.acceptance_criteria)

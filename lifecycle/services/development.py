@@ -11,18 +11,17 @@ from django.utils.text import slugify
 
 from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
 from agents.workspace import Workspace
-from aiteam.db import write_behind
-from lifecycle import guards
+from lifecycle import guards, step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
 from lifecycle.failure_rules import Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
-from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store
+from lifecycle.services.failures import failure_route_record, failure_with_history
+from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.routing import failure_route_record, failure_with_history
-from lifecycle.services.steps import Lease, lock_at_commit, lock_for_apply, step_finish, step_schedule
+from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind, StepState
 
@@ -41,16 +40,16 @@ def schedule_ready_tasks(requirement: Requirement, *, attempt: int) -> None:
     """Queue every plan task whose dependencies are done; once all are done, queue the self-tests."""
     done = {
         key.partition(":")[2]
-        for key in Step.objects.filter(requirement=requirement, key__startswith=f"{steps.ENGINEER}:", attempt=attempt,
+        for key in Step.objects.filter(requirement=requirement, key__startswith=f"{step_keys.ENGINEER}:", attempt=attempt,
                                        state=StepState.DONE).values_list("key", flat=True)
     }
     tasks = list(requirement.plan_tasks.all())
     if all(task.key in done for task in tasks):
-        step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=attempt)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.SELF_TEST, attempt=attempt)
         return
     for task in tasks:
         if task.key not in done and set(task.depends_on) <= done:
-            step_schedule(requirement_id=requirement.pk, key=f"{steps.ENGINEER}:{task.key}", attempt=attempt)
+            step_schedule(requirement_id=requirement.pk, key=f"{step_keys.ENGINEER}:{task.key}", attempt=attempt)
 
 
 def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
@@ -67,15 +66,13 @@ def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
 
 def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
     """A whole-workspace fix for attempt n: commit it, then run the self-tests again."""
-    with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+    with step_applying(lease) as (step, requirement):
         touched = {f.path for f in output.files}
         keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
         commit = workspace_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
         store_code(requirement, output.files, step, lease.attempt, commit)
         emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit})
-        step_schedule(requirement_id=requirement.pk, key=steps.SELF_TEST, attempt=lease.attempt)
-        step_finish(step)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.SELF_TEST, attempt=lease.attempt)
 
 
 def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
@@ -106,7 +103,7 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
 
 def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
     with transaction.atomic():
-        step, requirement = lock_at_commit(lease)
+        step, requirement = lock_for_apply(lease)
         artifact_store(requirement, kind=ArtifactKind.REVIEW, name="code_review", content=output.model_dump(),
                        summary=f"{output.verdict}: {output.reasoning}", metadata={"round": lease.attempt,
                        "verdict": output.verdict}, step=step, role=TECH_LEAD.role)
@@ -125,7 +122,7 @@ def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:
                 question=f"The tech lead requested changes {lease.attempt} times. Approve the code as it is, request "
                 "changes with your guidance (one more engineer attempt), or reject to cancel.",
                 reasoning=output.reasoning, context={"notes": output.notes, "spec_issues": output.spec_issues},
-                resume_target=steps.FIX,
+                resume_target=step_keys.FIX,
             )
 
 
@@ -146,7 +143,7 @@ def code_review_to_architect(requirement: Requirement, *, actor: Actor, notes: l
     transition(requirement, "fail_code_review", actor=actor, metadata={"notes": notes, "spec_issues": spec_issues})
     emit(requirement, "CodeReviewFailed", {"round": requirement.code_review_round, "notes": notes,
                                            "spec_issues": spec_issues})
-    step_schedule(requirement_id=requirement.pk, key=steps.ARCHITECT, attempt=requirement.design_round + 1)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.ARCHITECT, attempt=requirement.design_round + 1)
 
 
 def resume_with_guidance(requirement: Requirement, *, actor: Actor, guidance: str) -> None:
@@ -158,7 +155,7 @@ def resume_with_guidance(requirement: Requirement, *, actor: Actor, guidance: st
 def next_attempt(requirement: Requirement) -> None:
     requirement.dev_attempts += 1
     requirement.save(update_fields=["dev_attempts"])
-    step_schedule(requirement_id=requirement.pk, key=steps.FIX, attempt=requirement.dev_attempts)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.FIX, attempt=requirement.dev_attempts)
 
 
 def _route_code_review(requirement: Requirement, step: Step, verdict: CodeReviewVerdict, *, round: int) -> Route:
@@ -167,7 +164,7 @@ def _route_code_review(requirement: Requirement, step: Step, verdict: CodeReview
     has_spec = requirement.artifacts.filter(kind=ArtifactKind.TECHNICAL_SPEC).exists()
     spec_issues = tuple(verdict.spec_issues) if has_spec else ()
     failure = failure_with_history(requirement=requirement, failure=Failure(
-        source=Source.CODE_REVIEW, step=steps.CODE_REVIEW, review_notes=tuple(verdict.notes) + (() if has_spec else
+        source=Source.CODE_REVIEW, step=step_keys.CODE_REVIEW, review_notes=tuple(verdict.notes) + (() if has_spec else
         tuple(verdict.spec_issues)), spec_issues=spec_issues,
         loop_exhausted=round >= settings.AITEAM_MAX_CODE_REVIEW_ROUNDS))
     routing = classify(failure)
@@ -182,7 +179,7 @@ def _route_code_review(requirement: Requirement, step: Step, verdict: CodeReview
 def _start_code_review(requirement: Requirement) -> None:
     requirement.code_review_round += 1
     requirement.save(update_fields=["code_review_round"])
-    step_schedule(requirement_id=requirement.pk, key=steps.CODE_REVIEW, attempt=requirement.code_review_round)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.CODE_REVIEW, attempt=requirement.code_review_round)
 
 
 def ensure_not_timed_out(report: dict[str, Any]) -> None:
@@ -196,7 +193,7 @@ def _route_failed_self_test(requirement: Requirement, step: Step, report: dict[s
     attempt → a human (escalation). The route is recorded first: the escalate guard reads it."""
     failing = report["failing_tests"][:50]
     failure = failure_with_history(requirement=requirement, failure=Failure(
-        source=Source.SELF_TEST, step=steps.SELF_TEST, tests_failed=True, failing_tests=tuple(failing),
+        source=Source.SELF_TEST, step=step_keys.SELF_TEST, tests_failed=True, failing_tests=tuple(failing),
         loop_exhausted=not guards.attempts_left(requirement)))
     routing = classify(failure)
     to_engineer = routing.route == Route.ENGINEER
@@ -228,7 +225,7 @@ def development_escalate(requirement: Requirement, *, report: dict[str, Any], re
         context={"attempts": requirement.dev_attempts, "failing_tests": failing, "routing_rule": reason,
                  "output_tail": report.get("output_tail", "")[-OUTPUT_TAIL_IN_TASK:],
                  "code": [{"path": path, "artifact": str(pk)} for path, pk in code]},
-        resume_target=steps.FIX,
+        resume_target=step_keys.FIX,
     )
 
 
@@ -241,7 +238,7 @@ def workspace_commit(requirement: Requirement, files: list[SourceFile], message:
     workspace.align(requirement.workspace_head)
     workspace.write(files)
     requirement.workspace_head = workspace.commit(message)
-    write_behind.update(requirement, ["workspace_head"])
+    requirement.save(update_fields=["workspace_head"])
     return requirement.workspace_head
 
 

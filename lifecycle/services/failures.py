@@ -1,13 +1,19 @@
-"""A step that cannot finish becomes a question for a human, never a silent loss."""
+"""A step that cannot finish becomes a question for a human, never a silent loss; every failure's route is
+recorded with its trace (lifecycle.failure_rules decides it)."""
 from __future__ import annotations
 
-from lifecycle.models import Requirement, ReviewTask, Step
-from lifecycle.states import ReviewKind
+from dataclasses import replace
+
+from lifecycle.failure_rules import Failure, Routing, Source, classify
+from lifecycle.models import FailureRoute, Requirement, ReviewTask, Step
+from lifecycle.services.reviews import review_open
+from lifecycle.states import ReviewKind, StepState
+from lifecycle.step_keys import FIX, kind_of
+
+SUMMARY_MAX = 500
 
 
 def open_step_failed_task(step: Step) -> ReviewTask:
-    from lifecycle.services.reviews import review_open
-
     requirement = Requirement.objects.select_for_update().get(pk=step.requirement_id)  # serializes the round count
     return review_open(
         requirement, kind=ReviewKind.STEP_FAILED,
@@ -15,4 +21,34 @@ def open_step_failed_task(step: Step) -> ReviewTask:
         "Approve to run it again, or reject to cancel the requirement.",
         reasoning=step.error, context={"step_id": step.pk, "step": step.key, "error": step.error},
         resume_target=step.key,
+    )
+
+
+def step_given_up(step: Step) -> None:
+    """A step whose runs all ended without an outcome (its workers kept dying), closed as failed by the caller:
+    routed like any failure, and an operator asked."""
+    failure = Failure(Source.STEP, kind_of(step.key), ("WorkerLost",), error=step.error[:1000])
+    failure_route_record(requirement=step.requirement, failure=failure, routing=classify(failure), step=step,
+                         summary=step.error, action="step failed: a step_failed review task asks an operator")
+    open_step_failed_task(step)
+
+
+def failure_with_history(*, requirement: Requirement, failure: Failure) -> Failure:
+    """The failure with its history filled in: the previous failure of the same source, and whether a fix ran since."""
+    previous = FailureRoute.objects.filter(requirement=requirement, source=failure.source).order_by("-id").first()
+    if previous is None:
+        return failure
+    fixed = Step.objects.filter(requirement=requirement, key=FIX, state=StepState.DONE,
+                                finished_at__gte=previous.created_at).exists()
+    return replace(failure, previous_signature=previous.signature, after_fix=fixed)
+
+
+def failure_route_record(
+    *, requirement: Requirement, failure: Failure, routing: Routing, summary: str, action: str, step: Step | None = None,
+) -> FailureRoute:
+    """Inside the caller's transaction, the one that carries out the route."""
+    return FailureRoute.objects.create(
+        organization_id=requirement.organization_id, requirement=requirement, step=step, source=failure.source,
+        summary=summary[:SUMMARY_MAX], signature=failure.signature, route=routing.route, rule=routing.first,
+        matched=list(routing.matched), trace=list(routing.trace), facts=failure.to_dict(), action=action[:300],
     )

@@ -15,16 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 from agents.quality import GateResult, QualityGates
+from lifecycle import step_keys
 from lifecycle.actors import Actor
+from lifecycle.contexts import acceptance_criteria_of
 from lifecycle.failure_rules import Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
-from lifecycle.services import steps
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import development_escalate, next_attempt
+from lifecycle.services.failures import failure_route_record, failure_with_history
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.routing import failure_route_record, failure_with_history
-from lifecycle.services.steps import step_schedule
+from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
@@ -43,7 +44,7 @@ def gate_failure_route(
     uncovered criterion counts only where the project gates on coverage of the criteria."""
     uncovered = tuple(result.uncovered) if gates.all_criteria_covered else ()
     failure = failure_with_history(requirement=requirement, failure=Failure(
-        source=Source.QUALITY_GATE, step=steps.QC_RUN, tests_failed=not report.get("ok", False),
+        source=Source.QUALITY_GATE, step=step_keys.QC_RUN, tests_failed=not report.get("ok", False),
         failing_tests=tuple(report["failing_tests"][:50]), uncovered_criteria=uncovered,
         gate_reasons=tuple(result.reasons)))
     routing = classify(failure)
@@ -67,12 +68,10 @@ def acceptance_criteria_restated(requirement: Requirement, *, actor: Actor, guid
     """A human answered for the BA: QC writes its acceptance tests again, with the restated criteria."""
     emit(requirement, "AcceptanceCriteriaRestated", {"by": actor.role or "human", "guidance": guidance})
     written = requirement.artifacts.filter(kind=ArtifactKind.ACCEPTANCE_COVERAGE).count()
-    step_schedule(requirement_id=requirement.pk, key=steps.QC_TESTS, attempt=written + 1)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.QC_TESTS, attempt=written + 1)
 
 
 def _ask_for_testable_criteria(requirement: Requirement, *, uncovered: tuple[str, ...]) -> None:
-    from lifecycle.contexts import acceptance_criteria_of
-
     criteria = [c.model_dump() for c in acceptance_criteria_of(requirement) if c.id in uncovered]
     coverage = latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE)
     emit(requirement, "AcceptanceGapFound", {"uncovered": list(uncovered)})
@@ -84,7 +83,7 @@ def _ask_for_testable_criteria(requirement: Requirement, *, uncovered: tuple[str
         reasoning=coverage.summary if coverage else "",
         context={"routed_to": Route.BUSINESS_ANALYST.value, "uncovered_criteria": criteria,
                  "coverage": content_json(coverage) if coverage else {}},
-        resume_target=steps.QC_TESTS,
+        resume_target=step_keys.QC_TESTS,
     )
 
 

@@ -18,8 +18,9 @@ from lifecycle.models import Membership, Project, Requirement, StateTransition
 from lifecycle.models.requirement import OUTCOME_SETTINGS
 from lifecycle.services.outbox import emit
 from lifecycle.services.prompts import prompt_bundle_for
-from lifecycle.services.steps import PO_CLARIFY, step_schedule
+from lifecycle.services.scheduling import step_schedule
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
+from lifecycle.step_keys import PO_CLARIFY
 
 KEY_HEADER = "Idempotency-Key"
 KEY_MAX_CHARS = 255

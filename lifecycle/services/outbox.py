@@ -11,28 +11,41 @@ relay runs for it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from aiteam.db import write_behind
 from lifecycle.models import OutboxEvent, Requirement
 
 log = logging.getLogger(__name__)
 RELAY_BATCH = 100
 
 
+Handler = Callable[[OutboxEvent], None]
+_subscribers: dict[str, list[Handler]] = {}
+
+
+def subscribe(handlers: dict[str, list[Handler]]) -> None:
+    """Set who handles which event: lifecycle.handlers.HANDLERS, once, from the app's ready() (the services that
+    emit events never import their subscribers, which call those services)."""
+    global _subscribers
+    _subscribers = handlers
+
+
+def handlers_for(name: str) -> list[Handler]:
+    return _subscribers.get(name, [])
+
+
 def emit(requirement: Requirement | None, name: str, payload: dict[str, Any] | None = None) -> OutboxEvent:
     """Record an event in the caller's transaction and relay it once that commits."""
-    from lifecycle.handlers import handlers_for
-
     subscribed = bool(handlers_for(name))
     event = OutboxEvent(requirement=requirement, name=name, payload=payload or {},
                         sent_at=None if subscribed else timezone.now())
-    write_behind.insert(event)
-    if subscribed:  # event.pk is set by then: queued writes are sent with COMMIT at the latest
+    event.save()
+    if subscribed:
         # robust: the change is committed; a relay error after it must not fail the caller (the beat re-relays)
         transaction.on_commit(lambda: relay(ids=[event.pk]), robust=True)
     return event
@@ -48,8 +61,6 @@ def relay(ids: list[int] | None = None, limit: int = RELAY_BATCH) -> int:
 
 
 def _relay_one(pk: int) -> bool:
-    from lifecycle.handlers import handlers_for
-
     try:
         with transaction.atomic():
             event = OutboxEvent.objects.select_for_update(skip_locked=True).filter(pk=pk, sent_at=None).first()

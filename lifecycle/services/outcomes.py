@@ -4,10 +4,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils import timezone
 
+from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.models import Requirement, ReviewTask, Step
-from lifecycle.services import steps
+from lifecycle.services import leases, scheduling
+from lifecycle.services.budget_gate import budget_decision_apply
+from lifecycle.services.design import spec_approve
+from lifecycle.services.development import code_review_fail, code_review_pass, resume_with_guidance
+from lifecycle.services.gate_routing import acceptance_criteria_restated
 from lifecycle.services.outbox import emit
+from lifecycle.services.quality import deployment_rejected
+from lifecycle.services.reviews import review_open
 from lifecycle.services.transitions import transition
 from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind, StoryState
 
@@ -47,8 +54,6 @@ def _stories(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
 
 
 def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
-    from lifecycle.services.reviews import review_open
-
     if requirement.story_round < settings.AITEAM_MAX_STORY_ROUNDS:
         emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
         return
@@ -57,36 +62,28 @@ def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
         question=f"The stories were sent back {requirement.story_round} times. Give guidance for one more "
         "round (request changes with feedback), or reject to cancel the requirement.",
         context={"last_decision": task.decision, "last_text": task.reason or task.feedback},
-        resume_target=steps.BA_STORIES,
+        resume_target=step_keys.BA_STORIES,
     )
 
 
 def _escalation(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    from lifecycle.services.development import resume_with_guidance
-
-    if task.resume_target == steps.FIX:
+    if task.resume_target == step_keys.FIX:
         resume_with_guidance(requirement, actor=actor, guidance=task.feedback)
         return
-    if task.resume_target == steps.QC_TESTS:  # criteria restated for the BA (lifecycle/services/gate_routing.py)
-        from lifecycle.services.gate_routing import acceptance_criteria_restated
-
+    if task.resume_target == step_keys.QC_TESTS:  # criteria restated for the BA (lifecycle/services/gate_routing.py)
         acceptance_criteria_restated(requirement, actor=actor, guidance=task.feedback)
         return
     emit(requirement, "StoriesReworkRequested", {"round": requirement.story_round + 1})
 
 
 def _design_review(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    from lifecycle.services.design import spec_approve
-
     if task.decision == Decision.APPROVE:
         spec_approve(requirement, actor=actor)
         return
-    steps.step_schedule(requirement_id=requirement.pk, key=steps.ARCHITECT, attempt=requirement.design_round + 1)
+    scheduling.step_schedule(requirement_id=requirement.pk, key=step_keys.ARCHITECT, attempt=requirement.design_round + 1)
 
 
 def _code_review(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    from lifecycle.services.development import code_review_fail, code_review_pass
-
     if task.decision == Decision.APPROVE:
         code_review_pass(requirement, actor=actor)
     else:
@@ -99,25 +96,21 @@ def _clarification(task: ReviewTask, requirement: Requirement, actor: Actor) -> 
     requirement.clarification_round += 1
     transition(requirement, "answer", actor=actor, metadata={"answer": task.feedback})
     emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
-    steps.step_schedule(requirement_id=requirement.pk, key=steps.PO_CLARIFY, attempt=requirement.clarification_round)
+    scheduling.step_schedule(requirement_id=requirement.pk, key=step_keys.PO_CLARIFY, attempt=requirement.clarification_round)
 
 
 def _step_failed(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    steps.step_retry_by_human(Step.objects.select_for_update().get(pk=task.context["step_id"]))
+    leases.step_retry_by_human(Step.objects.select_for_update().get(pk=task.context["step_id"]))
 
 
 def _deployment(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    from lifecycle.services.quality import deployment_rejected
-
     if task.decision == Decision.APPROVE:
-        steps.step_schedule(requirement_id=requirement.pk, key=steps.DELIVER, attempt=task.round)
+        scheduling.step_schedule(requirement_id=requirement.pk, key=step_keys.DELIVER, attempt=task.round)
     else:
         deployment_rejected(requirement, actor=actor, reason=task.reason)
 
 
 def _budget(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
-    from lifecycle.services.budget_gate import budget_decision_apply
-
     budget_decision_apply(task, requirement, actor=actor)
 
 

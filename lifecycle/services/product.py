@@ -1,16 +1,15 @@
 """Apply the Product Owner's and the Business Analyst's outputs: one fenced transaction each."""
 from __future__ import annotations
 
-from django.db import transaction
-
 from agents.schemas import BusinessAnalystOutput, ProductOwnerOutput
+from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.models import Requirement, RequirementDoc, UserStory
 from lifecycle.playbooks import playbook_named
-from lifecycle.services import steps
+from lifecycle.services.leases import Lease, step_applying
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_at_commit, step_finish, step_schedule
+from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ReviewKind
 
@@ -20,8 +19,7 @@ BUSINESS_ANALYST = Actor.agent("business_analyst")
 
 def product_owner_apply(*, lease: Lease, output: ProductOwnerOutput) -> None:
     """A clear brief becomes a RequirementDoc (→ clarified); a vague one a clarification task (→ blocked)."""
-    with transaction.atomic():
-        step, requirement = lock_at_commit(lease)
+    with step_applying(lease) as (step, requirement):
         meta = {"step": step.pk, "fence": lease.fence}
         if output.verdict == "clear":
             RequirementDoc.objects.create(
@@ -42,7 +40,6 @@ def product_owner_apply(*, lease: Lease, output: ProductOwnerOutput) -> None:
                 resume_target="po_clarify",
             )
             transition(requirement, "block", actor=PRODUCT_OWNER, metadata=meta)
-        step_finish(step)
 
 
 def _hand_over(requirement: Requirement, meta: dict) -> None:
@@ -53,13 +50,12 @@ def _hand_over(requirement: Requirement, meta: dict) -> None:
         return
     transition(requirement, "accept_ticket", actor=PRODUCT_OWNER, metadata=meta)
     emit(requirement, "TicketAccepted", {"round": requirement.clarification_round})
-    step_schedule(requirement_id=requirement.pk, key=steps.PLAN, attempt=1)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.PLAN, attempt=1)
 
 
 def business_analyst_apply(*, lease: Lease, output: BusinessAnalystOutput) -> None:
     """Stories for this round (→ user_stories_created) and a stories_approval task for a human."""
-    with transaction.atomic():
-        step, requirement = lock_at_commit(lease)
+    with step_applying(lease) as (step, requirement):
         stories = UserStory.objects.bulk_create(
             UserStory(requirement=requirement, round=lease.attempt, position=i, **story.model_dump())
             for i, story in enumerate(output.stories, start=1)
@@ -73,4 +69,3 @@ def business_analyst_apply(*, lease: Lease, output: BusinessAnalystOutput) -> No
             resume_target="tech_architect",
         )
         transition(requirement, "create_stories", actor=BUSINESS_ANALYST, metadata={"step": step.pk, "stories": len(stories)})
-        step_finish(step)

@@ -9,9 +9,10 @@ from django.db import transaction
 from agents.ci_config import check_workflow
 from agents.quality import QualityGates, evaluate, uncovered
 from agents.schemas import DevOpsOutput, QCOutput, SourceFile
+from lifecycle import step_keys
 from lifecycle.actors import Actor
+from lifecycle.contexts import acceptance_criteria_of
 from lifecycle.models import Requirement
-from lifecycle.services import steps
 from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.development import (
     ensure_not_timed_out,
@@ -21,9 +22,10 @@ from lifecycle.services.development import (
     workspace_for,
 )
 from lifecycle.services.gate_routing import gate_failure_route
+from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
-from lifecycle.services.steps import Lease, lock_for_apply, step_finish, step_schedule
+from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
@@ -35,20 +37,18 @@ CI_PATH = ".github/workflows/ci.yml"
 def start_quality_gate(requirement: Requirement) -> None:
     """In test_pending: QC writes its acceptance tests once, then every round just runs them."""
     if latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE) is None:
-        step_schedule(requirement_id=requirement.pk, key=steps.QC_TESTS, attempt=1)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.QC_TESTS, attempt=1)
     else:
-        step_schedule(requirement_id=requirement.pk, key=steps.QC_RUN, attempt=_qc_round(requirement) + 1)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.QC_RUN, attempt=_qc_round(requirement) + 1)
 
 
 def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
-    with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+    with step_applying(lease) as (step, requirement):
         commit = workspace_commit(requirement, output.files, f"QC: acceptance tests ({len(output.files)} file(s))")
         store_code(requirement, output.files, step, requirement.dev_attempts, commit)
         artifact_store(requirement, kind=ArtifactKind.ACCEPTANCE_COVERAGE, name="acceptance", content=output.coverage,
                        summary=output.reasoning, step=step, role=QC.role)
-        step_schedule(requirement_id=requirement.pk, key=steps.QC_RUN, attempt=_qc_round(requirement) + 1)
-        step_finish(step)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.QC_RUN, attempt=_qc_round(requirement) + 1)
 
 
 def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
@@ -67,15 +67,14 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
         step_finish(step)
         if result.passed:
             emit(requirement, "QualityGatePassed", {"round": lease.attempt, "score": result.score})
-            step_schedule(requirement_id=requirement.pk, key=steps.DEVOPS, attempt=lease.attempt)
+            step_schedule(requirement_id=requirement.pk, key=step_keys.DEVOPS, attempt=lease.attempt)
         else:
             gate_failure_route(requirement, step=step, gates=gates, result=result, report=report)
 
 
 def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
     """Commit the CI workflow, keep runbook and rollback, move to ready_to_deploy and ask for approval."""
-    with transaction.atomic():
-        step, requirement = lock_for_apply(lease)
+    with step_applying(lease) as (step, requirement):
         commit = workspace_commit(requirement, [SourceFile(path=CI_PATH, content=output.ci_workflow)], "DevOps: CI workflow")
         check = check_workflow(output.ci_workflow)  # validated already; recomputed for the record
         artifact_store(requirement, kind=ArtifactKind.CI_CONFIG, name=CI_PATH, content=output.ci_workflow,
@@ -86,7 +85,6 @@ def devops_apply(*, lease: Lease, output: DevOpsOutput) -> None:
                            step=step, role=DEVOPS.role)
         transition(requirement, "pass_quality_gate", actor=DEVOPS, metadata={"round": lease.attempt})
         _ask_for_deployment(requirement, workspace_for(requirement).diff_summary(), output.ci_workflow, lease.attempt)
-        step_finish(step)
 
 
 def deployment_rejected(requirement: Requirement, *, actor: Actor, reason: str) -> None:
@@ -107,7 +105,7 @@ def _ask_for_deployment(requirement: Requirement, diff: list[str], ci: str, roun
         context={"quality_score": qc.metadata["score"], "tests": {k: data[k] for k in ("passed", "failed", "errors")},
                  "gate": data["gate"]["reasons"], "ci_config": ci, "diff_summary": diff,
                  "branch": workspace_for(requirement).branch},
-        resume_target=steps.DELIVER,
+        resume_target=step_keys.DELIVER,
     )
 
 
@@ -116,8 +114,6 @@ def _gates(requirement: Requirement) -> QualityGates:
 
 
 def _uncovered(requirement: Requirement, report: dict[str, Any]) -> list[str]:
-    from lifecycle.contexts import acceptance_criteria_of
-
     coverage = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE))
     return uncovered([c.id for c in acceptance_criteria_of(requirement)], coverage, report)
 

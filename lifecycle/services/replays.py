@@ -18,12 +18,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from lifecycle import replay_compare as comparing
+from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Membership, Replay, Requirement, ReviewTask, StateTransition, Step
-from lifecycle.services import steps
+from lifecycle.services import scheduling
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
-from lifecycle.services.reviews import REQUIRED_TEXT, review_decide
+from lifecycle.services.reviews import REQUIRED_TEXT
 from lifecycle.states import SUBMITTING_ROLES, TERMINAL_STATES, RequirementState, ReviewKind, ReviewState, StepState
 
 log = logging.getLogger("aiteam.progress")
@@ -60,7 +62,7 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
             metadata={"replay_of": str(source.pk)},
         )
         emit(replay, "RequirementReceived", {"round": replay.clarification_round})
-        steps.step_schedule(requirement_id=replay.pk, key=steps.PO_CLARIFY, attempt=replay.clarification_round)
+        scheduling.step_schedule(requirement_id=replay.pk, key=step_keys.PO_CLARIFY, attempt=replay.clarification_round)
     log.info("replay %s of %s started (%s)", replay.pk, source.pk, via)
     return replay
 

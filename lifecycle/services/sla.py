@@ -28,6 +28,7 @@ from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Membership, ReviewTask
 from lifecycle.services.assignment import lock_task_requirement
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for
 from lifecycle.services.transitions import transition
@@ -133,8 +134,6 @@ def review_escalate(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> st
 
 def review_auto_decide(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> bool:
     """Decide with the policy's stated default; False (logged) when the flow refuses it right now."""
-    from lifecycle.services.reviews import review_decide
-
     text = default_text(task, policy)
     texts = {"feedback": text} if policy.default_decision == "request_changes" else {"reason": text}
     try:

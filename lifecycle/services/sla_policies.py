@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lifecycle.states import Decision, ReviewKind
+from lifecycle.states import REVIEW_OPTIONS, Decision, ReviewKind
 
 log = logging.getLogger(__name__)
 Action = Literal["remind", "reassign", "escalate", "auto_decide"]
@@ -98,9 +98,7 @@ def policy_problems(overrides: Any = None) -> list[str]:
 
 
 def _decision_problems(kind: str, policy: ReviewPolicy) -> list[str]:
-    from lifecycle.services.reviews import OPTIONS
-
-    options = [str(o) for o in OPTIONS.get(kind, [])]
+    options = [str(o) for o in REVIEW_OPTIONS.get(kind, [])]
     if options and policy.default_decision not in options:
         return [f"{kind}: default_decision '{policy.default_decision}' is not an option ({', '.join(options)})"]
     if kind == ReviewKind.DEPLOYMENT_APPROVAL and policy.default_decision == Decision.APPROVE:

@@ -8,7 +8,6 @@ from django.db import models
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from aiteam.db import write_behind
 from lifecycle.actors import Actor
 from lifecycle.errors import IllegalTransition
 from lifecycle.models import Requirement, StateTransition
@@ -34,14 +33,14 @@ def transition(obj: models.Model, event: str, *, actor: Actor, metadata: dict[st
         raise IllegalTransition(_refusal(obj, method, event)) from exc
     if isinstance(obj, Requirement):
         obj.state_changed_at = timezone.now()  # a self-loop too: it re-enters the state
-    write_behind.save(obj)
+    obj.save()
     requirement_id = obj.pk if isinstance(obj, Requirement) else obj.requirement_id
     row = StateTransition(
         requirement_id=requirement_id, subject=SUBJECTS[type(obj).__name__], subject_id=str(obj.pk),
         event=event, from_state=before, to_state=obj.state, actor_role=actor.role,
         actor_user=actor.user, via=actor.via, guard=guards, metadata=metadata or {},
     )
-    write_behind.insert(row)  # nothing reads it back in this transaction before the next statement
+    row.save()
     if row.subject == "requirement":
         progress.info("requirement %s: %s → %s (%s by %s)", requirement_id, before, obj.state, event, actor)
     return row

@@ -18,9 +18,8 @@ def bench_env(broker_url) -> dict[str, str]:
     return {**os.environ, "BENCH_PG": server, "BENCH_BROKER_URL": broker_url.rsplit("/", 1)[0] + "/12"}
 
 
-def test_the_step_floor_benchmark_runs_both_sides_on_a_scratch_database(bench_env):
-    done = subprocess.run([sys.executable, "bench/step_floor.py", "--requirements", "1"], cwd=ROOT, env=bench_env,
+def test_the_step_profile_benchmark_runs_the_real_pipeline_on_a_scratch_database(bench_env):
+    done = subprocess.run([sys.executable, "bench/step_profile.py", "--requirements", "1"], cwd=ROOT, env=bench_env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "aiteam step (run_step's body, inline), ms:   median" in done.stdout
-    assert "floor (the same statements, psycopg), ms:    median" in done.stdout and "(n=8)" in done.stdout
+    assert "median per step key, ms" in done.stdout and "sum of 8" in done.stdout

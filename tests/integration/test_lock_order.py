@@ -8,49 +8,41 @@ import pytest
 from django.conf import settings
 from django.db import connection, connections, transaction
 
-from aiteam.db.write_behind import RowsChanged
 from lifecycle.errors import StaleStep
 from lifecycle.models import ReviewTask, Step
-from lifecycle.services import steps
+from lifecycle.services import leases
 from tests.integration.test_step_claim import queued_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def lock_for_apply(step):
-    lease = steps.step_claim(step_id=step.pk, worker="slow")  # locks the step only, and commits
+    lease = leases.step_claim(step_id=step.pk, worker="slow")  # locks the step only, and commits
     with transaction.atomic():
-        steps.lock_for_apply(lease)
-
-
-def lock_at_commit(step):
-    lease = steps.step_claim(step_id=step.pk, worker="slow", rows_for=lambda key: True)
-    assert lease.rows is not None
-    with transaction.atomic():  # its check goes out with the COMMIT
-        steps.lock_at_commit(lease)
+        leases.lock_for_apply(lease)
 
 
 def step_fail(step):
-    steps.step_fail(steps.step_claim(step_id=step.pk, worker="slow"), error="boom")
+    leases.step_fail(leases.step_claim(step_id=step.pk, worker="slow"), error="boom")
 
 
 def failure_routed(step):
-    """The path every step that raises takes (agents.tasks): classified, then failed or released."""
+    """The path every step that raises takes (lifecycle.runner): classified, then failed or released."""
     from lifecycle.services.routing import step_failure_route
 
-    lease = steps.step_claim(step_id=step.pk, worker="slow")
+    lease = leases.step_claim(step_id=step.pk, worker="slow")
     step_failure_route(lease=lease, exc=RuntimeError("boom"), error="boom", resend=False)
 
 
 def give_up(step):
     Step.objects.filter(pk=step.pk).update(runs=settings.AITEAM_STEP_MAX_RUNS)
-    return steps.step_claim(step_id=step.pk, worker="late")
+    return leases.step_claim(step_id=step.pk, worker="late")
 
 
 @pytest.mark.parametrize("action,outcome", [
-    (lock_for_apply, StaleStep), (lock_at_commit, RowsChanged), (step_fail, StaleStep), (failure_routed, StaleStep),
+    (lock_for_apply, StaleStep), (step_fail, StaleStep), (failure_routed, StaleStep),
     (give_up, None),
-], ids=["lock_for_apply", "lock_at_commit", "step_fail", "step_failure_route", "give_up"])
+], ids=["lock_for_apply", "step_fail", "step_failure_route", "give_up"])
 def test_a_step_waiting_for_its_requirement_holds_no_step_and_a_decision_takes_the_step_at_once(
         broker_url, alice, action, outcome):
     step = queued_first_step(broker_url, alice)

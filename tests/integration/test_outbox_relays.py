@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from lifecycle import handlers
 from lifecycle.models import OutboxEvent, Requirement, Step
-from lifecycle.services import outbox, steps
+from lifecycle.services import dispatch, outbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 EVENTS = 60
@@ -50,7 +50,7 @@ def test_two_relays_never_publish_the_same_row(requirement, monkeypatch):
 
 def test_an_event_left_unsent_by_a_dead_relay_is_applied_once(requirement, monkeypatch):
     queued = []
-    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": queued.append(step_id))
+    monkeypatch.setattr(dispatch, "send_step", lambda step_id, key, countdown=None: queued.append(step_id))
 
     def dies_mid_event(event):
         handlers.schedule_business_analyst(event)

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from lifecycle.models import Requirement, Step
-from lifecycle.services import budgets, steps
+from lifecycle.services import budget_gate, leases, scheduling
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,12 +24,12 @@ def prepared_statements() -> list[str]:
 def test_a_step_query_run_again_and_again_is_prepared_once_and_answers_the_same(acme_project):
     requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project,
                                              title="prepared", brief="b", state="in_development")
-    steps.step_schedule(requirement_id=requirement.pk, key="engineer:T1", attempt=1)
+    scheduling.step_schedule(requirement_id=requirement.pk, key="engineer:T1", attempt=1)
     step = Step.objects.get(requirement=requirement)
-    lease = steps.Lease(step.pk, step.fence, requirement.pk, step.key, step.attempt)
-    answers = {budgets.budget_allows(lease) for _ in range(7)}
-    assert answers == {budgets.Allowance(True)}
-    snapshot = [sql for sql in prepared_statements() if "budget_overrides" in sql]
+    lease = leases.Lease(step.pk, step.fence, requirement.pk, step.key, step.attempt)
+    answers = {budget_gate.budget_admit_or_park(lease) for _ in range(7)}
+    assert answers == {budget_gate.Allowance(True)}
+    snapshot = [sql for sql in prepared_statements() if "budget_overrides" in sql and "lifecycle_project" in sql]
     assert len(snapshot) == 1 and "$1" in snapshot[0]  # bound by the server, prepared once
 
 

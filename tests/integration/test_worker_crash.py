@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from agents.tasks import run_step
 from lifecycle.models import OutboxEvent, Requirement, Step
+from lifecycle.runner import run_step
 from lifecycle.services.intake import requirement_submit
 from tests.flows import SAMPLE
 from tests.workers import wait_for

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 
 from lifecycle.models import LLMCall, Requirement, Step
-from lifecycle.services import budgets, steps
+from lifecycle.services import budget_gate, budgets, leases
 from tests.flows import transitions
 
 pytestmark = pytest.mark.django_db
@@ -37,9 +37,9 @@ def ran(req, key: str, attempt: int = 1, state: str = "done") -> Step:
     return Step.objects.create(requirement=req, key=key, attempt=attempt, runs=1, state=state)
 
 
-def lease_for(req, key: str, attempt: int = 1) -> steps.Lease:
+def lease_for(req, key: str, attempt: int = 1) -> leases.Lease:
     step = Step.objects.create(requirement=req, key=key, attempt=attempt)
-    return steps.step_claim(step_id=step.pk, worker="test")
+    return leases.step_claim(step_id=step.pk, worker="test")
 
 
 def test_spend_adds_up_tokens_cost_steps_and_sandbox_runs_per_role(requirement):
@@ -55,18 +55,19 @@ def test_spend_adds_up_tokens_cost_steps_and_sandbox_runs_per_role(requirement):
     assert spend["role:sandbox"]["sandbox_runs"] == 1 and spend["role:tech_lead"]["tokens"] == 200
 
 
-def test_the_check_costs_one_query_and_lets_a_step_within_budget_run(requirement, django_assert_num_queries):
+def test_the_check_lets_a_step_within_budget_run_reading_the_requirement_and_its_spend(requirement, django_assert_num_queries):
     call(requirement, "product_owner", 1000)
     lease = lease_for(in_state(requirement, "received"), "po_clarify")
-    with django_assert_num_queries(1):
-        allowance = budgets.budget_allows(lease)
+    with django_assert_num_queries(3):  # the requirement with its project, its model calls, its steps
+        allowance = budget_gate.budget_admit_or_park(lease)
     assert allowance and allowance.constraints == ()
     assert Step.objects.get(pk=lease.step_id).state == "running"
 
 
 def test_the_check_hands_over_the_injected_constraints(requirement):
     Requirement.objects.filter(pk=requirement.pk).update(injected_constraints=["stdlib only"])
-    assert budgets.budget_allows(lease_for(in_state(requirement, "received"), "po_clarify")).constraints == ("stdlib only",)
+    lease = lease_for(in_state(requirement, "received"), "po_clarify")
+    assert budget_gate.budget_admit_or_park(lease).constraints == ("stdlib only",)
 
 
 def test_spent_tokens_park_the_step_and_escalate_from_the_state_it_was_in(requirement):
@@ -74,7 +75,7 @@ def test_spent_tokens_park_the_step_and_escalate_from_the_state_it_was_in(requir
     call(requirement, "business_analyst", 1200, "0.30")
     ran(requirement, "po_clarify")
     lease = lease_for(in_state(requirement, "clarified"), "ba_stories")
-    assert not budgets.budget_allows(lease)
+    assert not budget_gate.budget_admit_or_park(lease)
     req = Requirement.objects.get(pk=requirement.pk)
     assert (req.state, req.budget_exhausted, req.budget_paused_from) == ("escalated", True, "clarified")
     assert transitions(req) == [("clarified", "exhaust_budget", "escalated")]
@@ -95,8 +96,8 @@ def test_a_role_limit_stops_only_that_roles_steps(requirement):
     with_budget(requirement, {"roles": {"senior_engineer": {"cost_usd": "1"}}})
     call(requirement, "senior_engineer", 100, "1.20")
     in_state(requirement, "in_development")
-    assert budgets.budget_allows(lease_for(requirement, "self_test"))  # the sandbox does not spend dollars
-    assert not budgets.budget_allows(lease_for(requirement, "engineer:T2"))
+    assert budget_gate.budget_admit_or_park(lease_for(requirement, "self_test"))  # the sandbox does not spend dollars
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "engineer:T2"))
     task = requirement.review_tasks.get(kind="budget_exhausted")
     assert task.context["exhausted"][0] == {"scope": "role:senior_engineer", "dimension": "cost_usd",
                                             "limit": "1.000000", "spent": "1.200000"}
@@ -107,17 +108,17 @@ def test_the_step_limit_counts_the_steps_before_this_one(requirement):
     with_budget(requirement, {"requirement": {"sandbox_runs": 2}})
     in_state(requirement, "in_development")
     ran(requirement, "self_test", 1)
-    assert budgets.budget_allows(lease_for(requirement, "self_test", 2))  # one run before: room for the second
-    assert budgets.budget_allows(lease_for(requirement, "engineer_fix", 3))  # an LLM step uses no sandbox run
-    assert not budgets.budget_allows(lease_for(requirement, "self_test", 3))
+    assert budget_gate.budget_admit_or_park(lease_for(requirement, "self_test", 2))  # one run before: room for the second
+    assert budget_gate.budget_admit_or_park(lease_for(requirement, "engineer_fix", 3))  # an LLM step uses no sandbox run
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "self_test", 3))
 
 
 def test_steps_parked_while_the_requirement_waits_for_a_decision_open_no_second_task(requirement):
     with_budget(requirement, {"roles": {"senior_engineer": {"steps": 1}}})
     in_state(requirement, "in_development")
     ran(requirement, "engineer:T1")
-    assert not budgets.budget_allows(lease_for(requirement, "engineer:T2"))
-    assert not budgets.budget_allows(lease_for(requirement, "self_test"))  # within budget, but the run is paused
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "engineer:T2"))
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "self_test"))  # within budget, but the run is paused
     assert requirement.review_tasks.filter(kind="budget_exhausted").count() == 1
     assert sorted(budgets.parked_steps(requirement).values_list("key", flat=True)) == ["engineer:T2", "self_test"]
 
@@ -126,7 +127,7 @@ def test_parked_steps_are_not_counted_as_spent(requirement):
     with_budget(requirement, {"requirement": {"steps": 1}})
     in_state(requirement, "received")
     ran(requirement, "po_clarify")
-    assert not budgets.budget_allows(lease_for(requirement, "ba_stories"))
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "ba_stories"))
     assert budgets.spend_of(requirement)["requirement"]["steps"] == 1
 
 
@@ -138,14 +139,14 @@ def test_the_check_takes_the_project_budget_as_it_is_now_when_the_run_kept_no_se
     Requirement.objects.filter(pk=requirement.pk).update(run_settings=Value(None, JSONField()))
     in_state(requirement, "in_development")
     ran(requirement, "engineer:T1")
-    assert budgets.budget_allows(lease_for(requirement, "engineer:T2"))
+    assert budget_gate.budget_admit_or_park(lease_for(requirement, "engineer:T2"))
     with_budget(requirement, {"roles": {"senior_engineer": {"steps": 2}}})
-    assert not budgets.budget_allows(lease_for(requirement, "engineer:T3"))  # T1 and T2 ran: the limit is reached
+    assert not budget_gate.budget_admit_or_park(lease_for(requirement, "engineer:T3"))  # T1 and T2 ran: the limit is reached
 
 
 def test_an_invalid_project_budget_is_ignored_not_fatal(requirement):
     with_budget(requirement, {"requirement": {"steps": "many"}})
-    assert budgets.budget_allows(lease_for(in_state(requirement, "received"), "po_clarify"))
+    assert budget_gate.budget_admit_or_park(lease_for(in_state(requirement, "received"), "po_clarify"))
 
 
 def test_the_report_shows_spent_limit_and_remaining_for_the_requirement_and_roles(requirement):

@@ -4,7 +4,7 @@ from django.db import transaction
 
 from lifecycle import handlers
 from lifecycle.models import OutboxEvent, Requirement, Step
-from lifecycle.services import outbox, steps
+from lifecycle.services import dispatch, outbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +17,7 @@ def requirement(acme_project):
 @pytest.fixture
 def no_delivery(monkeypatch):
     sent = []
-    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": sent.append(step_id))
+    monkeypatch.setattr(dispatch, "send_step", lambda step_id, key, countdown=None: sent.append(step_id))
     return sent
 
 

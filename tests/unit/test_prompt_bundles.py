@@ -5,7 +5,7 @@ from agents import prompts
 from agents.prompts import bundle_hash, prompt_files
 from lifecycle.errors import DomainError
 from lifecycle.models import LLMCall, Project, Step
-from lifecycle.services import steps
+from lifecycle.services import dispatch
 from tests.conftest import api_for
 from tests.flows import submit
 
@@ -22,7 +22,7 @@ def test_the_bundle_hash_is_recorded_at_submission_and_shown(alice):
 
 def test_a_running_requirement_keeps_its_prompts_when_the_files_change(alice, monkeypatch, tmp_path):
     held = []
-    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": held.append(step_id))
+    monkeypatch.setattr(dispatch, "send_step", lambda step_id, key, countdown=None: held.append(step_id))
     req = submit(alice)
     monkeypatch.undo()
     edited = tmp_path / "prompts"
@@ -31,7 +31,7 @@ def test_a_running_requirement_keeps_its_prompts_when_the_files_change(alice, mo
         (edited / f"{name}.md").write_text(text + "\nEDITED AFTER SUBMISSION")
     monkeypatch.setattr(prompts, "PROMPT_DIR", edited)
     prompts.load_prompt.cache_clear()
-    steps.enqueue(held[0])
+    dispatch.send_step(held[0], "po_clarify")
     assert "EDITED" not in LLMCall.objects.get(requirement=req, role="product_owner").system
     later = submit(alice)
     assert later.prompt_bundle_id != req.prompt_bundle_id  # a new requirement gets the new bundle

@@ -40,7 +40,7 @@ def go_offline(settings, monkeypatch):
     need a key and the network, which the tests block), no API key, no sandbox, no delivery."""
     def go() -> None:
         settings.AITEAM_LLM_PROVIDER = "anthropic"
-        monkeypatch.setattr("agents.tasks.provider_from_settings", _refuse("the model provider"))
+        monkeypatch.setattr("lifecycle.runner.provider_from_settings", _refuse("the model provider"))
         monkeypatch.setattr("agents.sandbox.run_tests", _refuse("the sandbox"))
         monkeypatch.setattr("agents.delivery.deliver", _refuse("delivery"))
         assert "ANTHROPIC_API_KEY" not in os.environ
@@ -253,7 +253,7 @@ def test_the_replay_command_reproduces_make_demo_in_a_process_with_no_network_an
 
 def test_a_missing_recorded_sandbox_report_is_a_clear_error_naming_the_step(alice):
     from lifecycle.recordings import RecordingMissing, recorded_output
-    from lifecycle.services.steps import Lease
+    from lifecycle.services.leases import Lease
 
     source = submit(alice)  # stopped before any test ran
     lease = Lease(step_id=0, fence=1, requirement_id=None, key="self_test", attempt=2)

@@ -4,7 +4,7 @@ import pytest
 from agents.llm.base import LLMRequest, ToolSpec
 from lifecycle.models import LLMCall, Requirement, Step
 from lifecycle.recordings import replay_provider
-from lifecycle.services.steps import Lease
+from lifecycle.services.leases import Lease
 
 pytestmark = pytest.mark.django_db
 TOOL = ToolSpec(name="submit_plan", description="d", input_schema={})

@@ -5,7 +5,8 @@ import sys
 
 from django.conf import settings
 
-DEAD = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/aiteam", "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"}
+DEAD = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/aiteam", "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+        "DJANGO_SECRET_KEY": "aiteam-tests-only-not-a-secret"}
 
 
 def run_integration(**env) -> subprocess.CompletedProcess:

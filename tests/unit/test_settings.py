@@ -47,7 +47,7 @@ def test_env_helpers_fail_loudly(monkeypatch):
 
 
 def test_steps_write_no_celery_results(settings):
-    from agents.tasks import run_step
+    from lifecycle.runner import run_step
 
     assert run_step.ignore_result and settings.CELERY_TASK_IGNORE_RESULT and settings.CELERY_RESULT_BACKEND is None
     assert run_step.acks_late and run_step.reject_on_worker_lost

@@ -3,10 +3,10 @@ import pytest
 
 from agents.llm.base import LLMTransientError
 from agents.schemas import ProductOwnerOutput
-from agents.tasks import run_step
 from lifecycle.errors import StaleStep
 from lifecycle.models import Step
-from lifecycle.services import steps
+from lifecycle.runner import run_step
+from lifecycle.services import dispatch, inline, leases
 from lifecycle.services.product import product_owner_apply
 from tests.answers import BA_STORIES, PO_CLEAR, answer
 from tests.flows import decide, fresh, pending, submit
@@ -66,16 +66,16 @@ def test_a_second_delivery_of_a_finished_step_does_nothing(alice):
 def held_step(alice, monkeypatch):
     """A submitted requirement whose first step is queued but not yet delivered to any worker."""
     held = []
-    monkeypatch.setattr(steps, "enqueue", lambda step_id, queue="llm": held.append(step_id))
+    monkeypatch.setattr(dispatch, "send_step", lambda step_id, key, countdown=None: held.append(step_id))
     submit(alice)
     monkeypatch.undo()
     return Step.objects.get(pk=held[0])
 
 
 def test_a_write_from_a_superseded_lease_is_refused(held_step):
-    stale = steps.step_claim(step_id=held_step.pk, worker="old")
+    stale = leases.step_claim(step_id=held_step.pk, worker="old")
     Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
-    current = steps.step_claim(step_id=held_step.pk, worker="new")
+    current = leases.step_claim(step_id=held_step.pk, worker="new")
     assert current.fence == stale.fence + 1
     with pytest.raises(StaleStep):
         product_owner_apply(lease=stale, output=ProductOwnerOutput.model_validate(PO_CLEAR))
@@ -85,15 +85,15 @@ def test_a_write_from_a_superseded_lease_is_refused(held_step):
 
 
 def test_a_live_lease_turns_a_duplicate_delivery_away(held_step):
-    assert steps.step_claim(step_id=held_step.pk, worker="first") is not None
-    assert steps.step_claim(step_id=held_step.pk, worker="second") is None
+    assert leases.step_claim(step_id=held_step.pk, worker="first") is not None
+    assert leases.step_claim(step_id=held_step.pk, worker="second") is None
 
 
 def test_the_reaper_requeues_an_expired_lease_and_the_step_completes(held_step):
-    lease = steps.step_claim(step_id=held_step.pk, worker="crashed")  # a worker that died holding the lease
-    assert steps.steps_reap() == []
+    lease = leases.step_claim(step_id=held_step.pk, worker="crashed")  # a worker that died holding the lease
+    assert leases.steps_reap() == []
     Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
-    assert steps.steps_reap() == [held_step.pk]
+    assert leases.steps_reap() == [held_step.pk]
     assert fresh(held_step.requirement).state == "user_stories_created"
     with pytest.raises(StaleStep):
         product_owner_apply(lease=lease, output=ProductOwnerOutput.model_validate(PO_CLEAR))
@@ -101,16 +101,16 @@ def test_the_reaper_requeues_an_expired_lease_and_the_step_completes(held_step):
 
 def test_the_reaper_requeues_a_step_whose_message_was_lost(held_step, settings):
     settings.AITEAM_STEP_STALE_QUEUED_S = 0
-    assert steps.steps_reap() == [held_step.pk]
+    assert leases.steps_reap() == [held_step.pk]
     assert fresh(held_step.requirement).state == "user_stories_created"
 
 
 def test_a_step_that_keeps_dying_goes_to_a_human(held_step, settings):
     settings.AITEAM_STEP_MAX_RUNS = 2
     for _ in range(2):
-        steps.step_claim(step_id=held_step.pk, worker="dies")
+        leases.step_claim(step_id=held_step.pk, worker="dies")
         Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
-    assert steps.step_claim(step_id=held_step.pk, worker="third") is None
+    assert leases.step_claim(step_id=held_step.pk, worker="third") is None
     held_step.refresh_from_db()
     assert held_step.state == "failed" and "gave up after 2 runs" in held_step.error
     assert pending(held_step.requirement, "step_failed").context["step_id"] == held_step.pk
@@ -123,7 +123,7 @@ def test_a_give_up_that_finds_the_requirement_ended_meanwhile_skips_the_step(hel
     settings.AITEAM_STEP_MAX_RUNS = 1
     Step.objects.filter(pk=held_step.pk).update(runs=1)
     type(held_step.requirement).objects.filter(pk=held_step.requirement_id).update(state="cancelled")
-    steps._give_up(held_step.pk)
+    leases._give_up(held_step.pk)
     held_step.refresh_from_db()
     assert (held_step.state, held_step.error) == ("skipped", "requirement is cancelled")
     assert not held_step.requirement.review_tasks.filter(kind="step_failed").exists()
@@ -146,7 +146,7 @@ def test_the_model_is_never_called_inside_a_database_transaction(alice, scripted
 
 
 def test_a_broker_that_cannot_size_the_queue_sends_the_step_through_the_broker_and_reconnects(monkeypatch):
-    class Closing(steps.QueueSizer):
+    class Closing(inline.QueueSizer):
         closed = 0
 
         def waiting(self, queue):
@@ -155,18 +155,18 @@ def test_a_broker_that_cannot_size_the_queue_sends_the_step_through_the_broker_a
         def close(self):
             Closing.closed += 1
 
-    steps._queue_sizer.cache_clear()
-    monkeypatch.setattr(steps, "QueueSizer", Closing)
-    assert steps.queue_idle("llm") is False  # not idle: the next step keeps its broker hop
-    assert Closing.closed == 1 and steps._queue_sizer.cache_info().currsize == 0  # released, rebuilt next time
+    inline._queue_sizer.cache_clear()
+    monkeypatch.setattr(inline, "QueueSizer", Closing)
+    assert inline.queue_idle("llm") is False  # not idle: the next step keeps its broker hop
+    assert Closing.closed == 1 and inline._queue_sizer.cache_info().currsize == 0  # released, rebuilt next time
     monkeypatch.undo()
-    assert steps.queue_idle("llm") is True  # the embedded broker: an empty queue
-    steps._queue_sizer.cache_clear()
-    steps._idle_until.clear()
+    assert inline.queue_idle("llm") is True  # the embedded broker: an empty queue
+    inline._queue_sizer.cache_clear()
+    inline._idle_until.clear()
 
 
 def test_an_idle_answer_is_trusted_briefly_and_a_busy_one_never(monkeypatch):
-    class Counting(steps.QueueSizer):
+    class Counting(inline.QueueSizer):
         def __init__(self):
             self.asked, self.messages = 0, 0
 
@@ -175,16 +175,16 @@ def test_an_idle_answer_is_trusted_briefly_and_a_busy_one_never(monkeypatch):
             return self.messages
 
     sizer, clock = Counting(), [100.0]
-    monkeypatch.setattr(steps, "_queue_sizer", lambda: sizer)
-    monkeypatch.setattr(steps.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(steps, "_idle_until", {})
-    assert steps.queue_idle("llm") and steps.queue_idle("llm") and sizer.asked == 1  # the second answer is kept
+    monkeypatch.setattr(inline, "_queue_sizer", lambda: sizer)
+    monkeypatch.setattr(inline.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(inline, "_idle_until", {})
+    assert inline.queue_idle("llm") and inline.queue_idle("llm") and sizer.asked == 1  # the second answer is kept
     sizer.messages = 1  # a message arrives: within IDLE_FOR_S it is not seen yet
-    assert steps.queue_idle("llm") and sizer.asked == 1
-    assert not steps.queue_idle("sandbox") and not steps.queue_idle("sandbox") and sizer.asked == 3  # per queue
-    clock[0] += steps.IDLE_FOR_S
-    assert not steps.queue_idle("llm") and sizer.asked == 4  # asked again: busy, and a busy answer is not kept
-    assert not steps.queue_idle("llm") and sizer.asked == 5
+    assert inline.queue_idle("llm") and sizer.asked == 1
+    assert not inline.queue_idle("sandbox") and not inline.queue_idle("sandbox") and sizer.asked == 3  # per queue
+    clock[0] += inline.IDLE_FOR_S
+    assert not inline.queue_idle("llm") and sizer.asked == 4  # asked again: busy, and a busy answer is not kept
+    assert not inline.queue_idle("llm") and sizer.asked == 5
 
 
 def test_a_step_failing_after_its_lease_was_taken_over_ends_quietly_and_leaves_the_new_holder_alone(
@@ -193,14 +193,14 @@ def test_a_step_failing_after_its_lease_was_taken_over_ends_quietly_and_leaves_t
     finds a stale lease. The old run ends without an error of its own and records nothing."""
     from types import SimpleNamespace
 
-    from agents import tasks
+    from lifecycle import runner
 
-    stale = steps.step_claim(step_id=held_step.pk, worker="old")
+    stale = leases.step_claim(step_id=held_step.pk, worker="old")
     Step.objects.filter(pk=held_step.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
-    current = steps.step_claim(step_id=held_step.pk, worker="new")
+    current = leases.step_claim(step_id=held_step.pk, worker="new")
     scripted.enqueue(LLMTransientError("529 overloaded"))
     task = SimpleNamespace(request=SimpleNamespace(retries=0, is_eager=False), max_retries=3)
-    assert tasks._run_one(task, stale, worker="old", inline=False, delivered=True) is None
+    assert runner._run_one(task, stale, worker="old", continues=False, delivered=True) is None
     step = Step.objects.get(pk=held_step.pk)
     assert (step.state, step.fence, step.worker) == ("running", current.fence, "new")
     assert not held_step.requirement.failure_routes.exists()

@@ -1,1 +1,0 @@
-"""Database plumbing below the ORM: the PostgreSQL backend that pipelines deferred writes (write_behind)."""

@@ -1,0 +1,72 @@
+"""Decide a review task: the one way the admin, the API and policies resolve one; the flow resumes where the
+task says (lifecycle.services.outcomes)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from lifecycle.actors import Actor
+from lifecycle.budget_limits import problems
+from lifecycle.errors import DomainError, IllegalTransition
+from lifecycle.models import ReviewTask
+from lifecycle.services import outcomes
+from lifecycle.services.assignment import lock_task_requirement
+from lifecycle.services.outbox import emit
+from lifecycle.services.reviews import REQUIRED_TEXT, ensure_can_decide
+from lifecycle.services.transitions import transition
+from lifecycle.states import Decision
+
+
+def review_decide(
+    *, task_id, actor: Actor, decision: str, reason: str = "", feedback: str = "", answer: str = "",
+    constraint: str = "", budget: dict[str, Any] | None = None, origin: dict[str, Any] | None = None,
+) -> ReviewTask:
+    """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
+    with transaction.atomic():
+        lock_task_requirement(task_id)  # the requirement first, then the task: the order of every writer
+        task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization", "requirement").get(
+            pk=task_id)
+        requirement = task.requirement
+        if actor.is_human:
+            ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
+        if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent
+            raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
+        texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),
+                 "constraint": constraint.strip()}
+        _validate(task, decision, texts)
+        _validate_budget(decision, budget)
+        task.decision, task.reason = decision, texts["reason"]
+        task.feedback = texts["feedback"] or texts["answer"] or texts["constraint"]
+        task.decision_data = {"budget": budget} if budget is not None else {}
+        task.decided_by = actor.user
+        task.decided_by_policy = "" if actor.is_human else actor.role
+        task.decided_via = actor.via if actor.via in ReviewTask.Via.values else ReviewTask.Via.POLICY
+        task.decided_at = timezone.now()
+        audit = {"decision": decision, **texts, **task.decision_data, **({"origin": origin} if origin else {})}
+        transition(task, "resolve", actor=actor, metadata=audit)
+        outcomes.apply(task, requirement, actor)
+        emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
+    return task
+
+
+def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:
+    if decision not in task.options:
+        raise DomainError(f"'{decision}' is not an option for this task; options: {', '.join(task.options)}", "decision")
+    needed = REQUIRED_TEXT.get(decision)
+    if needed and not texts[needed]:
+        raise DomainError(f"a '{decision}' decision needs a {needed}", needed)
+    if texts["constraint"] and decision != Decision.INJECT_CONSTRAINT:
+        raise DomainError("only an 'inject_constraint' decision takes a constraint", "constraint")
+
+
+def _validate_budget(decision: str, budget: dict[str, Any] | None) -> None:
+    """New limits come with an override and only with one; their shape is checked here, their room by the gate."""
+    if decision != Decision.OVERRIDE_BUDGET:
+        if budget is not None:
+            raise DomainError("only an 'override_budget' decision takes new limits", "budget")
+        return
+    found = ["an 'override_budget' decision needs the new limits"] if not budget else problems(budget)
+    if found:
+        raise DomainError("; ".join(found), "budget")

@@ -1,0 +1,38 @@
+"""The steps of a run by key, the role that owns each kind, and the queue it runs on.
+
+A key is a kind, optionally with what it works on: "engineer:T1" is the engineer's step for plan task T1.
+"""
+from __future__ import annotations
+
+PO_CLARIFY = "po_clarify"
+BA_STORIES = "ba_stories"
+ARCHITECT = "architect_spec"
+DESIGN_REVIEW = "tl_design_review"
+PLAN = "tl_plan"
+ENGINEER = "engineer"  # one step per plan task: "engineer:T1"
+FIX = "engineer_fix"
+SELF_TEST = "self_test"
+CODE_REVIEW = "tl_code_review"
+QC_TESTS = "qc_tests"
+QC_RUN = "qc_run"
+DEVOPS = "devops"
+DELIVER = "deliver"
+ROLE_OF_STEP = {
+    PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst", ARCHITECT: "tech_architect",
+    DESIGN_REVIEW: "tech_lead", PLAN: "tech_lead", ENGINEER: "senior_engineer", FIX: "senior_engineer",
+    SELF_TEST: "sandbox", CODE_REVIEW: "tech_lead", QC_TESTS: "qc_engineer", QC_RUN: "sandbox",
+    DEVOPS: "devops_engineer", DELIVER: "delivery",
+}
+SANDBOX_STEPS = {SELF_TEST, QC_RUN}
+DEFAULT_QUEUE_STEPS = {DELIVER}
+
+
+def kind_of(key: str) -> str:
+    """The step's kind: "engineer:T1" → "engineer"."""
+    return key.split(":", 1)[0]
+
+
+def queue_for(key: str) -> str:
+    """sandbox steps on `sandbox` (CPU bound), delivery on `default`, model calls on `llm`."""
+    kind = kind_of(key)
+    return "sandbox" if kind in SANDBOX_STEPS else "default" if kind in DEFAULT_QUEUE_STEPS else "llm"
