@@ -38,7 +38,7 @@ from lifecycle.models import (
 )
 from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
-from lifecycle.replay_admin import ReplayAdminMixin
+from lifecycle.replay.admin import ReplayAdminMixin
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text

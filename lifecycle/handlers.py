@@ -8,7 +8,8 @@ from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
-from lifecycle.services import quality, replays, scheduling
+from lifecycle.replay.runs import replay_compare, replay_review_answer
+from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
 
@@ -37,7 +38,7 @@ def announce_review_task(event: OutboxEvent) -> None:
     task = ReviewTask.objects.select_related("requirement").get(pk=event.payload["review_task"])
     log.info("review task opened: %s — %s", task, task.question)
     if task.requirement.replay_of_id:  # a replay's gates get the source's recorded decisions, nothing else
-        replays.replay_review_answer(task)
+        replay_review_answer(task)
         return
     autonomous_decide(task)
 
@@ -46,7 +47,7 @@ def compare_replay(event: OutboxEvent) -> None:
     """A replay that finished is compared with its source (the result shows in the admin and the API)."""
     replay = Requirement.objects.filter(pk=event.requirement_id, replay_of__isnull=False).first()
     if replay is not None:
-        replays.replay_compare(replay)
+        replay_compare(replay)
 
 
 HANDLERS: dict[str, list[Handler]] = {

@@ -21,8 +21,8 @@ from django.conf import settings
 from agents.llm.base import LLMError
 from agents.llm.deadline import deadline_in
 from agents.llm.factory import llm_from_settings, provider_from_settings
-from agents.llm.recording import RecordingProvider
 from agents.llm.redact import redact
+from agents.llm.replay import RecordingProvider
 from agents.roles import (
     BUSINESS_ANALYST,
     CLARIFY_JOBS,
@@ -37,10 +37,11 @@ from agents.roles import (
 )
 from agents.roles.base import Agent, AgentByContext
 from agents.schemas.constraints import with_constraints
-from lifecycle import contexts, recordings, step_keys
+from lifecycle import contexts, step_keys
 from lifecycle.errors import IllegalTransition, StaleStep
 from lifecycle.failure_rules import Route
 from lifecycle.models import PromptBundle, Requirement
+from lifecycle.replay import recordings
 from lifecycle.services import (
     budget_gate,
     delivery,

@@ -5,9 +5,9 @@ from django.db import DatabaseError
 
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications import sending
+from lifecycle.replay.runs import replays_sweep
 from lifecycle.services import leases, outbox, sla
 from lifecycle.services.digest import digests_refresh_all
-from lifecycle.services.replays import replays_sweep
 
 
 @shared_task(ignore_result=True)

@@ -5,7 +5,7 @@ own timeout. A call that would outlast the deadline times out first, cleanly (a 
 with the step), instead of being cut by the worker's soft time limit in the middle of a read. The cap is
 taken when the call starts, and a capped call gets no SDK retries. A call the deadline does not cap keeps
 them: should one of its retries run past the deadline, the soft limit ends it as itself
-(agents.llm.anthropic_provider) and it is recorded (agents.llm.recording).
+(agents.llm.anthropic_provider) and it is recorded (agents.llm.replay).
 """
 from __future__ import annotations
 

@@ -1,29 +1,56 @@
-"""Replay: answer from a recorded cassette, without the network, and only what it recorded.
+"""Replay and recording on the provider side: answers without the network, and the record replays read.
 
-A cassette is JSON: {"interactions": [{"role", "tool"?, "recorded_for": {field: value}, "match": [substrings],
-"tool_input", "model", "usage", "latency_ms"}]}, the usage counts named as in agents.llm.base.Usage.
+Three pieces, none touching the ORM (agents/ is a leaf; the database side is lifecycle/replay/, ADR 21):
 
-`recorded_for` ties an interaction to the run it was recorded from: the fields of its request's context (the
-JSON the roles send, agents/roles/base.py) that carried that run, with their exact values. The Product Owner's
-and the Business Analyst's requests carry the brief; later roles' carry the earlier answer they build on (the
-requirement's summary, the spec's interfaces, the plan's task). An interaction answers a request of its role (and
-forced tool, when given) only when the request holds every `recorded_for` field with that value and contains
-every `match` string; among those, the most specific `match` wins (a second round, a task key, a fix).
-A request none answers is a CassetteMissError naming the fix, never someone else's answer; an interaction
-with no `recorded_for` would answer any brief, so a cassette holding one is refused when it loads.
-Matching is stateless, so any worker process answers the same request the same way.
+- The cassette (`ReplayProvider`): answers from a recorded cassette, and only what it recorded. A cassette is
+  JSON: {"interactions": [{"role", "tool"?, "recorded_for": {field: value}, "match": [substrings], "tool_input",
+  "model", "usage", "latency_ms"}]}, the usage counts named as in agents.llm.base.Usage.
+  `recorded_for` ties an interaction to the run it was recorded from: the fields of its request's context (the
+  JSON the roles send, agents/roles/base.py) that carried that run, with their exact values. The Product Owner's
+  and the Business Analyst's requests carry the brief; later roles' carry the earlier answer they build on (the
+  requirement's summary, the spec's interfaces, the plan's task). An interaction answers a request of its role
+  (and forced tool, when given) only when the request holds every `recorded_for` field with that value and
+  contains every `match` string; among those, the most specific `match` wins (a second round, a task key, a fix).
+  A request none answers is a CassetteMissError naming the fix, never someone else's answer; an interaction
+  with no `recorded_for` would answer any brief, so a cassette holding one is refused when it loads.
+  Matching is stateless, so any worker process answers the same request the same way.
+- A recorded run (`RecordedRunProvider`): unlike the cassette, matched by position: the n-th call a step makes
+  gets the n-th call the source run's same step (key and attempt) made, provided role and tool agree. That is
+  what a post-mortem needs: the same answers in the same order, including the source's repair rounds and model
+  errors, whatever the prompts look like now. The caller (lifecycle/replay/recordings.py) loads the recording
+  into plain `RecordedCall`s.
+- The recording (`RecordingProvider`): wraps any provider so every call, answer or error, reaches a sink (the
+  LLMCall table). A call the worker's soft time limit cut short is recorded too (its answer, and whether the API
+  billed it, are unknown): the audit shows the attempt, and a replay of the run meets the same interruption at
+  the same place.
 """
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
-from dataclasses import fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agents.llm.base import LLMConfigError, LLMError, LLMRequest, LLMResponse, Usage
+from celery.exceptions import SoftTimeLimitExceeded
 
+from agents.llm.base import (
+    LLMConfigError,
+    LLMError,
+    LLMInvalidOutputError,
+    LLMOutputTruncated,
+    LLMRequest,
+    LLMResponse,
+    LLMTransientError,
+    Provider,
+    Usage,
+)
+from agents.llm.redact import redact
+
+log = logging.getLogger(__name__)
 USAGE_KEYS = tuple(f.name for f in fields(Usage))
 SCALARS = (str, int, float, bool)
 
@@ -126,3 +153,102 @@ def _text_of(content: str | list[dict[str, Any]]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(str(b.get("text") or b.get("content") or json.dumps(b.get("input", ""))) for b in content)
+
+
+# A recorded error replays as the same class (transient ones and the time limit are retried, the others fail the
+# step).
+ERRORS: dict[str, type[Exception]] = {cls.__name__: cls for cls in
+                                      (LLMTransientError, LLMInvalidOutputError, LLMOutputTruncated, LLMConfigError,
+                                       CassetteMissError, LLMError, SoftTimeLimitExceeded)}
+
+
+class ReplayMissError(LLMError):
+    """The replay asked for a call the recording does not have (or a different one): a permanent step failure."""
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    role: str
+    tool: str
+    model: str
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    error: str = ""  # "LLMTransientError: overloaded" when the recorded call failed
+
+    @property
+    def tool_input(self) -> dict[str, Any] | None:
+        block = next((b for b in self.content if b.get("type") == "tool_use" and b.get("name") == self.tool), None)
+        return block.get("input") if block else None
+
+
+class RecordedRunProvider:
+    """Answers one step's calls in order, starting after the calls this step already replayed (`start`),
+    so a step that runs again (a retry, another worker) picks up where the recording does."""
+
+    name = "replay"
+
+    def __init__(self, calls: list[RecordedCall], *, step: str, start: int = 0) -> None:
+        self.calls, self.step, self.position = calls, step, start
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        number = self.position + 1
+        call = self._expect(request, number)
+        self.position = number
+        if call.error:
+            name, _, message = call.error.partition(": ")
+            raise ERRORS.get(name, LLMError)(f"replayed from the recording: {message or name}")
+        # The recorded blocks as they were (tool_use ids included), so repair turns echo them identically.
+        return LLMResponse(tool_input=call.tool_input, content=call.content, model=call.model, usage=call.usage,
+                           stop_reason=call.stop_reason)
+
+    def _expect(self, request: LLMRequest, number: int) -> RecordedCall:
+        if number > len(self.calls):
+            raise ReplayMissError(
+                f"replay: step {self.step} asks for model call #{number} ({request.role}, {request.tool.name}) but the "
+                f"source run recorded {len(self.calls)} call(s) for that step"
+            )
+        call = self.calls[number - 1]
+        if (call.role, call.tool) != (request.role, request.tool.name):
+            raise ReplayMissError(
+                f"replay: step {self.step} call #{number} asks {request.role}/{request.tool.name}, but the source "
+                f"run recorded {call.role}/{call.tool} there"
+            )
+        return call
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    provider: str
+    request: LLMRequest
+    response: LLMResponse | None
+    error: str
+    latency_ms: int
+
+
+class RecordingProvider:
+    def __init__(self, inner: Provider, sink: Callable[[CallRecord], None]) -> None:
+        self.inner, self.sink = inner, sink
+        self.name = inner.name
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        started = time.monotonic()
+        try:
+            response = self.inner.complete(request)
+        except LLMError as exc:
+            self.sink(CallRecord(self.name, request, None, redact(f"{type(exc).__name__}: {exc}"), _since(started)))
+            raise
+        except SoftTimeLimitExceeded:
+            took = _since(started)
+            try:
+                self.sink(CallRecord(self.name, request, None, f"{SoftTimeLimitExceeded.__name__}: the worker's time "
+                                     f"limit ended the call after {took} ms; its answer and cost are unknown", took))
+            except Exception:  # the limit must still end the task: recording it is second
+                log.exception("could not record a model call cut short by the time limit")
+            raise
+        self.sink(CallRecord(self.name, request, response, "", response.latency_ms or _since(started)))
+        return response
+
+
+def _since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -4,7 +4,7 @@ from django.db.models import Count, Sum
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from lifecycle import playbooks, replay_compare
+from lifecycle import playbooks
 from lifecycle.failure_rules import Route, Source
 from lifecycle.models import (
     Artifact,
@@ -18,6 +18,7 @@ from lifecycle.models import (
     Step,
     UserStory,
 )
+from lifecycle.replay.compare import describe
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.states import ArtifactKind, Decision
 
@@ -129,7 +130,7 @@ class ReplayOut(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_differences(self, run):
-        return replay_compare.describe(run.comparison) if run.comparison else []
+        return describe(run.comparison) if run.comparison else []
 
 
 class LlmUsageOut(serializers.Serializer):

@@ -12,10 +12,10 @@ from lifecycle.api import serializers as s
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.origin import request_origin
+from lifecycle.replay.runs import replay_start
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
-from lifecycle.services.replays import replay_start
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
 
 

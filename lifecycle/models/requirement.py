@@ -31,7 +31,7 @@ class Requirement(FSMModelMixin, models.Model):
         help_text="the project's settings that decide outcomes (budgets, quality gates), fixed at submission and "
                   "copied to replays; empty: the project's current settings")
     replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="replays",
-                                  help_text="the run this one replays from its recordings (lifecycle/services/replays.py)")
+                                  help_text="the run this one replays from its recordings")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     clarifications = models.JSONField(default=list, blank=True, help_text="questions asked and answers given")
     clarification_round = models.PositiveIntegerField(default=1)

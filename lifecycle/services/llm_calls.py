@@ -4,8 +4,8 @@ from __future__ import annotations
 import hashlib
 
 from agents.llm.pricing import cost_usd
-from agents.llm.recording import CallRecord
 from agents.llm.redact import redact
+from agents.llm.replay import CallRecord
 from lifecycle.models import LLMCall
 
 

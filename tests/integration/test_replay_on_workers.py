@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from lifecycle.models import Replay, Requirement
-from lifecycle.replay_compare import artifact_hashes, transition_sequence
+from lifecycle.replay.compare import artifact_hashes, transition_sequence
 from tests.flows import decide, pending, submit
 from tests.workers import wait_for
 

@@ -2,7 +2,7 @@
 import pytest
 
 from agents.llm.base import LLMError, LLMRequest, LLMTransientError, ToolSpec, Usage
-from agents.llm.recorded import RecordedCall, RecordedRunProvider, ReplayMissError
+from agents.llm.replay import RecordedCall, RecordedRunProvider, ReplayMissError
 
 TOOL = ToolSpec(name="submit_plan", description="", input_schema={})
 
@@ -69,7 +69,7 @@ def test_a_call_for_another_role_or_tool_than_recorded_is_a_miss():
 def test_a_call_the_time_limit_cut_short_is_recorded_and_replays_as_the_same_interruption():
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from agents.llm.recording import RecordingProvider
+    from agents.llm.replay import RecordingProvider
 
     class CutShort:
         name = "anthropic"
@@ -93,7 +93,7 @@ def test_a_call_the_time_limit_cut_short_is_recorded_and_replays_as_the_same_int
 def test_a_sink_that_fails_does_not_swallow_the_time_limit():
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from agents.llm.recording import RecordingProvider
+    from agents.llm.replay import RecordingProvider
 
     class CutShort:
         name = "anthropic"

@@ -11,8 +11,8 @@ from agents.llm.base import LLMError, LLMRequest, ToolSpec
 from agents.llm.replay import ReplayProvider
 from lifecycle.errors import IllegalTransition
 from lifecycle.models import LLMCall, Replay, Requirement, Step
-from lifecycle.replay_compare import artifact_hashes, request_fingerprints, transition_sequence
-from lifecycle.services.replays import replay_start
+from lifecycle.replay.compare import artifact_hashes, request_fingerprints, transition_sequence
+from lifecycle.replay.runs import replay_start
 from tests.flows import decide, fresh, pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -252,7 +252,7 @@ def test_the_replay_command_reproduces_make_demo_in_a_process_with_no_network_an
 
 
 def test_a_missing_recorded_sandbox_report_is_a_clear_error_naming_the_step(alice):
-    from lifecycle.recordings import RecordingMissing, recorded_output
+    from lifecycle.replay.recordings import RecordingMissing, recorded_output
     from lifecycle.services.leases import Lease
 
     source = submit(alice)  # stopped before any test ran
@@ -267,7 +267,7 @@ def test_the_sweep_compares_a_replay_that_came_to_rest_without_an_announcing_eve
     replay = replay_start(source_id=demo_run.pk)
     assert Replay.objects.get(requirement=replay).verdict == Replay.Verdict.MATCHED
     Replay.objects.filter(requirement=replay).update(verdict=Replay.Verdict.RUNNING, comparison={})  # as if missed
-    from lifecycle.services.replays import replays_sweep
+    from lifecycle.replay.runs import replays_sweep
 
     assert replays_sweep() == 1
     assert Replay.objects.get(requirement=replay).verdict == Replay.Verdict.MATCHED

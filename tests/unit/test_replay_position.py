@@ -3,7 +3,7 @@ import pytest
 
 from agents.llm.base import LLMRequest, ToolSpec
 from lifecycle.models import LLMCall, Requirement, Step
-from lifecycle.recordings import replay_provider
+from lifecycle.replay.recordings import replay_provider
 from lifecycle.services.leases import Lease
 
 pytestmark = pytest.mark.django_db

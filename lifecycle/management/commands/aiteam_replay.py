@@ -10,11 +10,11 @@ import uuid
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from lifecycle import replay_compare
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Replay, Requirement
-from lifecycle.services.replays import replay_compare as compare_now
-from lifecycle.services.replays import replay_settled, replay_start
+from lifecycle.replay.compare import describe
+from lifecycle.replay.runs import replay_compare as compare_now
+from lifecycle.replay.runs import replay_settled, replay_start
 
 POLL_S = 0.5
 
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         requests = result["requests"]
         out(f"model calls replayed: {requests['compared']}; steps asked differently than recorded: "
             f"{', '.join(requests['differing_steps']) or 'none'}")
-        for line in replay_compare.describe(result):
+        for line in describe(result):
             out(f"DIFFERS: {line}")
         out(f"verdict: {run.verdict}")
 

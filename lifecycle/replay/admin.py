@@ -5,10 +5,10 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from lifecycle import replay_compare
 from lifecycle.errors import IllegalTransition, NotPermitted
 from lifecycle.models import Replay
-from lifecycle.services.replays import replay_start
+from lifecycle.replay.compare import describe
+from lifecycle.replay.runs import replay_start
 
 
 class ReplayAdminMixin:
@@ -49,7 +49,7 @@ def _comparison(run: Replay) -> str:
     if not result:
         return format_html("<b>{}</b>: not compared yet", run.verdict)
     transitions, artifacts = result["transitions"], result["artifacts"]
-    differences = format_html_join("", "<li>{}</li>", ((line,) for line in replay_compare.describe(result)))
+    differences = format_html_join("", "<li>{}</li>", ((line,) for line in describe(result)))
     return format_html(
         '<b>{}</b> (compared {}) · replay of <a href="{}">{}</a><br>transitions: source {}, replay {} · '
         "artifacts: source {}, replay {} · model calls replayed {}<ul>{}</ul>",

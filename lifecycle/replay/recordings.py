@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from agents.llm.base import Usage
-from agents.llm.recorded import RecordedCall, RecordedRunProvider, ReplayMissError
+from agents.llm.replay import RecordedCall, RecordedRunProvider, ReplayMissError
 from lifecycle import step_keys
 from lifecycle.models import Artifact, LLMCall
 from lifecycle.services import leases

@@ -4,10 +4,10 @@ A replay is a new Requirement (`replay_of` = the source) in the source's project
 brief, title, playbook and frozen prompt bundle. Its steps run through the ordinary
 services; only what came from outside is answered from the source's recording: model calls
 (`LLMCall`), sandbox reports and the delivery result (their artifacts), see
-lifecycle/recordings.py. Human gates are decided by the logged `replay` policy with the
+lifecycle/replay/recordings.py. Human gates are decided by the logged `replay` policy with the
 decision the source's gate of the same kind and round got; a gate the source never decided
 is held (not swept, nobody notified), where the source stopped too. When the replay comes
-to rest, its transitions and artifact hashes are compared with the source's (replay_compare).
+to rest, its transitions and artifact hashes are compared with the source's (lifecycle/replay/compare.py).
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from lifecycle import replay_compare as comparing
 from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Membership, Replay, Requirement, ReviewTask, StateTransition, Step
+from lifecycle.replay import compare as comparing
 from lifecycle.services import scheduling
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
