@@ -2,8 +2,7 @@
 
 aiteam, machinery (the headline, like for like with LangGraph's trivial nodes): N requirements (default 60)
 through bench/_machinery.py's 8 steps — each a Step row run by the real run_step task (lease, fence, inline
-continuation or broker hop), reading its ~2 KB state (it came with the COMMIT that claimed the step),
-rotating it, and applying it in one transaction through
+continuation or broker hop), reading its ~2 KB state, rotating it, and applying it in one transaction through
 the real services (guarded FSM transition + audit row, outbox event with the state, step done, next scheduled) —
 on a scratch PostgreSQL database, Redis (database 12) and one real Celery worker (prefork, -c 2).
 
@@ -26,17 +25,10 @@ consecutive node starts (the first from invoke() start, the last to invoke() ret
 intervals holds one node and one checkpoint write.
 
 LangGraph makes as many sequential runs as aiteam's machinery has sequential requirements, and the two take
-turns in blocks of the same size (--block, default 5): five requirements, five LangGraph runs, five
-requirements… This machine's speed drifts over minutes, and both sides of the ratio must run under the same
-drift. The blocks are equal because what ran just before matters: a pipeline that follows the other side's
-block starts with caches full of the other's code and rows. Measured on one host (README, "The harness,
-again"): one requirement then five LangGraph runs, as this benchmark did before, gave 1.11× here, and 1.12
-and 1.15× in a throwaway script running the same two sides (LangGraph warm in four runs of five, aiteam cold
-in every one); blocks of five and five gave 0.99 and 1.01× in that script. aiteam's first block follows an
-unmeasured LangGraph block too, like every later one. What is left of the effect is the first pipeline of
-each block, on both sides; it cost aiteam more than LangGraph there. Besides the ratio of the two medians, a
-paired ratio: each block's median step over that of the LangGraph block made right after it, whose median and
-quartiles follow the table (drift within a run cancels out of each pair).
+turns in blocks of the same size (--block, default 5), so both sides of the ratio run under the same drift of
+the machine's speed and each block starts after the other side's. Besides the ratio of the two medians, a
+paired ratio: each block's median step over that of the LangGraph block made right after it (drift within a
+run cancels out of each pair).
 
     .venv/bin/python bench/step_overhead.py [--requirements 60] [--block 5] [--concurrency 2]
         [--inline-window 5]  (AITEAM_STEP_INLINE_WINDOW_S for the worker; 0 sends every step through the broker)
