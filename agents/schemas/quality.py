@@ -95,5 +95,5 @@ class DevOpsOutput(Strict):
         check = check_workflow(text)
         check.raise_for_tooling()
         if not check.ok:
-            raise ValueError("; ".join(check.problems)[:2000])
+            raise ValueError("; ".join(str(p) for p in check.problems)[:2000])
         return text
