@@ -11,13 +11,18 @@ Order, and why:
 1. Tool and infrastructure errors (LLM outage, worker time limit, sandbox timeout, git) say
    nothing about the work, so they are judged first: retry with backoff while the step has
    runs left, then a human operator.
-2. The same failure again right after a fix means the loop is not converging: a human now,
+2. A step that raised for a reason of its own is named as such, so the person asked knows what
+   to look at: the model's answer stayed invalid through the bounded repairs (a person: retry,
+   perhaps with another prompt, or cancel), or our own code failed (a TypeError, a crashing
+   output validator: a bug, an operator).
+3. The same failure again right after a fix means the loop is not converging: a human now,
    instead of burning the remaining attempts.
-3. A used-up loop (engineer attempts, code review rounds) goes to a human whatever the cause.
-4. Problems upstream of the code (an inconsistent spec, acceptance criteria no test covers)
+4. A used-up loop (engineer attempts, code review rounds) goes to a human whatever the cause.
+5. Problems upstream of the code (an inconsistent spec, acceptance criteria no test covers)
    go to the role that owns them before the engineer touches code built on them.
-5. What is left of the code's own failures (failing tests, review notes, gate findings) goes
-   to the engineer. Nothing matched: a human operator looks (a bug, a permanent error).
+6. What is left of the code's own failures (failing tests, review notes, gate findings) goes
+   to the engineer. Nothing matched: a human operator looks (a permanent error such as a
+   misconfiguration or a refused answer, or a bug of a kind not listed).
 """
 from __future__ import annotations
 
@@ -56,6 +61,15 @@ INFRASTRUCTURE_ERRORS = frozenset({
     "ConnectionError",  # the network (incl. builtins' ConnectionRefusedError, ConnectionResetError)
     "OperationalError",  # the database: a deadlock, a serialization failure, a lock timeout, a lost connection
 })
+INVALID_MODEL_OUTPUT, INTERNAL_ERROR = "invalid_model_output", "internal_error"  # rule names the step_failed task reads
+# The model's answer refused by its schema on every try of the bounded repair loop (agents/llm/structured.py).
+INVALID_OUTPUT_ERRORS = frozenset({"LLMOutputStillInvalid"})
+# Exceptions only a bug raises: our own code (a service, a context loader, an output validator) is wrong. Not
+# ValueError: a validator's ValueError is a refusal of the answer, and elsewhere it often is bad input.
+PROGRAMMING_ERRORS = frozenset({
+    "TypeError", "AttributeError", "NameError", "LookupError", "AssertionError", "ArithmeticError",
+    "NotImplementedError", "RecursionError", "ImportError",
+})
 
 
 @dataclass(frozen=True)
@@ -76,10 +90,20 @@ class Failure:
     loop_exhausted: bool = False  # engineer attempts or review rounds used up
     after_fix: bool = False  # a fix ran since the previous failure of this source
     previous_signature: str = ""  # the previous failure's signature, same source
+    repairs: int = 0  # repair requests sent before the model's output was given up as invalid
+    validation_errors: tuple[str, ...] = ()  # the last answer's validation errors, "loc: msg"
 
     @property
     def infrastructure(self) -> bool:
         return bool(INFRASTRUCTURE_ERRORS.intersection(self.error_classes))
+
+    @property
+    def invalid_output(self) -> bool:
+        return bool(INVALID_OUTPUT_ERRORS.intersection(self.error_classes))
+
+    @property
+    def internal(self) -> bool:
+        return bool(PROGRAMMING_ERRORS.intersection(self.error_classes))
 
     @property
     def signature(self) -> str:
@@ -92,7 +116,8 @@ class Failure:
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "infrastructure": self.infrastructure, "signature": self.signature}
+        return {**asdict(self), "infrastructure": self.infrastructure, "invalid_output": self.invalid_output,
+                "internal": self.internal, "signature": self.signature}
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,10 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.infrastructure and f.runs_left > 0),
     Rule("infrastructure_exhausted", Route.OPERATOR, "a tool or infrastructure error: an operator looks",
          lambda f: f.infrastructure),
+    Rule(INVALID_MODEL_OUTPUT, Route.HUMAN, "the model's answer stayed invalid after the bounded repairs",
+         lambda f: f.invalid_output),
+    Rule(INTERNAL_ERROR, Route.OPERATOR, "an exception in aiteam's own code (a TypeError, a crashing validator): "
+         "a bug, an operator looks", lambda f: f.internal),
     Rule("repeated_after_fix", Route.HUMAN, "the same failure as before the last fix: the loop is not converging",
          lambda f: f.after_fix and bool(f.signature) and f.signature == f.previous_signature),
     Rule("loop_exhausted", Route.HUMAN, "the engineer attempts or review rounds are used up",
@@ -122,7 +151,8 @@ RULES: tuple[Rule, ...] = (
     Rule("gate_findings", Route.ENGINEER, "the quality gate failed on the code (pass rate, coverage, lint)",
          lambda f: f.source == Source.QUALITY_GATE and bool(f.gate_reasons)),
 )
-NO_RULE = Rule("no_rule_matched", Route.OPERATOR, "nothing recognised: a bug or a permanent error, an operator looks",
+NO_RULE = Rule("no_rule_matched", Route.OPERATOR, "nothing recognised: a permanent error or an unlisted bug, an "
+               "operator looks",
                lambda f: True)
 
 

@@ -62,6 +62,15 @@ class LLMInvalidOutputError(LLMError):
     """The model's answer did not validate, even after the bounded repair loop."""
 
 
+class LLMOutputStillInvalid(LLMInvalidOutputError):
+    """Every answer of the bounded repair loop was refused by the output schema. `repairs`: how many repair
+    requests were sent; `errors`: the last answer's validation errors ({"loc", "msg"})."""
+
+    def __init__(self, message: str, *, repairs: int = 0, errors: tuple[dict[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.repairs, self.errors = repairs, tuple(errors)
+
+
 class LLMOutputTruncated(LLMInvalidOutputError):
     """The answer was cut off (at max_tokens, or by a full context window): asking again would cut it off again."""
 

@@ -7,7 +7,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agents.llm.base import LLMInvalidOutputError, LLMOutputTruncated, LLMRequest, LLMResponse, Provider, ToolSpec
+from agents.llm.base import (
+    LLMInvalidOutputError,
+    LLMOutputStillInvalid,
+    LLMOutputTruncated,
+    LLMRequest,
+    LLMResponse,
+    Provider,
+    ToolSpec,
+)
 
 T = TypeVar("T", bound=BaseModel)
 DEFAULT_MAX_REPAIRS = 2
@@ -34,10 +42,14 @@ def generate(
     """Call the model until its tool input validates against `schema`, at most 1 + max_repairs calls. An answer
     that stopped early (cut off, context full, refused) is not repaired: asking again would stop it the same way.
     `validation_context` (the agent's input) reaches the schema's validators as `info.context`, for checks
-    against what was asked."""
+    against what was asked.
+
+    Only a refusal by the schema (a ValidationError: pydantic's own checks, or a validator raising ValueError or
+    AssertionError) is the model's to repair. Anything else a validator raises (a TypeError, LintUnavailable) is
+    our code or our tools failing, not the answer: it propagates as it is, so it is routed as such."""
     tool = tool_for(schema)
     conversation = list(messages)
-    problem = ""
+    errors: list[dict[str, str]] = []
     for _ in range(max_repairs + 1):
         request = LLMRequest(role=role, model=model, system=system, messages=conversation, tool=tool, max_tokens=max_tokens)
         response = provider.complete(request)
@@ -46,9 +58,10 @@ def generate(
             return schema.model_validate(response.tool_input if response.tool_input is not None else {},
                                          context=validation_context)
         except ValidationError as exc:
-            problem = _describe(exc)
-            conversation = conversation + _repair_turn(response, tool, problem)
-    raise LLMInvalidOutputError(f"{role}: output still invalid after {max_repairs} repairs: {problem}")
+            errors = _errors(exc)
+            conversation = conversation + _repair_turn(response, tool, json.dumps(errors))
+    raise LLMOutputStillInvalid(f"{role}: output still invalid after {max_repairs} repairs: {json.dumps(errors)}",
+                                repairs=max_repairs, errors=tuple(errors))
 
 
 def _raise_if_stopped_early(stop_reason: str, *, role: str, max_tokens: int) -> None:
@@ -75,9 +88,8 @@ def _repair_turn(response: LLMResponse, tool: ToolSpec, problem: str) -> list[di
     return [{"role": "assistant", "content": response.content}, {"role": "user", "content": [result]}]
 
 
-def _describe(exc: ValidationError) -> str:
-    errors = [{"loc": ".".join(map(str, e["loc"])), "msg": e["msg"]} for e in exc.errors()[:10]]
-    return json.dumps(errors)
+def _errors(exc: ValidationError) -> list[dict[str, str]]:
+    return [{"loc": ".".join(map(str, e["loc"])), "msg": e["msg"]} for e in exc.errors()[:10]]
 
 
 def _snake(name: str) -> str:

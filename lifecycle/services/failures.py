@@ -4,24 +4,41 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lifecycle.failure_rules import Failure, Routing, Source, classify
+from lifecycle.failure_rules import INTERNAL_ERROR, INVALID_MODEL_OUTPUT, Failure, Routing, Source, classify
 from lifecycle.models import FailureRoute, Requirement, ReviewTask, Step
 from lifecycle.services.reviews import review_open
 from lifecycle.states import ReviewKind, StepState
 from lifecycle.step_keys import FIX, kind_of
 
 SUMMARY_MAX = 500
+ERRORS_SHOWN_MAX = 1500
 
 
 def open_step_failed_task(step: Step) -> ReviewTask:
+    """Ask whether to run a failed step again. The step's route, recorded just before in this transaction,
+    says what happened: the model's output stayed invalid, our own code failed, or something else."""
     requirement = Requirement.objects.select_for_update().get(pk=step.requirement_id)  # serializes the round count
+    route = FailureRoute.objects.filter(step=step).order_by("-id").first()
     return review_open(
         requirement, kind=ReviewKind.STEP_FAILED,
-        question=f"Step '{step.key}' (attempt {step.attempt}) failed after {step.runs} run(s). "
-        "Approve to run it again, or reject to cancel the requirement.",
-        reasoning=step.error, context={"step_id": step.pk, "step": step.key, "error": step.error},
-        resume_target=step.key,
+        question=f"{_what_happened(step, route)} Approve to run it again, or reject to cancel the requirement.",
+        reasoning=step.error, resume_target=step.key,
+        context={"step_id": step.pk, "step": step.key, "error": step.error, "rule": route.rule if route else ""},
     )
+
+
+def _what_happened(step: Step, route: FailureRoute | None) -> str:
+    where = f"Step '{step.key}' (attempt {step.attempt})"
+    rule, facts = (route.rule, route.facts) if route is not None else ("", {})
+    if rule == INVALID_MODEL_OUTPUT:
+        errors = "; ".join(facts.get("validation_errors", ()))[:ERRORS_SHOWN_MAX]
+        return (f"{where}: invalid model output. The model's answer stayed invalid after {facts.get('repairs', 0)} "
+                f"repair(s); the last validation errors: {errors or 'none recorded'}.")
+    if rule == INTERNAL_ERROR:
+        error_type = next(iter(facts.get("error_classes", ())), "an exception")
+        return (f"{where}: internal error. A bug in aiteam's own code raised {error_type}; neither the model's "
+                "answer nor the tools are at fault, and running it again is likely to fail the same way until the code is fixed.")
+    return f"{where} failed after {step.runs} run(s)."
 
 
 def step_given_up(step: Step) -> None:

@@ -12,6 +12,8 @@ from dataclasses import replace
 from django.conf import settings
 from django.db import transaction
 
+from agents.llm.base import LLMOutputStillInvalid
+from agents.llm.redact import redact
 from lifecycle.failure_rules import Failure, Route, Source, classify, error_classes
 from lifecycle.models import Requirement, Step
 from lifecycle.services import dispatch
@@ -21,16 +23,26 @@ from lifecycle.services.leases import Lease, lock_for_apply, step_fail, step_rel
 
 def step_failure_route(*, lease: Lease, exc: BaseException, error: str, resend: bool) -> Route:
     """A step raised: retry it with backoff while the error is infrastructure and the step has runs left,
-    else an operator decides (step_failed task). `resend`: queue the retry here (the failure came while
+    else a person decides (step_failed task). `resend`: queue the retry here (the failure came while
     applying the output); otherwise the caller re-sends it through Celery's retry. Raises StaleStep when
     the lease is no longer current (nothing is recorded then)."""
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
-        failure = Failure(source=Source.STEP, step=lease.kind, error_classes=error_classes(exc), error=error[:1000])
         return step_failure_route_locked(
-            lease=lease, step=step, requirement=requirement, failure=failure,
+            lease=lease, step=step, requirement=requirement, failure=step_raised(kind=lease.kind, exc=exc, error=error),
             summary=f"{lease.key} (attempt {lease.attempt}): {error}", resend=resend,
         )
+
+
+def step_raised(*, kind: str, exc: BaseException, error: str) -> Failure:
+    """The facts of a step that raised; output that stayed invalid brings its repairs and last validation errors."""
+    invalid = exc if isinstance(exc, LLMOutputStillInvalid) else None
+    return Failure(
+        source=Source.STEP, step=kind, error_classes=error_classes(exc), error=error[:1000],
+        repairs=invalid.repairs if invalid else 0,
+        validation_errors=tuple(redact(f"{e['loc']}: {e['msg']}" if e["loc"] else e["msg"])[:1000]
+                                for e in invalid.errors) if invalid else (),
+    )
 
 
 def step_failure_route_locked(
@@ -47,10 +59,12 @@ def step_failure_route_locked(
         if resend:
             transaction.on_commit(lambda: dispatch.send_step(step.pk, step.key, countdown=delay), robust=True)
     else:
-        action = "step failed: a step_failed review task asks an operator to retry or cancel"
-        step_fail(lease, error=failure.error)
+        who = "an operator" if routing.route == Route.OPERATOR else "a person"
+        action = f"step failed: a step_failed review task asks {who} to retry or cancel"
     failure_route_record(requirement=requirement, failure=failure, routing=routing, step=step, summary=summary,
                          action=action)
+    if routing.route != Route.RETRY:
+        step_fail(lease, error=failure.error)  # after the record: the task's question names the route's rule
     return routing.route
 
 

@@ -63,11 +63,11 @@ def test_an_llm_outage_that_outlasts_the_step_runs_goes_to_an_operator(alice, ri
     assert fresh(req).state == "user_stories_created"
 
 
-def test_output_that_stays_invalid_goes_to_an_operator_because_no_rule_matched(alice, scripted):
+def test_output_that_stays_invalid_goes_to_a_person_as_invalid_model_output(alice, scripted):
     queue(scripted, *[{"nonsense": True}] * 3)
     req = submit(alice)
-    assert routes(req) == [("step", "operator", "no_rule_matched")]
-    assert pending(req, "step_failed")
+    assert routes(req) == [("step", "human", "invalid_model_output")]
+    assert "invalid model output" in pending(req, "step_failed").question
 
 
 def test_a_git_failure_while_applying_is_retried_and_the_step_completes(alice, rita, scripted, monkeypatch):
