@@ -40,6 +40,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "aiteam.nul_bytes.RefuseNulBytes",  # before anything that looks up a session, a token or a user
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files, before anything that reads a session or a user
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -112,7 +113,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "lifecycle.api.schema.ApiSchema",
+    "DEFAULT_PARSER_CLASSES": ["lifecycle.api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "lifecycle.api.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "lifecycle.api.pagination.Pages",
     "PAGE_SIZE": 50,
@@ -214,6 +217,7 @@ AITEAM_SANDBOX_MEMORY_MB = env_int("AITEAM_SANDBOX_MEMORY_MB", 1024)
 # tenant install or a developer's machine: the embedded default is one (`make demo` as a non-root user).
 AITEAM_SANDBOX_ALLOW_UNISOLATED = env_bool("AITEAM_SANDBOX_ALLOW_UNISOLATED", EMBEDDED)
 AITEAM_BRIEF_MAX_CHARS = 20_000
+AITEAM_JSON_MAX_DEPTH = env_int("AITEAM_JSON_MAX_DEPTH", 32)  # deeper API request bodies are a 400
 AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
 AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)
 AITEAM_STEP_STALE_QUEUED_S = env_float("AITEAM_STEP_STALE_QUEUED_S", 300.0)  # above a normal queue wait

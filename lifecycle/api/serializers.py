@@ -80,8 +80,15 @@ class ArtifactOut(serializers.ModelSerializer):
         fields = ["id", "kind", "name", "version", "content_hash", "summary", "approved", "created_at"]
 
 
+class ErrorOut(serializers.Serializer):
+    """An error answer: `detail` (with a `code` on some), or on a 400 each field named with its messages."""
+
+    detail = serializers.CharField(required=False)
+    code = serializers.CharField(required=False)
+
+
 class TransitionOut(serializers.ModelSerializer):
-    actor_user = serializers.StringRelatedField()
+    actor_user = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = StateTransition
@@ -91,9 +98,9 @@ class TransitionOut(serializers.ModelSerializer):
 
 class ReviewTaskOut(serializers.ModelSerializer):
     requirement = serializers.UUIDField(source="requirement_id")
-    decided_by = serializers.StringRelatedField()
-    assignee = serializers.StringRelatedField()
-    assignee_group = serializers.StringRelatedField()
+    decided_by = serializers.StringRelatedField(allow_null=True)
+    assignee = serializers.StringRelatedField(allow_null=True)
+    assignee_group = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = ReviewTask
@@ -140,7 +147,7 @@ class LlmUsageOut(serializers.Serializer):
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     cache_read_tokens = serializers.IntegerField()
-    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6)
+    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)  # a JSON number
 
 
 class RequirementOut(RequirementSummaryOut):
@@ -195,7 +202,7 @@ class RequirementOut(RequirementSummaryOut):
             calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
             cache_read_tokens=Sum("cache_read_tokens"), cost_usd=Sum("cost_usd"),
         )
-        return {k: v or 0 for k, v in totals.items()}
+        return LlmUsageOut({k: v or 0 for k, v in totals.items()}).data
 
 
 class RoutingQueryIn(StrictSerializer):

@@ -18,6 +18,8 @@ from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
 
+CONFLICT = OpenApiResponse(s.ErrorOut, description="an illegal transition: the object's state does not allow it now")
+
 
 class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.RequirementOut
@@ -36,7 +38,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
 
     @extend_schema(request=s.RequirementIn, responses={
         201: s.RequirementCreatedOut,
-        422: OpenApiResponse(description=f"the {KEY_HEADER} was sent before with another submission")}, parameters=[
+        422: OpenApiResponse(s.ErrorOut, description=f"the {KEY_HEADER} was sent before with another submission")},
+        parameters=[
         OpenApiParameter(KEY_HEADER, str, OpenApiParameter.HEADER, description=(
             f"optional, 1 to {KEY_MAX_CHARS} printable ASCII characters: a repeat of this POST with the same key and "
             "body (a retry) answers 201 with the requirement the first one made and `Idempotent-Replayed: true`; "
@@ -64,7 +67,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         return Response(s.RequirementCreatedOut(requirement).data, status=status.HTTP_201_CREATED, headers=headers)
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)  # every route at once, as a list
     def routing(self, request, pk=None):
         """Every failure of the requirement, where the classifier sent it, and the trace of rules (oldest first)."""
         requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
@@ -74,8 +77,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         routes = requirement.failure_routes.select_related("step").filter(**query.validated_data)
         return Response(s.FailureRouteOut(routes, many=True).data)
 
-
-    @extend_schema(request=s.ReplayIn, responses={202: s.RequirementOut})
+    @extend_schema(request=s.ReplayIn, responses={202: s.RequirementOut, 409: CONFLICT})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
         """Replay this finished or failed run from its recordings as a new requirement (409 while it still runs);
@@ -87,7 +89,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
 
 
 @extend_schema_view(list=extend_schema(parameters=[OpenApiParameter(
-    "state", str, enum=["open", *ReviewState.values],
+    "state", str, enum=["open", *(v for v in ReviewState.values if v != "open")],
     description="open: still to decide (open, claimed or escalated); else one state")]))
 class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.ReviewTaskOut
@@ -105,7 +107,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             return tasks.filter(state=wanted)
         return tasks
 
-    @extend_schema(request=s.DecisionIn, responses={200: s.ReviewTaskOut})
+    @extend_schema(request=s.DecisionIn, responses={200: s.ReviewTaskOut, 409: CONFLICT})
     @action(detail=True, methods=["post"])
     def decision(self, request, pk=None):
         task = get_object_or_404(self.get_queryset(), pk=pk)
@@ -115,7 +117,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
                                 **data.validated_data)
         return Response(s.ReviewTaskOut(decided).data)
 
-    @extend_schema(request=None, responses={200: s.ReviewTaskOut})
+    @extend_schema(request=None, responses={200: s.ReviewTaskOut, 409: CONFLICT})
     @action(detail=True, methods=["post"])
     def claim(self, request, pk=None):
         """Take the task to work on (409 while someone else holds it)."""
@@ -123,7 +125,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         claimed = review_claim(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request))
         return Response(s.ReviewTaskOut(claimed).data)
 
-    @extend_schema(request=None, responses={200: s.ReviewTaskOut})
+    @extend_schema(request=None, responses={200: s.ReviewTaskOut, 409: CONFLICT})
     @action(detail=True, methods=["post"])
     def unassign(self, request, pk=None):
         """Put the task back in the open pool."""

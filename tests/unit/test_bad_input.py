@@ -1,0 +1,80 @@
+"""Bad input is a 400 with a JSON error, never a 500: NUL bytes anywhere in a request (PostgreSQL text cannot hold
+them: a lookup with one was a DataError) and JSON nested past AITEAM_JSON_MAX_DEPTH (a RecursionError)."""
+import json
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from lifecycle.models import Requirement
+from tests.conftest import api_for
+from tests.review_tasks import open_review
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/requirements/"
+
+
+def nested(depth: int, leaf: object = 1) -> object:
+    for _ in range(depth):
+        leaf = {"k": leaf}
+    return leaf
+
+
+def assert_refused(response, words: str) -> None:
+    assert response.status_code == 400, (response.status_code, response.content[:200])
+    assert response["Content-Type"].startswith("application/json")
+    assert words in json.dumps(response.json()), response.json()
+
+
+def test_a_token_with_a_nul_byte_is_refused_before_it_is_looked_up():
+    anonymous = APIClient()
+    assert_refused(anonymous.get(URL, HTTP_AUTHORIZATION="Token abc\x00def"), "NUL")
+    assert_refused(anonymous.post(URL, {"brief": "ok"}, format="json", HTTP_AUTHORIZATION="Token abc\x00def"), "NUL")
+
+
+@pytest.mark.parametrize("where", ["header", "query", "path"])
+def test_a_nul_byte_in_a_header_query_or_path_is_refused(alice, where):
+    client = api_for(alice)
+    if where == "header":
+        response = client.get(URL, HTTP_X_FORWARDED_FOR="10.0.0.1\x00")
+    elif where == "query":
+        response = client.get("/api/v1/review-tasks/", {"state": "op\x00en"})
+    else:
+        response = client.get(f"{URL}%00/")
+    assert_refused(response, "NUL")
+
+
+def test_a_nul_byte_in_a_json_string_is_refused_and_nothing_is_made(alice):
+    body = '{"brief": "read \\u0000 more", "title": "t"}'
+    assert_refused(api_for(alice).post(URL, body, content_type="application/json"), "NUL")
+    key_too = '{"brief": "ok", "\\u0000": 1}'
+    assert_refused(api_for(alice).post(URL, key_too, content_type="application/json"), "NUL")
+    assert not Requirement.objects.exists()
+
+
+def test_a_nul_byte_in_the_admin_login_form_is_refused():
+    response = Client().post("/admin/login/", {"username": "ad\x00min", "password": "x"})
+    assert_refused(response, "NUL")
+
+
+def test_a_brief_nested_a_thousand_deep_is_refused(alice):
+    body = '{"brief": ' + "[" * 1000 + "]" * 1000 + "}"
+    assert_refused(api_for(alice).post(URL, body, content_type="application/json"), "nested deeper than 32")
+    assert not Requirement.objects.exists()
+
+
+def test_a_budget_nested_a_thousand_deep_is_refused(acme_project, rita):
+    task = open_review(acme_project, kind="budget_exhausted", stories=0)
+    body = json.dumps({"decision": "override_budget", "budget": nested(900)})
+    response = api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/", body, content_type="application/json")
+    assert_refused(response, "nested deeper than 32")
+    task.refresh_from_db()
+    assert task.decision == ""
+
+
+def test_the_depth_is_a_setting_and_a_body_within_it_reaches_validation(alice, settings):
+    settings.AITEAM_JSON_MAX_DEPTH = 3
+    within = api_for(alice).post(URL, {"brief": "ok", "title": {"a": [1]}}, format="json")  # depth 3
+    assert_refused(within, "title")
+    assert "nested" not in json.dumps(within.json())
+    assert_refused(api_for(alice).post(URL, {"brief": "ok", "title": {"a": [[1]]}}, format="json"), "deeper than 3")
