@@ -4,9 +4,11 @@ A step makes up to (1 + repairs) model calls; each may take timeout × (retries 
 the SDK's backoff. That must finish within the step's soft limit. A task may run further
 steps inline, but only ones that start within the inline window, so Celery's soft limit
 for the task is the step's plus that window: every step keeps its whole budget. Then the
-soft limit comes before the hard limit, the hard limit before a step's lease expires (so
-the reaper never takes a live step) and the lease before the broker's visibility timeout
-(so the reaper, not a redelivery an hour later, recovers a lost step).
+soft limit comes before the hard limit. A running step renews its lease every third of the
+lease (lifecycle.services.leases.heartbeat), so the lease is short: it is how long a dead
+worker's step waits before the reaper re-queues it, not how long a step may run. The lease
+comes before the broker's visibility timeout (so the reaper, not a redelivery an hour later,
+recovers a lost step).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ class StepTimeouts:
         soft = env_float("AITEAM_STEP_SOFT_LIMIT_S", 600.0)
         window = env_float("AITEAM_STEP_INLINE_WINDOW_S", 5.0)
         hard = env_float("AITEAM_STEP_HARD_LIMIT_S", soft + window + 60)
-        lease = env_float("AITEAM_STEP_LEASE_S", hard + 60)
+        lease = env_float("AITEAM_STEP_LEASE_S", 60.0)
         visibility = env_float("AITEAM_VISIBILITY_TIMEOUT_S", max(3600.0, lease * 2))
         return cls(timeout, retries, soft, hard, lease, visibility, window)
 
@@ -43,6 +45,11 @@ class StepTimeouts:
     def task_soft_limit(self) -> float:
         """Celery's soft limit for a run_step task: a step that starts inline late in the window keeps its budget."""
         return self.soft_time_limit + self.inline_window
+
+    @property
+    def heartbeat(self) -> float:
+        """How often a running step renews its lease."""
+        return self.lease / 3
 
     @property
     def llm_worst_case(self) -> float:
@@ -53,13 +60,9 @@ class StepTimeouts:
         if self.inline_window < 0:
             return [f"the inline window ({self.inline_window:.0f}s) cannot be negative"]
         step = [("LLM worst case", self.llm_worst_case), ("soft time limit", self.soft_time_limit)]
-        task = [
-            ("soft time limit plus the inline window", self.task_soft_limit),
-            ("hard time limit", self.hard_time_limit),
-            ("step lease", self.lease),
-            ("visibility timeout", self.visibility_timeout),
-        ]
-        return _out_of_order(step) + _out_of_order(task)
+        task = [("soft time limit plus the inline window", self.task_soft_limit), ("hard time limit", self.hard_time_limit)]
+        lease = [("step lease", self.lease), ("visibility timeout", self.visibility_timeout)]
+        return _out_of_order(step) + _out_of_order(task) + _out_of_order(lease)
 
 
 def _out_of_order(chain: list[tuple[str, float]]) -> list[str]:

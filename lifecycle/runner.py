@@ -10,6 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -150,7 +151,13 @@ def run_step(self, step_id: int) -> None:
 
 
 def _run_one(task, lease: leases.Lease, *, worker: str, continues: bool, delivered: bool) -> leases.Lease | None:
-    """One step under its lease; returns the lease of the next step when it was claimed for running inline."""
+    """One step under its lease, renewed while it runs (not eagerly: no reaper there, and SQLite writes one at
+    a time); returns the lease of the next step when it was claimed for running inline."""
+    with nullcontext() if task.request.is_eager else leases.heartbeat(lease):
+        return _run_leased(task, lease, worker=worker, continues=continues, delivered=delivered)
+
+
+def _run_leased(task, lease: leases.Lease, *, worker: str, continues: bool, delivered: bool) -> leases.Lease | None:
     allowance = budget_gate.budget_admit_or_park(lease)  # a spent budget parks the step and asks a human
     if not allowance:
         return None

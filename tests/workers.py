@@ -17,6 +17,8 @@ FAST_STEPS = {
     "AITEAM_STEP_SOFT_LIMIT_S": "8", "AITEAM_STEP_INLINE_WINDOW_S": "1", "AITEAM_STEP_HARD_LIMIT_S": "10",
     "AITEAM_STEP_LEASE_S": "11",
     "AITEAM_VISIBILITY_TIMEOUT_S": "3600", "AITEAM_REAPER_INTERVAL_S": "1", "AITEAM_RELAY_INTERVAL_S": "2",
+}
+WORKER_ENV = {
     "AITEAM_AUTONOMOUS": "false",
     # as the embedded default: a developer's machine that is not root can still run the sandbox (isolated as root)
     "AITEAM_SANDBOX_ALLOW_UNISOLATED": "1",
@@ -27,11 +29,12 @@ class Worker:
     running: set[Worker] = set()  # started and not yet stopped, for fixtures that wait for quiet
 
     def __init__(self, name: str, database_url: str, broker_url: str, workdir: Path, *,
-                 concurrency: int = 2, beat: bool = False, **env: str) -> None:
+                 concurrency: int = 2, beat: bool = False, default_timings: bool = False, **env: str) -> None:
         self.name, self.workdir, self.beat = name, Path(workdir), beat
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.concurrency = concurrency
-        self.env = {**os.environ, **FAST_STEPS, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
+        timings = {} if default_timings else FAST_STEPS  # default_timings: the budgets a deployment runs with
+        self.env = {**os.environ, **timings, **WORKER_ENV, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
                     "AITEAM_REPLAY_CASSETTE": str(settings.AITEAM_REPLAY_CASSETTE), "CI": "",
                     "PGAPPNAME": f"aiteam-worker-{name}", **env}  # libpq labels the worker's DB connections
         self.env.pop("ANTHROPIC_API_KEY", None)

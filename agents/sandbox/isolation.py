@@ -68,12 +68,15 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-SANDBOX_UID = 65534  # nobody/nogroup on Debian; owns no files, so it can write only where we let it
+SANDBOX_UID = 65534  # nobody/nogroup: the uid a run drops to when no run slot gives it one of its own (slots.py)
 RUN_MARKER = "AITEAM_SANDBOX_RUN"  # env variable that identifies a run's processes for the /proc sweep
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # where unshare, setpriv, mount and sh are looked up, by us and by the run
 _NAMESPACES = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--propagation", "private"]
-_SETPRIV = ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
-            "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def _setpriv(uid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
+            "--bounding-set=-all", "--"]
 # World-writable, so shared by every run and kept after it: each run gets its own empty tmpfs on those that exist.
 _SHARED_WRITABLE = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 # Settings naming where every tenant's data lives; masked unless the run needs something inside.
@@ -88,7 +91,7 @@ class SandboxLimits:
     timeout_s: float = 60.0  # wall clock for the whole run
     cpu_s: int = 60  # per process
     memory_bytes: int = 1 * _GiB  # address space per process (RLIMIT_AS)
-    max_processes: int = 64  # processes of the sandbox uid (RLIMIT_NPROC)
+    max_processes: int = 64  # processes of the run's uid (RLIMIT_NPROC)
     max_file_size_bytes: int = 16 * _MiB  # also bounds the output log and the junit report
     max_output_chars: int = 20_000  # tail of stdout+stderr kept in the report
 
@@ -117,9 +120,10 @@ def namespaces_available() -> bool:
         return False
 
 
-def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits) -> Wrapped:
-    """The argv that runs command under every layer this host allows. Raises SandboxUnavailable when neither
-    namespaces nor the privilege drop apply, unless AITEAM_SANDBOX_ALLOW_UNISOLATED is on."""
+def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits, uid: int = SANDBOX_UID) -> Wrapped:
+    """The argv that runs command under every layer this host allows, as `uid` where privileges can be dropped.
+    Raises SandboxUnavailable when neither namespaces nor the privilege drop apply, unless
+    AITEAM_SANDBOX_ALLOW_UNISOLATED is on."""
     namespaces = namespaces_available()
     interpreter = _interpreter_paths()
     expose = _outermost([*interpreter, scratch])
@@ -134,11 +138,11 @@ def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits) -> Wrapped
         stage = scratch.parent / ".stage"
         stage.mkdir(mode=0o700, exist_ok=True)
         staged = [p for p in expose if _under_any(p, [*hide, *private])]
-        script = _mount_script(hide, private, staged, limits, drop, stage)
+        script = _mount_script(hide, private, staged, limits, drop, stage, uid)
         argv = [*_NAMESPACES, "--", "sh", "-c", script, "sandbox", *command]
-        return Wrapped(argv, _describe(namespaces, hide, private, drop), drop)
-    argv = [*_SETPRIV, *command] if drop else list(command)
-    return Wrapped(argv, _describe(namespaces, [], [], drop), drop)
+        return Wrapped(argv, _describe(namespaces, hide, private, drop, uid), drop)
+    argv = [*_setpriv(uid), *command] if drop else list(command)
+    return Wrapped(argv, _describe(namespaces, [], [], drop, uid), drop)
 
 
 def _refuse_unless_allowed() -> None:
@@ -267,7 +271,7 @@ def _under_any(path: Path, roots: list[Path]) -> bool:
 
 
 def _mount_script(hide: list[Path], private: list[Path], expose: list[Path], limits: SandboxLimits, drop: bool,
-                  stage: Path) -> str:
+                  stage: Path, uid: int) -> str:
     """Runs as root inside the new namespaces; it stays the namespace's init so the command is not PID 1
     (PID 1 ignores default-action signals such as SIGXCPU and a test's own SIGTERM).
 
@@ -287,12 +291,12 @@ def _mount_script(hide: list[Path], private: list[Path], expose: list[Path], lim
         lines += [f"mkdir -p {q(str(path))}", f"mount -t tmpfs {fresh} {q(str(path))}"]
     for i, path in enumerate(expose):
         lines += [f"mkdir -p {q(str(path))}", f"mount --move {_STAGE_IN_TMP}/e{i} {q(str(path))}"]
-    run = shlex.join(_SETPRIV) + ' "$@"' if drop else '"$@"'
+    run = shlex.join(_setpriv(uid)) + ' "$@"' if drop else '"$@"'
     lines += [f"umount {_STAGE_IN_TMP}", f"rmdir {_STAGE_IN_TMP}", "set +e", run, "exit $?"]
     return "\n".join(lines)
 
 
-def _describe(namespaces: bool, hide: list[Path], private: list[Path], drop: bool) -> str:
+def _describe(namespaces: bool, hide: list[Path], private: list[Path], drop: bool, uid: int) -> str:
     if namespaces:
         masked = " ".join(str(p) for p in hide)
         fresh = " ".join(str(p) for p in private)
@@ -300,7 +304,7 @@ def _describe(namespaces: bool, hide: list[Path], private: list[Path], drop: boo
     else:
         parts = ["no namespaces (unshare unavailable): network NOT isolated, host /tmp, process-group kill + /proc sweep"]
     if drop:
-        parts.append(f"uid {SANDBOX_UID}")
+        parts.append(f"uid {uid}")
     elif os.geteuid() == 0:
         parts.append("uid 0 NOT dropped (setpriv missing or interpreter unreachable for uid 65534; nproc not enforced)")
     else:

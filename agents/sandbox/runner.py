@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.sandbox import isolation
+from agents.sandbox import isolation, slots
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import JunitOutcome, TestReport, parse_junit, read_untrusted
 
@@ -49,14 +49,19 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
 
     A custom command runs with cwd = the scratch dir and is scored from ``.report.xml`` there, if it writes one.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=sandbox_root()))
+    root = sandbox_root()
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     try:
-        _populate(scratch, Path(source_dir))
-        measure = command is None and importlib.util.find_spec("coverage") is not None
-        run = _execute(command or default_command(scratch, coverage=measure), scratch, limits)
-        outcome = parse_junit(scratch / REPORT_NAME, scratch)
-        percent = _coverage(scratch, limits) if measure and not run.timed_out else None
+        # a uid of the run's own (slots.py): its process limit is not shared with concurrent runs
+        with slots.run_slot(root, wait_s=limits.timeout_s) as uid:
+            _populate(scratch, Path(source_dir), uid)
+            measure = command is None and importlib.util.find_spec("coverage") is not None
+            run = _execute(command or default_command(scratch, coverage=measure), scratch, limits, uid)
+            outcome = parse_junit(scratch / REPORT_NAME, scratch)
+            percent = _coverage(scratch, limits, uid) if measure and not run.timed_out else None
         return _report(run, outcome, percent)
+    except slots.NoFreeSlot as exc:
+        raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
 
@@ -96,12 +101,12 @@ def sandbox_root() -> Path:
     return root
 
 
-def _populate(scratch: Path, source_dir: Path) -> None:
+def _populate(scratch: Path, source_dir: Path, uid: int) -> None:
     # symlinks=True: following a link as root would copy files the sandbox uid may not read.
     shutil.copytree(source_dir, scratch, symlinks=True, dirs_exist_ok=True, ignore=_NOT_COPIED)
     (scratch / "tmp").mkdir(exist_ok=True)
     if os.geteuid() == 0:
-        _chown_tree(scratch, isolation.SANDBOX_UID)
+        _chown_tree(scratch, uid)
 
 
 def _chown_tree(top: Path, uid: int) -> None:
@@ -111,8 +116,8 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
-def _execute(command: list[str], scratch: Path, limits: SandboxLimits) -> _Run:
-    wrapped = isolation.wrap(command, scratch=scratch, limits=limits)
+def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int) -> _Run:
+    wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid)
     marker = secrets.token_hex(8)
     outdir = Path(tempfile.mkdtemp(prefix="out-", dir=sandbox_root()))
     try:
@@ -196,11 +201,11 @@ def output_tail(path: Path, max_chars: int) -> str:
     return marker + text[-max(max_chars - len(marker), 0):]
 
 
-def _coverage(scratch: Path, limits: SandboxLimits) -> float | None:
+def _coverage(scratch: Path, limits: SandboxLimits, uid: int) -> float | None:
     """coverage's own JSON report, produced by a second sandboxed run (the data file is untrusted input)."""
     command = [sys.executable, *PYTHON_FLAGS, "-m", "coverage", "json", f"--rcfile={os.devnull}", "-q", "-o",
                _COVERAGE_JSON]
-    _execute(command, scratch, limits)
+    _execute(command, scratch, limits, uid)
     data = read_untrusted(scratch / _COVERAGE_JSON)
     try:
         return round(float(json.loads(data or b"")["totals"]["percent_covered"]), 2)

@@ -3,18 +3,20 @@
 Celery with Redis delivers at least once, and a hard-killed worker's message comes back only after the
 visibility timeout. The Step row is therefore the record: a claim takes a lease and bumps the fence; a write is
 accepted only with the current fence while the step is still running; the reaper re-queues steps whose lease
-expired or whose message was lost.
+expired or whose message was lost. A running step renews its lease as it works (heartbeat), so the lease is
+short: a dead worker's step is re-run within about a lease and a reaper interval.
 """
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from lifecycle import step_keys
@@ -51,6 +53,37 @@ class Lease:
     def task_key(self) -> str:
         """The plan task an engineer step builds ("T1"), or ""."""
         return self.key.partition(":")[2]
+
+
+@contextmanager
+def heartbeat(lease: Lease) -> Iterator[None]:
+    """While the block runs, renew the step's lease every STEP_TIMEOUTS.heartbeat seconds from a thread of its
+    own (the block may wait seconds on a model or the sandbox). It stops when the block ends, or once the lease
+    is no longer this one's; a killed worker's beats stop with it, and its step's lease runs out."""
+    stop = threading.Event()
+    beating = threading.Thread(target=_renew, args=(lease, stop), name=f"heartbeat step {lease.step_id}", daemon=True)
+    beating.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beating.join()
+
+
+def _renew(lease: Lease, stop: threading.Event) -> None:
+    timeouts = settings.STEP_TIMEOUTS
+    try:
+        while not stop.wait(timeouts.heartbeat):
+            try:
+                held = Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING).update(
+                    lease_expires_at=timezone.now() + timedelta(seconds=timeouts.lease))
+            except DatabaseError:  # a missed beat; the next one tries again well before the lease runs out
+                log.warning("step %s: renewing its lease failed", lease.step_id, exc_info=True)
+                continue
+            if not held:
+                return  # finished, or taken over by another worker
+    finally:
+        connection.close()  # this thread's own connection
 
 
 def lease_of(step: Step) -> Lease:

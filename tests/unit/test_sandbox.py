@@ -5,7 +5,9 @@ small limits, so every hostile case ends within a few seconds. No database is ne
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
+import re
 import secrets
 import socket
 import textwrap
@@ -14,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox import SandboxLimits, TestReport, namespaces_available, run_tests, sandbox_root
+from agents.sandbox import SandboxLimits, TestReport, namespaces_available, run_tests, sandbox_root, slots
 from agents.sandbox.isolation import SandboxUnavailable, wrap
 
-# One xdist worker runs every test of both sandbox modules, one at a time: their runs share uid 65534's
-# RLIMIT_NPROC of 32, which a fork-bomb test fills (a run started meanwhile fails to exec: EAGAIN).
+# One xdist worker runs every test of both sandbox modules, one at a time: they load the machine with fork
+# bombs and runaway processes (each run has a uid of its own, so other runs are not starved: tested below).
 pytestmark = pytest.mark.xdist_group("sandbox_uid")
 SMALL = SandboxLimits(timeout_s=3, cpu_s=10, memory_bytes=512 * 1024**2, max_processes=32, max_output_chars=4000)
 PROJECT_TREE = Path(__file__).resolve().parents[2]
@@ -247,7 +249,7 @@ def test_the_file_size_limit_refuses_big_writes(tmp_path):
 
 
 @needs_drop
-def test_the_process_limit_holds_for_the_sandbox_uid(tmp_path):
+def test_the_process_limit_holds_for_the_runs_uid(tmp_path):
     source = _project(tmp_path, """
         import os
         import signal
@@ -270,14 +272,59 @@ def test_the_process_limit_holds_for_the_sandbox_uid(tmp_path):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
             assert isinstance(refusal, BlockingIOError), refusal
-            # Not an exact count: concurrent sandbox runs share uid 65534's budget.
             assert len(children) < 32, len(children)
     """)
 
     report, _ = _run(source)
 
     assert report.ok, report.output_tail
-    assert "uid 65534" in report.isolation
+    assert re.search(rf"uid {slots.FIRST_UID // 1000}\d{{3}}\b", report.isolation), report.isolation
+
+
+def _bomb_in_the_background(tmp_path: Path) -> multiprocessing.Process:
+    """A run that forks until refused and holds its children for seconds, in a process of its own."""
+    source = _project(tmp_path / "bomb", """
+        import os
+        import time
+
+        def test_holds_every_process_it_may_have():
+            children = []
+            try:
+                while True:
+                    pid = os.fork()
+                    if pid == 0:
+                        time.sleep(8)
+                        os._exit(0)
+                    children.append(pid)
+            except OSError:
+                time.sleep(6)
+    """)
+    bomb = multiprocessing.get_context("fork").Process(
+        target=run_tests, args=(source,), kwargs={"limits": SandboxLimits(timeout_s=10, max_processes=32)})
+    bomb.start()
+    return bomb
+
+
+@needs_drop
+def test_a_fork_bomb_in_one_run_does_not_fail_a_concurrent_run(tmp_path):
+    (tmp_path / "bomb").mkdir()
+    bomb = _bomb_in_the_background(tmp_path)
+    try:
+        time.sleep(2)  # the bomb has taken its whole process budget by now
+        source = _project(tmp_path, """
+            import subprocess
+            import sys
+
+            def test_starts_a_few_processes():
+                for _ in range(5):
+                    subprocess.run([sys.executable, "-c", "pass"], check=True)
+        """)
+        report, _ = _run(source, SandboxLimits(timeout_s=10, max_processes=32))
+        assert report.ok and report.passed == 1, report.output_tail
+    finally:
+        bomb.join(timeout=20)
+        if bomb.is_alive():
+            bomb.kill()
 
 
 @needs_drop

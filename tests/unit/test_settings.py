@@ -11,7 +11,7 @@ def test_default_timeouts_are_in_order(settings):
     t = settings.STEP_TIMEOUTS
     assert t.problems() == []
     assert t.llm_worst_case < settings.CELERY_TASK_SOFT_TIME_LIMIT < settings.CELERY_TASK_TIME_LIMIT
-    assert settings.CELERY_TASK_TIME_LIMIT < t.lease < settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    assert t.heartbeat < t.lease <= 60 < settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
 
 
 def test_sdk_timeout_times_retries_plus_backoff_fits_the_soft_limit(monkeypatch):
@@ -20,10 +20,14 @@ def test_sdk_timeout_times_retries_plus_backoff_fits_the_soft_limit(monkeypatch)
     assert problems and "LLM worst case" in problems[0] and "soft time limit" in problems[0]
 
 
-def test_a_lease_shorter_than_the_hard_limit_is_refused_by_the_system_check(settings):
-    settings.STEP_TIMEOUTS = StepTimeouts(10, 0, 100, 200, 150, 3600)
-    with pytest.raises(Exception, match="hard time limit .* must be below step lease"):
+def test_a_lease_longer_than_the_visibility_timeout_is_refused_by_the_system_check(settings):
+    settings.STEP_TIMEOUTS = StepTimeouts(10, 0, 100, 200, 4000, 3600)
+    with pytest.raises(Exception, match="step lease .* must be below visibility timeout"):
         call_command("check")
+
+
+def test_a_lease_shorter_than_the_hard_limit_is_fine_since_running_steps_renew_it():
+    assert StepTimeouts(10, 0, 100, 200, 60, 3600).problems() == []
 
 
 def test_the_task_soft_limit_leaves_every_inline_step_its_whole_budget(settings):

@@ -1,0 +1,49 @@
+"""A running step renews its lease (lifecycle.services.leases.heartbeat): the lease is short, so a killed worker's
+step is re-run within about a minute, yet a step may run longer than its lease."""
+import time
+
+import pytest
+from django.utils import timezone
+
+from lifecycle.models import Step
+from lifecycle.runner import run_step
+from lifecycle.services.inline import queue_idle
+from tests.integration.test_worker_crash import running_step, submit
+from tests.workers import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_step_running_longer_than_its_lease_keeps_it(start_worker, alice):
+    start_worker("patient", default_timings=True, beat=True, AITEAM_STEP_LEASE_S="6", AITEAM_REAPER_INTERVAL_S="1",
+                 AITEAM_REPLAY_LATENCY_MS="9000")
+    req = submit(alice)
+    first = running_step(req)
+    leased_until = first.lease_expires_at
+    wait_for(lambda: Step.objects.get(pk=first.pk).lease_expires_at > leased_until, timeout=10,
+             what="the running step to renew its lease")
+    step = wait_for(lambda: Step.objects.filter(pk=first.pk, state="done").first(), timeout=40,
+                    what="the step to finish")
+    assert (step.runs, step.fence) == (1, 1)  # never taken over: the reaper ran every second meanwhile
+    assert (step.finished_at - step.started_at).total_seconds() > 6  # longer than its lease
+
+
+def test_with_the_default_settings_a_killed_workers_step_is_run_again_within_90_seconds(start_worker, alice):
+    doomed = start_worker("doomed-default", default_timings=True, AITEAM_REPLAY_LATENCY_MS="5000")
+    req = submit(alice)
+    first = running_step(req)
+    doomed.kill_group()
+    killed_at = timezone.now()
+    start_worker("rescuer-default", default_timings=True, beat=True, AITEAM_REPLAY_LATENCY_MS="5000")
+    started = time.monotonic()
+    step = wait_for(lambda: Step.objects.filter(pk=first.pk, state="done").first(), timeout=90,
+                    what="the reaper to re-run the killed worker's step")
+    assert (step.runs, step.fence) == (2, 2)
+    assert (step.finished_at - killed_at).total_seconds() < 90 and time.monotonic() - started < 90
+    assert req.llm_calls.filter(role="product_owner").count() == 1  # the killed call never finished
+    run_step.delay(first.pk)  # the killed worker's message, as the broker re-delivers it after its visibility timeout
+    wait_for(lambda: queue_idle("llm"), timeout=30, what="the re-delivered message to be taken")
+    time.sleep(1)  # and run: a claim that finds the step done does nothing
+    step.refresh_from_db()
+    assert (step.state, step.runs, step.fence) == ("done", 2, 2)  # it found nothing to do
+
