@@ -207,6 +207,10 @@ AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "wor
 AITEAM_GITHUB_TOKEN_ENVS = [v for v in env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN").split(",") if v]
 AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
+# Which git remotes a project's repo_url may name (agents/delivery/remotes.py): https or ssh to these hosts, or a
+# local path under this root that is the project's own <organization id>/<project id>.git (empty: no local path).
+AITEAM_GIT_HOSTS = [v.strip().lower() for v in env_str("AITEAM_GIT_HOSTS", "github.com,gitlab.com").split(",") if v.strip()]
+AITEAM_GIT_LOCAL_ROOT = Path(_root) if (_root := env_str("AITEAM_GIT_LOCAL_ROOT", str(AITEAM_REMOTES_ROOT))) else None
 AITEAM_MAX_DESIGN_ROUNDS = env_int("AITEAM_MAX_DESIGN_ROUNDS", 3)
 AITEAM_MAX_CODE_REVIEW_ROUNDS = env_int("AITEAM_MAX_CODE_REVIEW_ROUNDS", 3)
 AITEAM_SANDBOX_TIMEOUT_S = env_float("AITEAM_SANDBOX_TIMEOUT_S", 120.0)

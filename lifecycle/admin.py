@@ -42,6 +42,7 @@ from lifecycle.replay.admin import ReplayAdminMixin
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
+from lifecycle.services.delivery import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
@@ -257,7 +258,9 @@ class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", "repo_url", "settings"]
-        help_texts = {"settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
+        help_texts = {"repo_url": "https:// or ssh:// (or git@host:owner/repo.git) on a host the operator allows, "
+                                  "no credentials in it; empty: the built-in local remote",
+                      "settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
                                   '"deployment_approval": {"sla_hours": 4, "action": "escalate", "manager": "maria"}}, '
                                   '"reviewers_group": "web-reviewers", "notifications": {"webhook_url": "https://…"}, '
                                   '"budgets": {"requirement": {"cost_usd": "20", "tokens": 2000000}, '
@@ -270,6 +273,13 @@ class ProjectForm(forms.ModelForm):
         if taken.exists():
             raise forms.ValidationError(f"another project of this organization is already '{slug}'")
         return slug
+
+    def clean_repo_url(self):
+        """The worker hands this to git outside the sandbox: only a remote the operator's rule allows."""
+        url = self.cleaned_data["repo_url"]
+        if url and (reason := tenant_remote(self.instance, url).refusal()):
+            raise forms.ValidationError(f"This remote {reason}.")
+        return url
 
     def clean_settings(self):
         value = self.cleaned_data["settings"] or {}

@@ -1,7 +1,8 @@
 """System checks: refuse to start with step time budgets out of order, bad review policies, or a model
-without a price."""
+without a price; warn about stored git remotes the operator's rule refuses."""
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Tags, Warning, register
+from django.db import DatabaseError
 
 
 @register()
@@ -33,3 +34,22 @@ def output_limits_valid(app_configs, **kwargs):
     bad = [f"{role}={value!r}" for role, value in limits.items() if type(value) is not int or value < 1]
     return [Error(f"AITEAM_MAX_OUTPUT_TOKENS: each limit is a positive whole number of tokens: {', '.join(bad)}",
                   id="aiteam.E004")] if bad else []
+
+
+@register(Tags.database)
+def repo_urls_allowed(app_configs, databases=None, **kwargs):
+    """A repo_url saved before the rule, or before the operator narrowed AITEAM_GIT_HOSTS: delivery refuses it.
+    Reads rows, so only when asked to (`migrate`, `check --database default`), like Django's own database checks."""
+    from lifecycle.models import Project
+    from lifecycle.services.delivery import tenant_remote
+
+    if "default" not in (databases or ()):
+        return []
+    try:
+        projects = list(Project.objects.exclude(repo_url="").select_related("organization").order_by("pk"))
+    except DatabaseError:  # not migrated yet: nothing stored to check
+        return []
+    refused = [(p, reason) for p in projects if (reason := tenant_remote(p, p.repo_url).refusal())]
+    return [Warning(f"project {p} (id {p.pk}): repo_url {reason}; delivery refuses it until an admin of its "
+                    "organization changes it", hint="docs/operations.md, Delivery: which remotes are allowed",
+                    obj=p, id="aiteam.W001") for p, reason in refused]

@@ -6,10 +6,11 @@ Pure Python (no Django): the caller builds a DeliveryPlan from the project's set
 from agents.delivery.errors import DeliveryError, strip_credentials
 from agents.delivery.git_remote import ensure_bare_remote
 from agents.delivery.github import GitHubClient, GitHubSettings
+from agents.delivery.remotes import Remote, RemoteRefused, remote_refusal
 from agents.delivery.saga import CompensationRecord, DeliveryPlan, DeliveryResult, deliver
 
 __all__ = [
     "ensure_bare_remote",
     "CompensationRecord", "DeliveryError", "DeliveryPlan", "DeliveryResult", "GitHubClient", "GitHubSettings",
-    "deliver", "strip_credentials",
+    "Remote", "RemoteRefused", "deliver", "remote_refusal", "strip_credentials",
 ]

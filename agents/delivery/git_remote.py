@@ -2,9 +2,13 @@
 
 Plain git through subprocess with the workspace's fixed author and no user or system
 config, like ``agents.workspace``. The remote is addressed by URL, never by a configured
-remote name, so nothing is written into the workspace's .git/config (a URL there could
-hold a token). Pushes name the exact commit and never force: a remote branch that moved
-elsewhere is somebody's work, reported as an error, never overwritten. Undoing uses
+remote name, so nothing is written into the workspace's .git/config. Every git call that
+names a remote checks it against the operator's rule first (``agents.delivery.remotes``),
+puts ``--`` before it and allows git only the schemes that rule allows; the operator's ssh
+agent is never passed on (a tenant's remote must not push with the operator's key).
+
+Pushes name the exact commit and never force: a remote branch that moved elsewhere is
+somebody's work, reported as an error, never overwritten. Undoing uses
 ``--force-with-lease`` on the commit we pushed, for the same reason.
 """
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.delivery.errors import DeliveryError, strip_credentials
+from agents.delivery.remotes import Remote
 from agents.workspace import AUTHOR
 
 GIT_TIMEOUT_S = 120.0
@@ -36,23 +41,23 @@ class PushOutcome:
         return self.previous is None
 
 
-def push_branch(workspace: Path, branch: str, remote_url: str, *, base: str = "main") -> PushOutcome:
+def push_branch(workspace: Path, branch: str, remote: Remote, *, base: str = "main") -> PushOutcome:
     """Make the remote's `branch` point at the workspace's `branch`; a no-op when it already does."""
-    outcome = inspect_push(workspace, branch, remote_url, base=base)
+    outcome = inspect_push(workspace, branch, remote, base=base)
     if not outcome.already_there:
-        push_commit(workspace, branch, remote_url, outcome.commit)
+        push_commit(workspace, branch, remote, outcome.commit)
     return outcome
 
 
-def inspect_push(workspace: Path, branch: str, remote_url: str, *, base: str = "main") -> PushOutcome:
+def inspect_push(workspace: Path, branch: str, remote: Remote, *, base: str = "main") -> PushOutcome:
     """What push_branch would do, without doing it: lets a caller register the undo before the push happens."""
     commit = local_commit(workspace, branch)
-    heads = remote_branches(workspace, remote_url)
+    heads = remote_branches(workspace, remote)
     return PushOutcome(branch, commit, heads.get(branch), branch_commits(workspace, commit, heads.get(base)))
 
 
-def push_commit(workspace: Path, branch: str, remote_url: str, commit: str) -> None:
-    _push(workspace, remote_url, f"{commit}:refs/heads/{branch}")
+def push_commit(workspace: Path, branch: str, remote: Remote, commit: str) -> None:
+    _push(workspace, remote, f"{commit}:refs/heads/{branch}")
 
 
 def local_commit(workspace: Path, branch: str) -> str:
@@ -62,21 +67,21 @@ def local_commit(workspace: Path, branch: str) -> str:
         raise DeliveryError(f"the workspace {workspace} has no branch {branch!r} with a commit") from None
 
 
-def delete_branch(workspace: Path, branch: str, remote_url: str, *, expected: str) -> None:
+def delete_branch(workspace: Path, branch: str, remote: Remote, *, expected: str) -> None:
     """Delete the remote branch if it still points at `expected` (the commit we pushed); gone already is fine."""
-    if branch in remote_branches(workspace, remote_url):
-        _push(workspace, remote_url, f":refs/heads/{branch}", lease=(branch, expected))
+    if branch in remote_branches(workspace, remote):
+        _push(workspace, remote, f":refs/heads/{branch}", lease=(branch, expected))
 
 
-def restore_branch(workspace: Path, branch: str, remote_url: str, *, to: str, expected: str) -> None:
+def restore_branch(workspace: Path, branch: str, remote: Remote, *, to: str, expected: str) -> None:
     """Move the remote branch back from `expected` (the commit we pushed) to `to` (where it was before us)."""
-    if remote_branches(workspace, remote_url).get(branch) != to:
-        _push(workspace, remote_url, f"{to}:refs/heads/{branch}", lease=(branch, expected))
+    if remote_branches(workspace, remote).get(branch) != to:
+        _push(workspace, remote, f"{to}:refs/heads/{branch}", lease=(branch, expected))
 
 
-def remote_branches(workspace: Path, remote_url: str) -> dict[str, str]:
+def remote_branches(workspace: Path, remote: Remote) -> dict[str, str]:
     """{branch name: commit} of the remote's heads (`git ls-remote --heads`)."""
-    out = _git(workspace, "ls-remote", "--heads", remote_url)
+    out = _remote_git(workspace, remote, ["ls-remote", "--heads"])
     pairs = (line.split("\t", 1) for line in out.splitlines() if "\t" in line)
     return {ref.removeprefix("refs/heads/"): sha for sha, ref in pairs}
 
@@ -104,21 +109,27 @@ def _has_commit(workspace: Path, sha: str) -> bool:
     return True
 
 
-def _push(workspace: Path, remote_url: str, refspec: str, *, lease: tuple[str, str] | None = None) -> None:
+def _push(workspace: Path, remote: Remote, refspec: str, *, lease: tuple[str, str] | None = None) -> None:
     options = [f"--force-with-lease=refs/heads/{lease[0]}:{lease[1]}"] if lease else []
-    _git(workspace, "push", "--porcelain", *options, remote_url, refspec)
+    _remote_git(workspace, remote, ["push", "--porcelain", *options], refspec)
 
 
-def _git(workspace: Path, *args: str) -> str:
+def _remote_git(workspace: Path, remote: Remote, command: list[str], *after: str) -> str:
+    """`git <command> -- <url> <after>`, once the remote passed the operator's rule, with only its schemes allowed."""
+    url = remote.checked_url()  # raises RemoteRefused before git starts
+    return _git(workspace, *command, "--", url, *after, config=remote.git_config())
+
+
+def _git(workspace: Path, *args: str, config: tuple[str, ...] = ()) -> str:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace), "GIT_CONFIG_NOSYSTEM": "1",
         "LANG": "C.UTF-8", "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails at once instead of waiting on a tty
-        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes", **AUTHOR,
+        # no agent, not even one a user ssh config names: a tenant's remote must not use the operator's keys in it
+        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o IdentityAgent=none", **AUTHOR,
     }
-    if "SSH_AUTH_SOCK" in os.environ:  # an ssh agent is how production may reach an ssh remote
-        env["SSH_AUTH_SOCK"] = os.environ["SSH_AUTH_SOCK"]
     try:
-        done = subprocess.run(["git", *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(["git", *config, *args], cwd=workspace, env=env, capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DeliveryError(strip_credentials(f"git {args[0]}: {exc}")) from None
     if done.returncode != 0:

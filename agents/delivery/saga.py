@@ -23,6 +23,7 @@ from typing import Any
 from agents.delivery import git_remote
 from agents.delivery.errors import DeliveryError, NoAnswer, strip_credentials
 from agents.delivery.github import GitHubClient, GitHubSettings
+from agents.delivery.remotes import Remote, RemoteRefused
 
 logger = logging.getLogger(__name__)
 EventSink = Callable[[dict[str, Any]], None]
@@ -32,7 +33,7 @@ EventSink = Callable[[dict[str, Any]], None]
 class DeliveryPlan:
     workspace: Path
     branch: str
-    remote_url: str  # may carry credentials (https://x:token@host/...); they never reach the result or a message
+    remote: Remote  # with the operator's rule, checked before every git call
     base: str = "main"
     github: GitHubSettings | None = None  # None: push only, no pull request
     title: str = ""
@@ -60,11 +61,12 @@ class DeliveryResult:
     steps: list[str] = field(default_factory=list)  # forward steps that completed
     compensations: list[CompensationRecord] = field(default_factory=list)  # in the order they ran
     error: str = ""
+    refused: bool = False  # the remote broke the operator's rule: nothing ran, a person must change it
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "succeeded": self.succeeded, "error": self.error, "remote_url": self.remote_url, "branch": self.branch,
-            "base": self.base, "repository": self.repository, "head_commit": self.head_commit,
+            "succeeded": self.succeeded, "error": self.error, "refused": self.refused, "remote_url": self.remote_url,
+            "branch": self.branch, "base": self.base, "repository": self.repository, "head_commit": self.head_commit,
             "already_on_remote": self.already_on_remote,
             "pushed_commits": [{"sha": sha, "subject": subject} for sha, subject in self.pushed_commits],
             "pull_request": self.pull_request, "steps": list(self.steps),
@@ -75,7 +77,7 @@ class DeliveryResult:
 def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> DeliveryResult:
     """Run the saga. Expected failures (git or GitHub said no) come back as a failed result, never raised."""
     saga = _Saga(on_event)
-    result = DeliveryResult(succeeded=False, remote_url=strip_credentials(plan.remote_url), branch=plan.branch,
+    result = DeliveryResult(succeeded=False, remote_url=strip_credentials(plan.remote.url), branch=plan.branch,
                             base=plan.base, repository=plan.github.repository if plan.github else None)
     client = GitHubClient.from_settings(plan.github) if plan.github else None
     try:
@@ -84,7 +86,7 @@ def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> Deliver
             saga.run("pull_request", lambda: _pull_request(plan, client, result, saga))
         result.succeeded = True
     except DeliveryError as exc:
-        result.error = str(exc)
+        result.error, result.refused = str(exc), isinstance(exc, RemoteRefused)
         result.compensations = saga.compensate()
     except BaseException:
         saga.compensate()  # a bug or an interruption must not leave a half delivery either
@@ -98,20 +100,21 @@ def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> Deliver
 
 
 def _push(plan: DeliveryPlan, result: DeliveryResult, saga: _Saga) -> str:
-    ws, branch, url = plan.workspace, plan.branch, plan.remote_url
-    outcome = git_remote.inspect_push(ws, branch, url, base=plan.base)
+    ws, branch, remote = plan.workspace, plan.branch, plan.remote
+    remote.checked_url()  # a refused remote fails before any git command starts (git_remote checks each call again)
+    outcome = git_remote.inspect_push(ws, branch, remote, base=plan.base)
     result.head_commit, result.pushed_commits = outcome.commit, outcome.commits
     result.already_on_remote = outcome.already_there
     if outcome.already_there:
         return f"{branch} already at {outcome.commit[:12]} on the remote"
     # Registered before pushing: a push that fails after the remote took it (a timeout) is still undone.
     if outcome.previous is None:
-        saga.register("delete remote branch", lambda: git_remote.delete_branch(ws, branch, url, expected=outcome.commit))
+        saga.register("delete remote branch", lambda: git_remote.delete_branch(ws, branch, remote, expected=outcome.commit))
     else:
         previous = outcome.previous
         saga.register("restore remote branch",
-                      lambda: git_remote.restore_branch(ws, branch, url, to=previous, expected=outcome.commit))
-    git_remote.push_commit(ws, branch, url, outcome.commit)
+                      lambda: git_remote.restore_branch(ws, branch, remote, to=previous, expected=outcome.commit))
+    git_remote.push_commit(ws, branch, remote, outcome.commit)
     return f"pushed {branch} at {outcome.commit[:12]} ({len(outcome.commits)} commits)"
 
 

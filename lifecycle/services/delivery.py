@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents.delivery import DeliveryPlan, GitHubSettings, ensure_bare_remote
+from agents.delivery import DeliveryPlan, GitHubSettings, Remote, ensure_bare_remote
 from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.contexts import from_ticket, ticket_of
@@ -33,9 +33,26 @@ DELIVERY = Actor.system("delivery")
 
 def remote_url(requirement: Requirement) -> str:
     """The project's remote, or a local bare repository for the embedded default (created on first use)."""
-    if requirement.project.repo_url:
-        return requirement.project.repo_url
-    return ensure_bare_remote(default_remote_path(requirement.project))
+    return project_remote(requirement.project).url
+
+
+def project_remote(project: Project) -> Remote:
+    """The remote delivery pushes to, with the operator's rule that git_remote checks before every git call."""
+    if not project.repo_url:  # the operator's own place for default remotes, whatever AITEAM_GIT_LOCAL_ROOT says
+        path = ensure_bare_remote(default_remote_path(project))
+        return Remote(path, local_root=Path(settings.AITEAM_REMOTES_ROOT), own_path=_own_path(project))
+    return tenant_remote(project, project.repo_url)
+
+
+def tenant_remote(project: Project, url: str) -> Remote:
+    """`url` as the project's repo_url, under the operator's rule: `tenant_remote(p, url).refusal()` is None when
+    it may be saved (the Project admin) and delivered to."""
+    return Remote(url, hosts=tuple(settings.AITEAM_GIT_HOSTS), local_root=settings.AITEAM_GIT_LOCAL_ROOT,
+                  own_path=_own_path(project))
+
+
+def _own_path(project: Project) -> str:
+    return f"{project.organization_id}/{project.pk}.git"
 
 
 def default_remote_path(project: Project) -> Path:
@@ -46,14 +63,14 @@ def default_remote_path(project: Project) -> Path:
     rename them. Ids are unique and never change. Remotes created under the older "<org slug>-<project
     slug>.git" name are left where they are and no longer written: the next delivery pushes its branch to the
     new repository; an operator who wants the old branches there moves or pushes them by hand."""
-    return Path(settings.AITEAM_REMOTES_ROOT) / str(project.organization_id) / f"{project.pk}.git"
+    return Path(settings.AITEAM_REMOTES_ROOT) / _own_path(project)
 
 
 def delivery_plan(requirement_id) -> DeliveryPlan:
     requirement = Requirement.objects.select_related("project", "organization").get(pk=requirement_id)
     workspace = workspace_for(requirement)
     return DeliveryPlan(
-        workspace=workspace.path, branch=workspace.branch, remote_url=remote_url(requirement),
+        workspace=workspace.path, branch=workspace.branch, remote=project_remote(requirement.project),
         base=requirement.project.settings.get("base_branch", "main"), github=_github(requirement),
         title=f"aiteam: {requirement.title or requirement.brief[:60]}", body=_pull_body(requirement),
     )
@@ -68,15 +85,25 @@ def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
                        role=DELIVERY.role)
         if not output["succeeded"]:
             emit(requirement, "DeliveryFailed", {"error": output["error"], "compensations": output["compensations"]})
-            error = f"delivery failed, compensated: {output['error']}"
-            step_failure_route_locked(  # git or GitHub refused: infrastructure, retried with backoff, then an operator
-                lease=lease, step=step, requirement=requirement, summary=error,
-                failure=Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("DeliveryError",), error=error))
+            failure = _delivery_failure(output)
+            step_failure_route_locked(lease=lease, step=step, requirement=requirement, summary=failure.error,
+                                      failure=failure)
             return
         transition(requirement, "deploy", actor=DELIVERY, metadata={"branch": output["branch"],
                                                                     "pull_request": output.get("pull_request")})
         emit(requirement, "Deployed", {"branch": output["branch"], "remote": output["remote_url"]})
         step_finish(step)
+
+
+def _delivery_failure(output: dict[str, Any]) -> Failure:
+    """git or GitHub refused: infrastructure, retried with backoff, then an operator. A remote the operator's rule
+    refuses (a stored repo_url that no longer passes) is permanent: no rule retries it, a person changes it."""
+    if output.get("refused"):
+        error = (f"delivery refused before any git command: {output['error']}. An admin of the organization sets the "
+                 "project's repo_url to an allowed remote (docs/operations.md, Delivery), then retries.")
+        return Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("RemoteRefused",), error=error)
+    error = f"delivery failed, compensated: {output['error']}"
+    return Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("DeliveryError",), error=error)
 
 
 def _github(requirement: Requirement) -> GitHubSettings | None:

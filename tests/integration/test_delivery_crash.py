@@ -27,15 +27,15 @@ def state_of(req) -> str:
 
 
 def test_redelivery_after_a_kill_mid_push_pushes_once_and_opens_one_pull_request(start_worker, alice, rita, tmp_path):
-    bare, marker = tmp_path / "remote.git", tmp_path / "push-started"
+    project = Project.objects.get(organization__slug="acme", slug="default")
+    remotes, marker = tmp_path / "remotes", tmp_path / "push-started"
+    bare = remotes / str(project.organization_id) / f"{project.pk}.git"  # the project's own local remote
     slow_remote(bare, marker)
     with FakeGitHubServer(TOKEN) as github:
-        project = Project.objects.get(organization__slug="acme", slug="default")
-        project.repo_url = str(bare)
         project.settings = {"github": {"repository": "acme/readinglist", "api_url": github.url}}
         project.save()
-        env = {"AITEAM_WORKSPACE_ROOT": str(settings.AITEAM_WORKSPACE_ROOT), "GITHUB_TOKEN": TOKEN,
-               "AITEAM_GITHUB_API_URLS": github.url}
+        env = {"AITEAM_WORKSPACE_ROOT": str(settings.AITEAM_WORKSPACE_ROOT), "AITEAM_REMOTES_ROOT": str(remotes),
+               "GITHUB_TOKEN": TOKEN, "AITEAM_GITHUB_API_URLS": github.url}
         doomed = start_worker("pusher", **env)
         req = submit(alice)
         wait_for(lambda: state_of(req) == "user_stories_created", what="stories", timeout=30)

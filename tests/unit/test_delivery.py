@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.delivery import DeliveryError, DeliveryPlan, GitHubClient, GitHubSettings, deliver, strip_credentials
+from agents.delivery import DeliveryError, DeliveryPlan, GitHubClient, GitHubSettings, Remote, deliver, strip_credentials
 from agents.delivery.git_remote import push_branch, remote_branches
 from tests.fakes.github_server import FakeGitHubServer
 
@@ -63,9 +63,16 @@ def github():
         yield fake
 
 
+def allowed(remote: Path | str) -> Remote:
+    """A local remote allowed as its directory's own repository; a URL's host allowed."""
+    if isinstance(remote, Path):
+        return Remote(str(remote), local_root=remote.parent, own_path=remote.name)
+    return Remote(remote, hosts=("127.0.0.1",))
+
+
 def plan_for(workspace: Path, remote: Path | str, github: FakeGitHubServer | None = None, token: str = TOKEN) -> DeliveryPlan:
     settings = GitHubSettings(repository="acme/shop", token=token, api_url=github.url, timeout_s=5) if github else None
-    return DeliveryPlan(workspace=workspace, branch=BRANCH, remote_url=str(remote), github=settings,
+    return DeliveryPlan(workspace=workspace, branch=BRANCH, remote=allowed(remote), github=settings,
                         title="Add calc", body="Implements the calculator stories.")
 
 
@@ -76,7 +83,7 @@ def test_it_pushes_the_branch_at_the_workspace_head_and_reports_what_it_pushed(w
 
     head = git(workspace, "rev-parse", BRANCH)
     assert result.succeeded, result.error
-    assert remote_branches(workspace, str(remote))[BRANCH] == head == result.head_commit
+    assert remote_branches(workspace, allowed(remote))[BRANCH] == head == result.head_commit
     assert [subject for _, subject in result.pushed_commits] == ["add calc.py", "add test_calc.py"]
     assert result.pushed_commits[-1][0] == head
     assert (result.steps, result.compensations, result.already_on_remote, result.pull_request) == (["push"], [], False, None)
@@ -107,7 +114,7 @@ def test_a_rejected_push_fails_and_leaves_nothing_on_the_remote(workspace, remot
     assert "pushes are frozen today" in result.error
     assert result.steps == []
     assert all(c.ok for c in result.compensations)
-    assert BRANCH not in remote_branches(workspace, str(remote))
+    assert BRANCH not in remote_branches(workspace, allowed(remote))
 
 
 def test_a_remote_that_does_not_exist_is_a_failed_result_not_an_exception(workspace, tmp_path):
@@ -126,7 +133,7 @@ def test_a_failed_pull_request_deletes_the_branch_this_delivery_pushed(workspace
     assert "500" in result.error and "GitHub is having a bad day" in result.error
     assert result.steps == ["push"]
     assert [(c.name, c.ok) for c in result.compensations] == [("delete remote branch", True)]  # no PR to close
-    assert BRANCH not in remote_branches(workspace, str(remote))
+    assert BRANCH not in remote_branches(workspace, allowed(remote))
     assert github.creations == 0
 
 
@@ -138,11 +145,11 @@ def test_a_failed_pull_request_moves_a_branch_it_fast_forwarded_back(workspace, 
     result = deliver(plan_for(workspace, remote, github))
 
     assert [(c.name, c.ok) for c in result.compensations] == [("restore remote branch", True)]
-    assert remote_branches(workspace, str(remote))[BRANCH] == older
+    assert remote_branches(workspace, allowed(remote))[BRANCH] == older
 
 
 def test_a_redelivery_after_a_crash_between_push_and_pull_request_pushes_once_and_opens_one_pull(workspace, remote, github):
-    push_branch(workspace, BRANCH, str(remote))  # the first run died right after this
+    push_branch(workspace, BRANCH, allowed(remote))  # the first run died right after this
 
     result = deliver(plan_for(workspace, remote, github))
     again = deliver(plan_for(workspace, remote, github))
@@ -193,13 +200,13 @@ def test_a_pull_request_someone_else_opened_meanwhile_is_not_closed_by_the_undo(
 
 
 def test_a_failed_pull_request_keeps_a_branch_an_earlier_run_pushed(workspace, remote, github):
-    push_branch(workspace, BRANCH, str(remote))
+    push_branch(workspace, BRANCH, allowed(remote))
     github.fail_next_create(500)
 
     result = deliver(plan_for(workspace, remote, github))
 
     assert not result.succeeded and result.compensations == []
-    assert BRANCH in remote_branches(workspace, str(remote))
+    assert BRANCH in remote_branches(workspace, allowed(remote))
 
 
 def test_the_token_never_appears_in_results_errors_or_logs(workspace, remote, github, caplog):
@@ -254,4 +261,4 @@ def test_an_unexpected_error_after_the_push_still_undoes_the_push_and_is_raised(
 
     with pytest.raises(RuntimeError, match="a bug"):
         deliver(plan_for(workspace, remote, github))
-    assert BRANCH not in remote_branches(workspace, str(remote))
+    assert BRANCH not in remote_branches(workspace, allowed(remote))

@@ -11,6 +11,7 @@ from agents.sandbox import TestReport
 from agents.workspace import GitError, Workspace
 from lifecycle.models import Project
 from lifecycle.services.artifacts import content_json
+from lifecycle.services.delivery import default_remote_path
 from tests.answers import BA_STORIES, PO_CLEAR, answer
 from tests.conftest import api_for, staff_client
 from tests.flows import decide, fresh, pending, submit, transitions
@@ -209,12 +210,11 @@ def test_an_acceptance_gap_goes_to_a_human_for_the_ba_then_qc_tests_the_restated
 
 def test_a_refused_push_is_retried_then_an_operator_decides(alice, rita, settings, tmp_path):
     settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
-    bare = tmp_path / "locked.git"
+    bare = default_remote_path(Project.objects.get(organization__memberships__user=alice))  # the project's own remote
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'remote is read-only' >&2\nexit 1\n")
     hook.chmod(0o755)
-    Project.objects.filter(organization__memberships__user=alice).update(repo_url=str(bare))
     req = approved(alice, rita)
     decide(pending(req, "deployment_approval"), rita, "approve")
     req = fresh(req)

@@ -8,6 +8,7 @@ from agents.ci_config import check_workflow, sandbox_command
 from agents.sandbox import run_tests
 from lifecycle.models import Project, Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.delivery import default_remote_path
 from lifecycle.services.development import workspace_for
 from tests.flows import decide, fresh, pending, submit, transitions
 
@@ -118,12 +119,11 @@ def test_qc_fails_a_build_that_passes_its_own_tests_but_misses_a_criterion(alice
 
 
 def test_a_push_failure_is_compensated_and_leaves_the_requirement_ready_to_deploy(alice, rita, remotes, tmp_path):
-    bare = tmp_path / "locked.git"
+    bare = default_remote_path(alice.memberships.get().organization.projects.get())  # the project's own remote
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'remote is read-only' >&2\nexit 1\n")
     hook.chmod(0o755)
-    Project.objects.filter(pk=alice.memberships.get().organization.projects.get().pk).update(repo_url=str(bare))
     req = to_deployment_gate(alice, rita)
     decide(pending(req, "deployment_approval"), rita, "approve")
     req = fresh(req)

@@ -144,10 +144,13 @@ def _workspace(requirement: Requirement):
     return workspace_for(requirement).path
 
 
-def _remote_of(requirement: Requirement) -> str:
+def _remote_of(requirement: Requirement):
     from lifecycle.services.artifacts import content_json, latest
+    from lifecycle.services.delivery import project_remote
 
-    return content_json(latest(requirement, "delivery", "delivery"))["remote_url"]
+    remote = project_remote(requirement.project)
+    assert remote.url == content_json(latest(requirement, "delivery", "delivery"))["remote_url"]
+    return remote
 
 
 def test_the_admin_action_replays_the_selected_requirements_and_shows_the_comparison(alice):
