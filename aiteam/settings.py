@@ -31,7 +31,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "django_celery_beat",
     "lifecycle",
@@ -109,7 +108,7 @@ EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.Emai
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "lifecycle.api.authentication.ApiTokenAuthentication",  # hashed, expiring (ADR 23)
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -202,6 +201,10 @@ AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
 # What autonomous mode does when a budget runs out (lifecycle/services/budget_gate.py); logged as a policy decision.
 AITEAM_BUDGET_POLICY = env_choice("AITEAM_BUDGET_POLICY", "terminate", ("terminate", "approve_partial", "override_budget"))
 AITEAM_BUDGET_POLICY_MAX_OVERRIDES = env_int("AITEAM_BUDGET_POLICY_MAX_OVERRIDES", 1)
+# How long a new API token works (days); tokens are stored hashed and can be revoked in the admin.
+AITEAM_TOKEN_TTL_DAYS = env_int("AITEAM_TOKEN_TTL_DAYS", 90)
+if AITEAM_TOKEN_TTL_DAYS < 1:
+    raise ImproperlyConfigured(f"AITEAM_TOKEN_TTL_DAYS={AITEAM_TOKEN_TTL_DAYS}: expected a whole number of days, 1 or more")
 AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
 # Which secrets a project's GitHub settings may use, and where they may be sent (comma-separated).
 AITEAM_GITHUB_TOKEN_ENVS = [v for v in env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN").split(",") if v]

@@ -9,9 +9,10 @@ import ipaddress
 import socket
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from lifecycle.models import ApiToken
+from lifecycle.services.tokens import token_issue
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 
 _real_connect = socket.socket.connect
@@ -79,9 +80,10 @@ def oscar(globex):
 
 
 def api_for(user) -> APIClient:
+    """An API client sending a new token of `user`'s (none for None)."""
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(token=ApiToken(user=user, name='tests'))}")
     return client
 
 

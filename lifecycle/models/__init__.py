@@ -12,9 +12,10 @@ from lifecycle.models.routing import FailureRoute
 from lifecycle.models.steps import Step
 from lifecycle.models.stories import UserStory
 from lifecycle.models.tenancy import Membership, Organization, Project
+from lifecycle.models.tokens import ApiToken
 
 __all__ = [
-    "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
+    "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
     "OutboxEvent", "Project",
     "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",

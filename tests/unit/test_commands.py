@@ -13,11 +13,10 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from rest_framework.authtoken.models import Token
 
 from lifecycle.management.commands.aiteam_demo import Command as Demo
 from lifecycle.management.commands.aiteam_demo import brief_from_text
-from lifecycle.models import Membership, Requirement
+from lifecycle.models import ApiToken, Membership, Requirement
 from tests.conftest import api_for
 from tests.flows import SAMPLE
 
@@ -26,12 +25,12 @@ ONE_LINE = "A reading list CLI: add books with title and author, mark them read,
 
 
 @pytest.mark.django_db
-def test_aiteam_user_creates_org_user_and_token_once():
+def test_aiteam_user_creates_org_user_and_membership_once_and_a_token_each_run():
     out1, out2 = StringIO(), StringIO()
     call_command("aiteam_user", org="acme", username="alice", role="reviewer", stdout=out1)
     call_command("aiteam_user", org="acme", username="alice", role="admin", stdout=out2)
-    token = out1.getvalue().strip()
-    assert token == out2.getvalue().strip() == Token.objects.get(user__username="alice").key
+    first, second = out1.getvalue().strip(), out2.getvalue().strip()
+    assert first != second and ApiToken.objects.filter(user__username="alice").count() == 2
     membership = Membership.objects.get(user__username="alice")
     assert (membership.organization.slug, membership.role) == ("acme", "admin")
     assert membership.organization.projects.filter(slug="default").exists()

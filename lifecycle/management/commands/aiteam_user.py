@@ -1,17 +1,20 @@
-"""Create (or reuse) an organization and a user with a role in it; print the user's API token."""
+"""Create (or reuse) an organization and a user with a role in it; print a new API token for the user.
+
+The token is shown here once: only its digest is stored. Each run issues another; revoke old ones in the admin.
+"""
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
-from lifecycle.models import Membership, Organization, Project
+from lifecycle.models import ApiToken, Membership, Organization, Project
+from lifecycle.services.tokens import token_issue
 from lifecycle.states import Role
 
 
 class Command(BaseCommand):
-    help = "Create or reuse an organization and a member with a role; prints the member's API token."
+    help = "Create or reuse an organization and a member with a role; prints a new API token (shown only now)."
 
     def add_arguments(self, parser):
         parser.add_argument("--org", required=True, help="organization slug (letters, digits, - and _; created if missing)")
@@ -19,9 +22,10 @@ class Command(BaseCommand):
         parser.add_argument("--role", required=True, choices=Role.values)
         parser.add_argument("--project", default="default", help="project slug (created if missing)")
         parser.add_argument("--staff", action="store_true", help="also let the user log into the admin")
+        parser.add_argument("--token-name", default="aiteam_user", help="what the new token is for (shown in the admin)")
 
     @transaction.atomic
-    def handle(self, *args, org, username, role, project, staff, **options):
+    def handle(self, *args, org, username, role, project, staff, token_name, **options):
         _check_slug("--org", org, Organization)
         _check_slug("--project", project, Project)
         _check_username(username)
@@ -32,8 +36,7 @@ class Command(BaseCommand):
             user.is_staff = True
             user.save(update_fields=["is_staff"])
         Membership.objects.update_or_create(user=user, organization=organization, defaults={"role": role})
-        token, _ = Token.objects.get_or_create(user=user)
-        self.stdout.write(token.key)
+        self.stdout.write(token_issue(token=ApiToken(user=user, name=token_name)))
 
 
 def _check_slug(option: str, value: str, model) -> None:
