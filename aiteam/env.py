@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+# DRF's request rates: a count per second, minute, hour or day ("60/min", "1000/day")
+_RATE = re.compile(r"[0-9]+/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -57,4 +60,14 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name, default).strip()
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate such as `60/min`; `off` for no limit (None)."""
+    value = os.environ.get(name, default).strip()
+    if value.lower() == "off":
+        return None
+    if not _RATE.fullmatch(value):
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a rate such as 60/min (per s, min, hour or day) or off")
     return value

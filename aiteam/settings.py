@@ -3,12 +3,13 @@
 Embedded default (no DATABASE_URL, no CELERY_BROKER_URL, no ANTHROPIC_API_KEY): SQLite,
 Celery eager, replay LLM with the bundled cassette, autonomous approvals (logged).
 """
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_str
+from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_rate, env_str
 from aiteam.timeouts import StepTimeouts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -33,6 +34,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_beat",
+    "axes",
     "lifecycle",
     "agents",
 ]
@@ -47,6 +49,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires: answers a locked-out login with 429
 ]
 
 ROOT_URLCONF = "aiteam.urls"
@@ -84,7 +87,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
 if not DATABASE_URL:
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/: SQLite cannot create its file without it
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
+AUTH_PASSWORD_VALIDATORS = [{"NAME": f"django.contrib.auth.password_validation.{name}"} for name in (
+    "UserAttributeSimilarityValidator", "MinimumLengthValidator", "CommonPasswordValidator", "NumericPasswordValidator")]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -106,6 +110,37 @@ LOGIN_URL = "admin:login"
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 
+# --- behind a TLS proxy, abuse limits -----------------------------------------------------
+# The one switch for a deployment behind a TLS-terminating proxy that sets X-Forwarded-Proto: cookies over https
+# only, HSTS, http redirected to https but for /healthz (container probes speak plain http inside).
+AITEAM_BEHIND_TLS_PROXY = env_bool("AITEAM_BEHIND_TLS_PROXY", False)
+if AITEAM_BEHIND_TLS_PROXY:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("AITEAM_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = True
+# Proxies whose X-Forwarded-For entry names the client (lifecycle.origin.client_address); with none, a client could
+# claim any address to the rate limits and the login lockout.
+AITEAM_PROXY_COUNT = env_int("AITEAM_PROXY_COUNT", 1 if AITEAM_BEHIND_TLS_PROXY else 0)
+# Rate limits and their counts live in the cache: Redis, shared by every process, when there is one (the broker's
+# unless AITEAM_CACHE_URL names another); each process's memory on the embedded default.
+AITEAM_CACHE_URL = env_str("AITEAM_CACHE_URL") or (
+    env_str("CELERY_BROKER_URL") if env_str("CELERY_BROKER_URL").startswith(("redis://", "rediss://")) else "")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": AITEAM_CACHE_URL,
+                      "KEY_PREFIX": "aiteam-cache"} if AITEAM_CACHE_URL
+          else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Admin login lockout (django-axes, counted in the database): after AITEAM_LOGIN_FAILURE_LIMIT failures for one
+# username or from one address, its logins are refused (429) until AITEAM_LOGIN_COOLOFF_MIN minutes pass after the
+# last failure; a success clears the count. Django's own backend still checks the password.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("AITEAM_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("AITEAM_LOGIN_COOLOFF_MIN", 15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "lifecycle.origin.client_address"
+AXES_VERBOSE = False  # no banner from every process as it starts
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "lifecycle.api.authentication.ApiTokenAuthentication",  # hashed, expiring (ADR 23)
@@ -118,6 +153,12 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "lifecycle.api.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "lifecycle.api.pagination.Pages",
     "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": [f"lifecycle.api.throttles.{name}" for name in (
+        "AnonRateThrottle", "UserRateThrottle", "SubmissionRateThrottle")],
+    "DEFAULT_THROTTLE_RATES": {"anon": env_rate("AITEAM_THROTTLE_ANON", "60/min"),
+                               "user": env_rate("AITEAM_THROTTLE_USER", "600/min"),
+                               "submit": env_rate("AITEAM_THROTTLE_SUBMIT", "30/min")},
+    "NUM_PROXIES": AITEAM_PROXY_COUNT,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "aiteam API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False,

@@ -9,6 +9,7 @@ import ipaddress
 import socket
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from lifecycle.models import ApiToken
@@ -41,6 +42,14 @@ def _reviewers_decide(settings, tmp_path):
     Generated code goes to a per-test workspace root, never into the repository's var/."""
     settings.AITEAM_AUTONOMOUS = False
     settings.AITEAM_WORKSPACE_ROOT = tmp_path / "workspaces"
+
+
+@pytest.fixture(autouse=True)
+def _rate_limits_count_from_zero(settings):
+    """Rate-limit counts live in the cache: each test starts with an empty one in memory, so no test is throttled
+    by the requests of the tests before it, nor of another run sharing the Redis of CELERY_BROKER_URL."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
+    cache.clear()
 
 
 @pytest.fixture

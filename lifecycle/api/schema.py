@@ -6,6 +6,7 @@ from drf_spectacular.openapi import AutoSchema
 from lifecycle.api.serializers import ErrorOut
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds until a request may succeed"}}
 
 
 class ApiSchema(AutoSchema):
@@ -16,6 +17,8 @@ class ApiSchema(AutoSchema):
         body = {"application/json": {"schema": self.resolve_serializer(ErrorOut, "response").ref}}
         for code, description in self.common_errors().items():
             operation["responses"].setdefault(str(code), {"description": description, "content": body})
+        if "429" in operation["responses"]:
+            operation["responses"]["429"].setdefault("headers", RETRY_AFTER)
         return operation
 
     def common_errors(self) -> dict[int, str]:

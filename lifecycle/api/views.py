@@ -23,6 +23,7 @@ CONFLICT = OpenApiResponse(s.ErrorOut, description="an illegal transition: the o
 
 class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.RequirementOut
+    submission_actions = ("create", "replay")  # they start work: the tighter rate limit (lifecycle/api/throttles.py)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the OpenAPI generator: types only, no user
@@ -93,6 +94,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     description="open: still to decide (open, claimed or escalated); else one state")]))
 class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = s.ReviewTaskOut
+    submission_actions = ("decision",)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -2,7 +2,10 @@
 
 The token is shown here once: only its digest is stored. Each run issues another; revoke old ones in the admin.
 """
+import sys
+
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
@@ -14,6 +17,7 @@ from lifecycle.states import Role
 
 
 class Command(BaseCommand):
+    stealth_options = ("stdin",)  # as createsuperuser: tests pass a stream
     help = "Create or reuse an organization and a member with a role; prints a new API token (shown only now)."
 
     def add_arguments(self, parser):
@@ -22,6 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--role", required=True, choices=Role.values)
         parser.add_argument("--project", default="default", help="project slug (created if missing)")
         parser.add_argument("--staff", action="store_true", help="also let the user log into the admin")
+        parser.add_argument("--password-stdin", action="store_true",
+                            help="set the user's password to the first line of standard input (Django's validators check it)")
         parser.add_argument("--token-name", default="aiteam_user", help="what the new token is for (shown in the admin)")
 
     @transaction.atomic
@@ -32,6 +38,8 @@ class Command(BaseCommand):
         organization, _ = Organization.objects.get_or_create(slug=org, defaults={"name": org})
         Project.objects.get_or_create(organization=organization, slug=project, defaults={"name": project})
         user, _ = get_user_model().objects.get_or_create(username=username)
+        if options["password_stdin"]:
+            _set_password(user, (options.get("stdin") or sys.stdin).readline().rstrip("\r\n"))
         if staff and not user.is_staff:
             user.is_staff = True
             user.save(update_fields=["is_staff"])
@@ -55,3 +63,12 @@ def _check_username(username: str) -> None:
         field.clean(username, None)
     except ValidationError as exc:
         raise CommandError(f"--username {username!r}: {' '.join(exc.messages)}") from None
+
+
+def _set_password(user, password: str) -> None:
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        raise CommandError(f"--password-stdin: the password is refused: {' '.join(exc.messages)}") from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
