@@ -45,9 +45,11 @@ def _reviewers_decide(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _rate_limits_count_from_zero(settings):
-    """Rate-limit counts live in the cache: each test starts with an empty one in memory, so no test is throttled
-    by the requests of the tests before it, nor of another run sharing the Redis of CELERY_BROKER_URL."""
+def _rate_limits_out_of_the_way(settings):
+    """No test is throttled unless it sets the limits it tests (tests/unit/test_throttling.py): the rates are high,
+    and each test counts from zero in an empty in-memory cache, never another run's counts in a shared Redis."""
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {"anon": "100000/min", "user": "100000/min", "submit": "100000/min"}}
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
     cache.clear()
 
