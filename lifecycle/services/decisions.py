@@ -12,9 +12,9 @@ from lifecycle.budget_limits import problems
 from lifecycle.errors import DomainError, IllegalTransition
 from lifecycle.models import ReviewTask
 from lifecycle.services import outcomes
-from lifecycle.services.assignment import lock_task_requirement
+from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
 from lifecycle.services.outbox import emit
-from lifecycle.services.reviews import REQUIRED_TEXT, ensure_can_decide
+from lifecycle.services.reviews import REQUIRED_TEXT
 from lifecycle.services.transitions import transition
 from lifecycle.states import Decision
 
@@ -30,7 +30,7 @@ def review_decide(
             pk=task_id)
         requirement = task.requirement
         if actor.is_human:
-            ensure_can_decide(actor.user, task.organization, task.requirement.project_id)
+            ensure_may_review(actor.user, task)
         if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
         texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),

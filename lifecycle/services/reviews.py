@@ -1,4 +1,4 @@
-"""Review tasks: open one, and who may decide one (lifecycle.services.decisions decides it)."""
+"""Review tasks: open one (lifecycle.services.decisions decides it; assignment says who may)."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,9 +6,7 @@ from typing import Any
 from django.db.models import Max
 from django.utils import timezone
 
-from lifecycle.errors import NotPermitted
-from lifecycle.models import Organization, Requirement, ReviewTask
-from lifecycle.services.assignment import decide_refusal
+from lifecycle.models import Requirement, ReviewTask
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import policy_for
 from lifecycle.states import REVIEW_OPTIONS, Decision
@@ -36,9 +34,3 @@ def review_open(
     )
     emit(requirement, "ReviewTaskOpened", {"review_task": str(task.pk), "kind": kind})
     return task
-
-
-def ensure_can_decide(user: Any, organization: Organization, project_id: Any = None) -> None:
-    refusal = decide_refusal(user, organization, project_id=project_id)
-    if refusal:
-        raise NotPermitted(refusal)
