@@ -5,7 +5,6 @@ import logging
 from collections.abc import Callable
 
 from lifecycle import step_keys
-from lifecycle.actors import Actor
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
 from lifecycle.replay.runs import replay_compare, replay_review_answer
@@ -15,7 +14,6 @@ from lifecycle.services.digest import digest_refresh
 
 log = logging.getLogger("aiteam.progress")
 Handler = Callable[[OutboxEvent], None]
-AUTONOMOUS = Actor.policy("autonomous")
 
 
 def schedule_business_analyst(event: OutboxEvent) -> None:

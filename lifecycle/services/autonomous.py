@@ -11,12 +11,14 @@ from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
 from lifecycle.models import Requirement, ReviewTask
-from lifecycle.services.budget_gate import POLICY_OPTIONS, _grace
+from lifecycle.services.budget_gate import budget_grace
 from lifecycle.services.decisions import review_decide
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
 AUTONOMOUS = Actor.policy("autonomous")
+POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
+                  "override_budget": Decision.OVERRIDE_BUDGET}
 # Gates the operator pre-authorizes in autonomous mode (AITEAM_AUTONOMOUS).
 AUTONOMOUS_KINDS = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
 
@@ -61,4 +63,4 @@ def _policy_overrides_used(task: ReviewTask) -> bool:
 
 
 def _policy_override(task: ReviewTask) -> dict[str, Any]:
-    return bl.as_json(_grace(Requirement.objects.select_related("project").get(pk=task.requirement_id), task))
+    return bl.as_json(budget_grace(Requirement.objects.select_related("project").get(pk=task.requirement_id), task))

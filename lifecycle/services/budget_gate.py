@@ -42,8 +42,6 @@ PARTIAL = {
     step_keys.DESIGN_REVIEW: "the latest technical spec is approved as it is (design_ready, then the plan)",
     step_keys.CODE_REVIEW: "the code is approved as it is (test_pending, then the quality gate)",
 }
-POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
-                  "override_budget": Decision.OVERRIDE_BUDGET}
 
 
 @dataclass(frozen=True)
@@ -141,9 +139,9 @@ def budget_decision_apply(task: ReviewTask, requirement: Requirement, *, actor: 
         _ensure_room(requirement)
     elif task.decision == Decision.INJECT_CONSTRAINT:
         requirement.injected_constraints = [*requirement.injected_constraints, task.feedback]
-        _lay_over(requirement, _grace(requirement, task))
+        _lay_over(requirement, budget_grace(requirement, task))
     else:
-        _lay_over(requirement, _grace(requirement, task))
+        _lay_over(requirement, budget_grace(requirement, task))
     _resume(requirement, actor=actor, task=task)
     if task.decision == Decision.APPROVE:
         _accept_partial(requirement, actor=actor)
@@ -157,7 +155,7 @@ def _lay_over(requirement: Requirement, budget: dict[str, Any]) -> None:
     requirement.save(update_fields=["budget_overrides", "injected_constraints"])
 
 
-def _grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
+def budget_grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
     """Room again in every dimension that ran out: what is spent now plus half its limit."""
     limits, spend = _standing(requirement)
     budget: dict[str, Any] = {bl.REQUIREMENT: {}, "roles": {}}
