@@ -4,9 +4,14 @@ decision). Counts live in Django's cache, shared by every web process when it is
 `Retry-After`."""
 from __future__ import annotations
 
+import logging
+
+from redis.exceptions import RedisError
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
 from rest_framework.settings import api_settings
+
+log = logging.getLogger(__name__)
 
 
 class RatesFromSettings:
@@ -17,6 +22,14 @@ class RatesFromSettings:
 
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+
+    def allow_request(self, request, view) -> bool:
+        """A cache that does not answer lets the request through, logged: a limit must not take the API down."""
+        try:
+            return super().allow_request(request, view)
+        except (RedisError, OSError):
+            log.warning("rate limit %s not checked: the cache did not answer", self.scope, exc_info=True)
+            return True
 
 
 class AnonRateThrottle(RatesFromSettings, throttling.AnonRateThrottle):

@@ -132,3 +132,11 @@ def test_rates_are_set_from_the_environment_and_a_bad_one_stops_the_process():
     assert rates == {"anon": None, "user": "600/min", "submit": "5/hour"}
     error = settings_in({"AITEAM_THROTTLE_USER": "lots"}, "1")
     assert "AITEAM_THROTTLE_USER='lots': expected a rate such as 60/min" in error
+
+
+def test_a_cache_that_does_not_answer_lets_requests_through_instead_of_failing_them(limits, settings, alice):
+    limits(user="3/min")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": "redis://127.0.0.1:1/0"}}  # nothing listens there
+    client = api_for(alice)
+    assert [client.get(URL).status_code for _ in range(5)] == [200] * 5
