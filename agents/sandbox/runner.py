@@ -105,8 +105,9 @@ def _populate(scratch: Path, source_dir: Path, uid: int) -> None:
     # symlinks=True: following a link as root would copy files the sandbox uid may not read.
     shutil.copytree(source_dir, scratch, symlinks=True, dirs_exist_ok=True, ignore=_NOT_COPIED)
     (scratch / "tmp").mkdir(exist_ok=True)
-    if os.geteuid() == 0:
-        _chown_tree(scratch, uid)
+    owner = isolation.runs_as(uid, scratch)
+    if owner != os.geteuid():  # without the drop, root without capabilities could not write a tree it gave away
+        _chown_tree(scratch, owner)
 
 
 def _chown_tree(top: Path, uid: int) -> None:

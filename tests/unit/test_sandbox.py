@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox import SandboxLimits, TestReport, namespaces_available, run_tests, sandbox_root, slots
+from agents.sandbox import SandboxLimits, TestReport, bwrap_available, run_tests, sandbox_root, slots
 from agents.sandbox.isolation import SandboxUnavailable, wrap
 
 # One xdist worker runs every test of both sandbox modules, one at a time: they load the machine with fork
@@ -35,9 +35,9 @@ def _drops_privileges() -> bool:
 
 needs_drop = pytest.mark.skipif(
     not _drops_privileges(),
-    reason="the runner cannot drop to uid 65534 here (not root, no setpriv, or interpreter unreachable without unshare)",
+    reason="the runner cannot drop to an unprivileged uid here (not root, no setpriv, or interpreter unreachable)",
 )
-needs_namespaces = pytest.mark.skipif(not namespaces_available(), reason="unshare (net/pid/mount namespaces) unavailable here")
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable here (not installed, or not root)")
 
 
 @pytest.fixture(autouse=True)
@@ -378,7 +378,7 @@ def test_a_daemonized_grandchild_holding_the_output_neither_blocks_nor_survives(
     assert _eventually_none(f"sleep\x00{seconds}\x00".encode()) == set()
 
 
-@needs_namespaces
+@needs_bwrap
 def test_the_network_is_unreachable_even_on_loopback(tmp_path):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -403,6 +403,25 @@ def test_the_network_is_unreachable_even_on_loopback(tmp_path):
 
     assert report.ok and report.passed == 2, report.output_tail
     assert "netns" in report.isolation
+
+
+@needs_bwrap
+def test_a_test_may_serve_and_connect_on_its_own_localhost(tmp_path):
+    source = _project(tmp_path, """
+        import socket
+        import threading
+
+        def test_echoes_over_localhost():
+            with socket.create_server(("localhost", 0)) as server:
+                port = server.getsockname()[1]
+                threading.Thread(target=lambda: server.accept()[0].sendall(b"pong"), daemon=True).start()
+                with socket.create_connection(("localhost", port), timeout=2) as client:
+                    assert client.recv(4) == b"pong"
+    """)
+
+    report, _ = _run(source)
+
+    assert report.ok and report.passed == 1, report.output_tail
 
 
 def test_secrets_in_the_workers_environment_are_not_inherited(tmp_path, monkeypatch):
@@ -432,8 +451,9 @@ def test_writes_outside_the_scratch_dir_are_refused(tmp_path):
         "copied_source": source / f"escape-{token}.txt",
         "project_tree": PROJECT_TREE / f"escape-{token}.txt",
     }
-    # The copied source lives under the host's /tmp, which the mount namespace replaces: not found there.
-    source_error = "(PermissionError, FileNotFoundError)"
+    # Under bubblewrap the copied source (under the host's /tmp) and the project tree are not there at all; with the
+    # uid drop alone they are there and root's.
+    either = "(PermissionError, FileNotFoundError)"
     _project(tmp_path, f"""
         from pathlib import Path
 
@@ -441,8 +461,8 @@ def test_writes_outside_the_scratch_dir_are_refused(tmp_path):
 
         @pytest.mark.parametrize("path, error", [
             (Path.cwd().parent / "escape-{token}.txt", PermissionError),
-            (Path("{targets['copied_source']}"), {source_error}),
-            (Path("{targets['project_tree']}"), PermissionError),
+            (Path("{targets['copied_source']}"), {either}),
+            (Path("{targets['project_tree']}"), {either}),
         ])
         def test_cannot_write_outside(path, error):
             with pytest.raises(error):
@@ -461,7 +481,7 @@ def test_writes_outside_the_scratch_dir_are_refused(tmp_path):
     assert report.ok and report.passed == 4, report.output_tail
 
 
-@needs_namespaces
+@needs_bwrap
 def test_the_project_tree_is_masked_and_tmp_is_private(tmp_path):
     probe = Path("/tmp") / f"aiteam-sandbox-probe-{secrets.token_hex(4)}"
     source = _project(tmp_path, f"""

@@ -1,5 +1,6 @@
 """What a test run may reach beyond its own scratch dir: the user site-packages, the host's shared
-writable directories, other tenants' data, and a host that cannot isolate it at all.
+writable directories, host files outside the allow-list (other tenants' data among them), and a host that
+cannot isolate it at all.
 
 The runs are real sandbox runs of a tiny project (as in test_sandbox.py); no database is needed.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agents.sandbox import SandboxLimits, namespaces_available, run_tests
+from agents.sandbox import SandboxLimits, bwrap_available, run_tests
 from agents.sandbox.isolation import SandboxUnavailable
 from agents.sandbox.runner import default_command
 from agents.schemas.engineering import EngineerOutput
@@ -29,7 +30,7 @@ PYTHON_VERSION = f"python{sys.version_info.major}.{sys.version_info.minor}"
 # A system interpreter, not the venv's: a venv turns the user site off by itself, a Docker image's python does not.
 SYSTEM_PYTHON = Path(sys.base_prefix) / "bin" / PYTHON_VERSION
 needs_system_python = pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason=f"no {SYSTEM_PYTHON}")
-needs_namespaces = pytest.mark.skipif(not namespaces_available(), reason="unshare (net/pid/mount namespaces) unavailable here")
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable here (not installed, or not root)")
 FORGED_PASS = """\
 import pathlib, sys
 pathlib.Path(".report.xml").write_text('<testsuite><testcase classname="forged" name="test_all_good"/></testsuite>')
@@ -86,10 +87,10 @@ def test_a_fake_pytest_in_the_user_site_cannot_forge_a_pass(tmp_path):
     assert "forged::test_all_good" not in report.tests_run and not report.ok, report.output_tail
 
 
-@needs_namespaces
+@needs_bwrap
 def test_files_written_to_the_hosts_shared_writable_dirs_do_not_outlive_the_run(tmp_path):
     name = f"aiteam-sandbox-probe-{secrets.token_hex(4)}"
-    shared = [d for d in (Path("/dev/shm"), Path("/var/tmp"), Path("/run/lock")) if d.is_dir() and not d.is_symlink()]
+    shared = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")]
     source = _project(tmp_path, f"""
         from pathlib import Path
 
@@ -111,53 +112,106 @@ def test_files_written_to_the_hosts_shared_writable_dirs_do_not_outlive_the_run(
 
 
 @pytest.fixture
-def var_dir_outside_the_checkout():
-    """Like a deployment's /var/lib/aiteam: another tenant's workspace, readable by anyone but for the mask."""
-    var = Path("/var/lib") / f"aiteam-sandbox-test-{secrets.token_hex(4)}"
-    other = var / "workspaces" / "other-tenant"
+def another_checkout():
+    """A world-readable tree outside the allow-list, like another tenant's checkout or a var dir nobody masked."""
+    top = Path("/var/lib") / f"aiteam-sandbox-test-{secrets.token_hex(4)}"
+    other = top / "other-tenant"
     other.mkdir(parents=True)
-    for directory in (var, var / "workspaces", other):
+    for directory in (top, other):
         directory.chmod(0o755)
-    (other / "secret.py").write_text("API_KEY = 'other-tenant'\n")
+    canary = f"API_KEY = 'other-tenant-{secrets.token_hex(8)}'\n"
+    (other / "secret.py").write_text(canary)
     (other / "secret.py").chmod(0o644)
-    yield var
-    shutil.rmtree(var)
+    yield other / "secret.py", canary
+    shutil.rmtree(top)
 
 
-@needs_namespaces
-@pytest.mark.parametrize("setting, under", [("VAR_DIR", ""), ("AITEAM_WORKSPACE_ROOT", "workspaces"),
-                                            ("AITEAM_REMOTES_ROOT", "workspaces")])
-def test_another_tenants_data_under_the_var_dir_is_masked(tmp_path, settings, var_dir_outside_the_checkout, setting,
-                                                          under):
-    setattr(settings, setting, var_dir_outside_the_checkout / under)
-    other = var_dir_outside_the_checkout / "workspaces" / "other-tenant"
+def _host_only_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if len(line) > 8 and not line.startswith("#")]
+
+
+@needs_bwrap
+def test_host_files_outside_the_allow_list_cannot_be_read_nor_echoed(tmp_path, another_checkout):
+    secret, canary = another_checkout
     source = _project(tmp_path, f"""
-        import os
         from pathlib import Path
 
         import pytest
 
-        def test_cannot_list_another_tenants_workspace():
-            with pytest.raises(FileNotFoundError):
-                os.listdir("{other}")
-
-        def test_cannot_read_its_files():
-            with pytest.raises(FileNotFoundError):
-                Path("{other / 'secret.py'}").read_text()
-
-        def test_reads_its_own_copy():
-            assert "test_it.py" in os.listdir(".")
+        @pytest.mark.parametrize("path", ["/etc/passwd", "/etc/group", "/etc/hostname", "{secret}", "{secret.parent}",
+                                          "/proc/1/environ"])
+        def test_cannot_read(path):
+            try:
+                found = Path(path).read_bytes() if not Path(path).is_dir() else repr(list(Path(path).iterdir()))
+            except (FileNotFoundError, PermissionError) as refused:
+                print("refused:", path, type(refused).__name__)
+                return
+            print(found)  # into the output tail, where the tenant would read it
+            pytest.fail(path + " was readable")
     """)
 
     report = run_tests(source, limits=SMALL)
 
-    assert report.ok and report.passed == 3, report.output_tail
+    assert report.ok and report.passed == 6, report.output_tail
+    leaked = [line for line in _host_only_lines(Path("/etc/passwd")) if line in report.output_tail]
+    assert leaked == [] and canary.strip() not in report.output_tail
+
+
+CAPABILITIES_PROBE = """
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    STATUS = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+
+    @pytest.mark.parametrize("field", ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"])
+    def test_holds_no_capability(field):
+        assert int(STATUS[field], 16) == 0
+
+    def test_cannot_gain_privileges():
+        assert STATUS["NoNewPrivs"].strip() == "1"
+
+    def test_a_program_it_starts_holds_none_either():
+        out = subprocess.run(["grep", "-E", "^Cap(Prm|Eff)", "/proc/self/status"], capture_output=True, text=True)
+        assert [int(line.split()[1], 16) for line in out.stdout.splitlines()] == [0, 0]
+
+    def test_cannot_write_the_interpreter():
+        with pytest.raises(OSError):
+            (Path(os.__file__).parent / "planted.py").write_text("")
+"""
+
+
+@needs_bwrap
+def test_a_run_ends_with_its_slots_uid_no_capabilities_and_no_new_privileges(tmp_path):
+    source = _project(tmp_path, CAPABILITIES_PROBE + """
+    def test_runs_as_a_run_slot_uid():
+        assert os.getuid() >= 200_000 and os.getgid() == os.getuid() and os.getgroups() in ([], [os.getgid()])
+    """)
+
+    report = run_tests(source, limits=SMALL)
+
+    assert report.ok and report.passed == 9, report.output_tail
+
+
+@needs_bwrap
+def test_without_the_uid_drop_bubblewrap_still_drops_every_capability(tmp_path, settings, monkeypatch):
+    """setpriv missing or an interpreter the run's uid cannot reach: the command stays uid 0 inside, powerless (the
+    bounding set stays, but bwrap's no-new-privs and securebits keep a uid 0 exec from regaining anything)."""
+    monkeypatch.setattr("agents.sandbox.isolation.can_drop_privileges", lambda *args, **kwargs: False)
+    source = _project(tmp_path, CAPABILITIES_PROBE.replace(', "CapBnd"', ""))
+
+    report = run_tests(source, limits=SMALL)
+
+    assert report.ok and report.passed == 7, report.output_tail
+    assert "capabilities dropped" in report.isolation
 
 
 @pytest.fixture
 def no_isolation(monkeypatch):
-    """A worker that is not root (the Docker image's USER aiteam): no unshare, no setpriv drop."""
-    monkeypatch.setattr("agents.sandbox.isolation.namespaces_available", lambda: False)
+    """A worker that is not root (the Docker image's USER aiteam): no bubblewrap, no setpriv drop."""
+    monkeypatch.setattr("agents.sandbox.isolation.bwrap_available", lambda: False)
     monkeypatch.setattr("agents.sandbox.isolation.can_drop_privileges", lambda *args, **kwargs: False)
 
 
