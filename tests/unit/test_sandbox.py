@@ -27,7 +27,7 @@ PROJECT_TREE = Path(__file__).resolve().parents[2]
 
 
 def _drops_privileges() -> bool:
-    try:  # a scratch dir in the sandbox root: its staging area is created where real runs create it
+    try:  # a scratch dir in the sandbox root: wrap writes the run's /etc/hosts where real runs have it
         return wrap(["true"], scratch=sandbox_root() / "probe", limits=SMALL).drops_privileges
     except SandboxUnavailable:
         return False
@@ -63,7 +63,7 @@ def _run(source: Path, limits: SandboxLimits = SMALL) -> tuple[TestReport, float
 
 def _processes(cmdline_prefix: bytes) -> set[int]:
     """Any uid: a process that escaped the privilege drop must be found too. Matched by a per-test unique
-    command line, because other sandbox runs (uid 65534 too) may be going on concurrently."""
+    command line, because other sandbox runs may be going on concurrently."""
     found = set()
     for entry in os.scandir("/proc"):
         try:

@@ -22,8 +22,8 @@ from agents.sandbox.runner import default_command
 from agents.schemas.engineering import EngineerOutput
 from lifecycle.failure_rules import Failure, Route, Source, classify, error_classes
 
-# One xdist worker runs every test of both sandbox modules, one at a time: their runs share uid 65534's
-# RLIMIT_NPROC of 32, which a fork-bomb test fills (a run started meanwhile fails to exec: EAGAIN).
+# One xdist worker runs every test of both sandbox modules, one at a time: they load the machine with fork
+# bombs and runaway processes (test_sandbox.py shows a concurrent run is not starved by them).
 pytestmark = pytest.mark.xdist_group("sandbox_uid")
 SMALL = SandboxLimits(timeout_s=10, cpu_s=10, memory_bytes=512 * 1024**2, max_processes=32, max_output_chars=4000)
 PYTHON_VERSION = f"python{sys.version_info.major}.{sys.version_info.minor}"
