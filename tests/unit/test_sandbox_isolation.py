@@ -234,3 +234,14 @@ def test_the_operator_may_allow_unisolated_runs(tmp_path, settings, no_isolation
 
     assert report.ok and report.passed == 1, report.output_tail
     assert "UNISOLATED" in report.isolation and "netns" not in report.isolation
+
+
+def test_without_bubblewrap_the_report_says_what_the_run_could_reach(tmp_path, settings, monkeypatch):
+    settings.AITEAM_SANDBOX_ALLOW_UNISOLATED = True  # an interpreter under /root (pyenv) allows no drop without bwrap
+    monkeypatch.setattr("agents.sandbox.isolation.bwrap_available", lambda: False)
+    source = _project(tmp_path, "def test_passes():\n    pass\n")
+
+    report = run_tests(source, limits=SMALL)
+
+    assert report.ok and report.passed == 1, report.output_tail
+    assert report.isolation.startswith("no bwrap") and "network NOT isolated, host files readable" in report.isolation
