@@ -259,7 +259,7 @@ AITEAM_MAX_DESIGN_ROUNDS = env_int("AITEAM_MAX_DESIGN_ROUNDS", 3)
 AITEAM_MAX_CODE_REVIEW_ROUNDS = env_int("AITEAM_MAX_CODE_REVIEW_ROUNDS", 3)
 AITEAM_SANDBOX_TIMEOUT_S = env_float("AITEAM_SANDBOX_TIMEOUT_S", 120.0)
 AITEAM_SANDBOX_MEMORY_MB = env_int("AITEAM_SANDBOX_MEMORY_MB", 1024)
-# Run generated tests even where neither namespaces nor the drop to uid 65534 apply (a worker that is not root):
+# Run generated tests even where neither bubblewrap nor the drop to an unprivileged uid applies (a worker that is not root):
 # they then run as the worker's own user and can read its secrets and every tenant's workspace. Off: such a run
 # is refused (agents.sandbox.isolation.SandboxUnavailable, an operator's matter). On only for a trusted, single-
 # tenant install or a developer's machine: the embedded default is one (`make demo` as a non-root user).
