@@ -112,7 +112,7 @@ def apply_edits(files: Files, answer: Answer) -> Applied:
         if data is not None:
             changed[path] = data
     for new in answer.files:
-        data, found = _new_file(new, exists=files.get(new.path, b"") != b"")
+        data, found = _new_file(new, files.get(new.path))
         problems += found
         changed[new.path] = data
     problems += [_deletion_problem(path, files.get(path)) for path in answer.deleted
@@ -222,10 +222,12 @@ def _deletion_problem(path: str, data: Unreadable | None) -> Problem:
     return Problem(path, "unknown_file" if data is None else "not_text", f"{path} cannot be deleted: {why}")
 
 
-def _new_file(new: NewFile, *, exists: bool) -> tuple[bytes, list[Problem]]:
+def _new_file(new: NewFile, old: bytes | Unreadable | None) -> tuple[bytes, list[Problem]]:
     """Whole files are for new files (and an existing empty one, which no block could match): writing over a
     file with content would hide what changed in it and could drop what the model never saw."""
-    if exists:
+    if isinstance(old, Unreadable):
+        return b"", [Problem(new.path, "not_text", f"{new.path} is {old.why}; it cannot be written")]
+    if old:
         return b"", [Problem(new.path, "exists", f"{new.path} already exists: change it with search/replace blocks "
                              "in `edits`, not by writing the whole file")]
     return new.content.encode("utf-8"), _size_problem(new.path, new.content) + _syntax_problem(new.path, new.content)
