@@ -75,9 +75,10 @@ def join_lines(lines: list[Line]) -> str:
 
 def block_lines(text: str) -> list[str]:
     """A block's text as whole lines: whichever endings the model wrote, and one final newline or none."""
+    if not text:
+        return []  # an empty replace removes the searched lines; "\n" is one blank line
     text = text.replace("\r\n", "\n")
-    text = text[:-1] if text.endswith("\n") else text
-    return text.split("\n") if text else []
+    return (text[:-1] if text.endswith("\n") else text).split("\n")
 
 
 def common_ending(lines: list[Line]) -> str:

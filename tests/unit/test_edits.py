@@ -99,6 +99,11 @@ def test_a_file_without_a_final_newline_still_has_none(search, replace, expected
     assert applied.changed["m.py"] == expected
 
 
+def test_an_empty_replace_removes_the_lines_and_a_lone_newline_is_one_blank_line():
+    assert apply_edits({"f.txt": b"a\nb\nc\n"}, answer(edit("f.txt", "b\n", ""))).changed["f.txt"] == b"a\nc\n"
+    assert apply_edits({"f.txt": b"a\nb\nc\n"}, answer(edit("f.txt", "b\n", "\n"))).changed["f.txt"] == b"a\n\nc\n"
+
+
 def test_a_block_off_by_a_uniform_indentation_is_applied_reindented_and_recorded():
     applied = apply_edits({"m.py": MODULE}, answer(edit("m.py", "with open(path) as f:\n    return f.read()\n",
                                                         "with open(path, encoding='utf-8') as f:\n    return f.read()\n")))
@@ -165,9 +170,9 @@ def test_binary_non_utf8_and_overlarge_files_are_refused_clearly(data, why):
 
 
 def test_an_edit_that_would_grow_a_file_past_the_limit_is_refused():
-    data = b"x = 1\n" * (MAX_FILE_BYTES // 6 - 10) + b"end\n"
+    data = (b"#" * 999 + b"\n") * (MAX_FILE_BYTES // 1000 - 1) + b"end\n"
     problem = only_problem(apply_edits({"f.txt": data}, answer(edit("f.txt", "end", "z" * 19_000))))
-    assert problem.kind == "too_large" and "would be 1,018,937 bytes" in problem.message
+    assert problem.kind == "too_large" and "would be 1,018,001 bytes" in problem.message
 
 
 def test_a_blank_search_and_a_block_that_changes_nothing_are_refused():
