@@ -1,0 +1,143 @@
+"""Which files and definitions matter for a ticket: a personalised PageRank over the files of the repository.
+
+File A links to file B for each name A uses that B defines (weighted by the square root of how often A uses it),
+as in Aider's repository map. The walk restarts at the files the ticket names and the files defining the
+identifiers it names (9/10 of the restarts), so the ranking leans towards them; with no ticket it is plain
+PageRank. A definition's score is the rank that flows to it along those links. Names defined in many files (`get`,
+`save`) say little about which one is meant: they weigh a tenth, and past MAX_DEFINERS files they are left out.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.repo.index import RepoIndex
+from agents.repo.terms import identifiers
+
+DAMPING = 0.85
+MAX_DEFINERS = 20
+MANY_DEFINERS = 5
+MENTION_BOOST = 10.0
+FOCUS_SHARE = 0.9
+MAX_TICKET_CHARS = 20_000  # what steers the ranking; a longer ticket is read this far, not refused
+MAX_AMBIGUOUS_PATHS = 5  # a basename the ticket names ("utils.py") picks at most this many files
+CANDIDATE_RE = re.compile(r"[^\s'\"`()\[\]{}<>,;:!?]+")
+CODE_SPAN_RE = re.compile(r"`([^`\n]{1,200})`")
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What in the ticket (or the caller's list) steered the ranking: only names the index already holds."""
+    paths: frozenset[str]
+    identifiers: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    file_rank: dict[str, float]
+    definition_score: dict[tuple[str, str], float]  # (path, name) → rank flowing to it
+    used_by: dict[tuple[str, str], int]  # (path, name) → how many other files use it
+
+
+def focus_of(index: RepoIndex, ticket: str, paths: frozenset[str] = frozenset()) -> Focus:
+    """Files and identifiers the ticket names, matched against the index: text never becomes a path of its own."""
+    found = set(paths)
+    by_base: dict[str, list[str]] = {}
+    for path in index.paths:
+        by_base.setdefault(path.rpartition("/")[2], []).append(path)
+    ticket = ticket[:MAX_TICKET_CHARS]
+    for word in set(CANDIDATE_RE.findall(ticket)):
+        found |= _paths_named(index, by_base, word.rstrip("."))
+    defined = {s.name for s in index.symbols}
+    quoted = {w for span in CODE_SPAN_RE.findall(ticket) for w in identifiers(span)}
+    codelike = {w for w in identifiers(ticket) if "_" in w or not w.islower()}
+    names = {w for w in (quoted | codelike) & defined if len(w) >= 3}
+    return Focus(frozenset(found), frozenset(names))
+
+
+def _paths_named(index: RepoIndex, by_base: dict[str, list[str]], word: str) -> set[str]:
+    word = word.removeprefix("./")
+    module = word.replace(".", "/")
+    exact = [c for c in (word, f"{module}.py", f"{module}/__init__.py") if c in index.paths]
+    if exact:
+        return set(exact)
+    if "/" in word:
+        tails = [p for p in index.paths if p.endswith("/" + word)]
+        return set(tails) if len(tails) <= MAX_AMBIGUOUS_PATHS else set()
+    if "." in word and len(by_base.get(word, ())) <= MAX_AMBIGUOUS_PATHS:
+        return set(by_base.get(word, ()))
+    return set()
+
+
+def rank(index: RepoIndex, focus: Focus) -> Ranking:
+    nodes = sorted(index.paths)
+    at = {path: i for i, path in enumerate(nodes)}
+    src, dst, keys, weights, key_names = _links(index, focus, at)
+    out = np.bincount(src, weights=weights, minlength=len(nodes))
+    share = weights / out[src]  # each link's part of its file's outgoing weight; out[src] > 0 wherever src links
+    ranks = _pagerank(src, dst, share, out == 0, _personalisation(index, focus, at, len(nodes)))
+    scores = np.bincount(keys, weights=ranks[src] * share, minlength=len(key_names))
+    counts = np.bincount(keys, minlength=len(key_names))
+    return Ranking({path: float(ranks[i]) for i, path in enumerate(nodes)},
+                   {key: float(scores[i]) for i, key in enumerate(key_names)},
+                   {key: int(counts[i]) for i, key in enumerate(key_names)})
+
+
+def _links(index: RepoIndex, focus: Focus, at: dict[str, int]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, str]]]:
+    """(source file, target file, (target, name) key, weight) for every use of a name another file defines."""
+    definers: dict[str, set[str]] = {}
+    for symbol in index.symbols:
+        if not (symbol.name.startswith("__") and symbol.name.endswith("__")):
+            definers.setdefault(symbol.name, set()).add(symbol.path)
+    src, dst, keys, weights, key_id = [], [], [], [], {}
+    for user, names in index.references.items():
+        for name, count in names.items():
+            places = definers.get(name)
+            if not places or len(places) > MAX_DEFINERS:
+                continue
+            weight = math.sqrt(count) * _name_weight(name, len(places), focus)
+            for place in places - {user}:
+                src.append(at[user])
+                dst.append(at[place])
+                keys.append(key_id.setdefault((place, name), len(key_id)))
+                weights.append(weight)
+    return (np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(keys, dtype=np.int64),
+            np.array(weights, dtype=np.float64), list(key_id))
+
+
+def _name_weight(name: str, definer_count: int, focus: Focus) -> float:
+    weight = MENTION_BOOST if name in focus.identifiers else 1.0
+    if name.startswith("_"):
+        weight *= 0.1  # private names link a file to its own package, not to what a ticket is about
+    if definer_count > MANY_DEFINERS:
+        weight *= 0.1
+    return weight
+
+
+def _personalisation(index: RepoIndex, focus: Focus, at: dict[str, int], size: int) -> np.ndarray:
+    """Where the walk restarts: mostly at the focus, a little everywhere, so the files the focus never reaches
+    still keep the order the whole repository gives them."""
+    uniform = np.full(size, 1.0 / max(size, 1))
+    targets = set(focus.paths) | {s.path for s in index.symbols if s.name in focus.identifiers}
+    if not targets:
+        return uniform
+    vector = np.zeros(size)
+    vector[[at[path] for path in targets]] = 1.0 / len(targets)
+    return FOCUS_SHARE * vector + (1 - FOCUS_SHARE) * uniform
+
+
+def _pagerank(src: np.ndarray, dst: np.ndarray, share: np.ndarray, dangling: np.ndarray, personal: np.ndarray,
+              iterations: int = 100, tolerance: float = 1e-9) -> np.ndarray:
+    """Power iteration; a file that links nowhere hands its rank back through the restart vector."""
+    ranks = personal.copy()
+    for _ in range(iterations):
+        new = DAMPING * np.bincount(dst, weights=ranks[src] * share, minlength=len(ranks))
+        new += (DAMPING * ranks[dangling].sum() + 1 - DAMPING) * personal
+        if np.abs(new - ranks).sum() < tolerance:
+            return new
+        ranks = new
+    return ranks
