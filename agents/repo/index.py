@@ -3,9 +3,9 @@
 Cache format: one JSON file per (commit, format version, size limit) under the directory the caller gives,
 `repo-index-v{FORMAT}-{sha}-{max_bytes}.json`, written to a temporary name and renamed, so a reader never sees half
 a file and two workers indexing the same commit at once both end with a whole one. It holds the files, the
-definitions (with their search terms) and the names each Python file uses; the BM25 matrix and the ranking are
-rebuilt from it on load, being cheap next to parsing. A file that does not read back (truncated, another version)
-is rebuilt over, never trusted.
+definitions (their search terms as one space-separated string, which loads faster than a list) and the names each
+Python file uses; the links between files and the BM25 matrix are rebuilt from it when first used, being cheap next
+to parsing. A file that does not read back (truncated, another version) is rebuilt over, never trusted.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from agents.repo.files import MAX_FILE_BYTES, RepoIndexError, Skipped, read_blobs, resolve_commit, tree_entries
+from agents.repo.graph import Links, links_of
 from agents.repo.search import SymbolSearch
 from agents.repo.symbols import Symbol, parse_python
 
@@ -50,6 +51,11 @@ class RepoIndex:
         for symbol in self.symbols:
             grouped.setdefault(symbol.path, []).append(symbol)
         return grouped
+
+    @cached_property
+    def links(self) -> Links:
+        """Built on first use and kept: every map of this commit ranks over the same links."""
+        return links_of(self)
 
     @cached_property
     def searcher(self) -> SymbolSearch:
@@ -89,7 +95,7 @@ def build_index(root: Path, sha: str, max_file_bytes: int = MAX_FILE_BYTES) -> R
 def _store(cache: Path, index: RepoIndex) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "sha": index.sha, "files": [asdict(f) for f in index.files],
-               "symbols": [asdict(s) for s in index.symbols], "references": index.references,
+               "symbols": [{**asdict(s), "terms": " ".join(s.terms)} for s in index.symbols], "references": index.references,
                "skipped": [asdict(s) for s in index.skipped]}
     fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name, suffix=".tmp")
     try:
@@ -108,12 +114,12 @@ def _load(cache: Path, sha: str) -> RepoIndex | None:
         if payload.get("format") != FORMAT or payload.get("sha") != sha:
             return None
         return RepoIndex(sha, [FileInfo(**f) for f in payload["files"]],
-                         [Symbol(**{**s, "terms": tuple(s["terms"])}) for s in payload["symbols"]],
+                         [Symbol(**{**s, "terms": tuple(s["terms"].split())}) for s in payload["symbols"]],
                          payload["references"],
                          [Skipped(**s) for s in payload["skipped"]], from_cache=True)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError):  # truncated, hand-edited or from another version
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # truncated, hand-edited or from another version
         return None
 
 

@@ -1,14 +1,12 @@
-"""Which files and definitions matter for a ticket: a personalised PageRank over the files of the repository.
+"""Which files and definitions matter for a ticket: a personalised PageRank over who uses what (graph.py).
 
-File A links to file B for each name A uses that B defines (weighted by the square root of how often A uses it),
-as in Aider's repository map. The walk restarts at the files the ticket names and the files defining the
+The walk restarts at the files the ticket names and the files defining the
 identifiers it names (9/10 of the restarts), so the ranking leans towards them; with no ticket it is plain
-PageRank. A definition's score is the rank that flows to it along those links. Names defined in many files (`get`,
-`save`) say little about which one is meant: they weigh a tenth, and past MAX_DEFINERS files they are left out.
+PageRank. Links through a name the ticket names weigh ten times more. A definition's score is the rank that flows
+to it along the links to it.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -18,8 +16,6 @@ from agents.repo.index import RepoIndex
 from agents.repo.terms import identifiers
 
 DAMPING = 0.85
-MAX_DEFINERS = 20
-MANY_DEFINERS = 5
 MENTION_BOOST = 10.0
 FOCUS_SHARE = 0.9
 MAX_TICKET_CHARS = 20_000  # what steers the ranking; a longer ticket is read this far, not refused
@@ -73,49 +69,18 @@ def _paths_named(index: RepoIndex, by_base: dict[str, list[str]], word: str) -> 
 
 
 def rank(index: RepoIndex, focus: Focus) -> Ranking:
-    nodes = sorted(index.paths)
-    at = {path: i for i, path in enumerate(nodes)}
-    src, dst, keys, weights, key_names = _links(index, focus, at)
-    out = np.bincount(src, weights=weights, minlength=len(nodes))
-    share = weights / out[src]  # each link's part of its file's outgoing weight; out[src] > 0 wherever src links
-    ranks = _pagerank(src, dst, share, out == 0, _personalisation(index, focus, at, len(nodes)))
-    scores = np.bincount(keys, weights=ranks[src] * share, minlength=len(key_names))
-    counts = np.bincount(keys, minlength=len(key_names))
-    return Ranking({path: float(ranks[i]) for i, path in enumerate(nodes)},
-                   {key: float(scores[i]) for i, key in enumerate(key_names)},
-                   {key: int(counts[i]) for i, key in enumerate(key_names)})
-
-
-def _links(index: RepoIndex, focus: Focus, at: dict[str, int]
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, str]]]:
-    """(source file, target file, (target, name) key, weight) for every use of a name another file defines."""
-    definers: dict[str, set[str]] = {}
-    for symbol in index.symbols:
-        if not (symbol.name.startswith("__") and symbol.name.endswith("__")):
-            definers.setdefault(symbol.name, set()).add(symbol.path)
-    src, dst, keys, weights, key_id = [], [], [], [], {}
-    for user, names in index.references.items():
-        for name, count in names.items():
-            places = definers.get(name)
-            if not places or len(places) > MAX_DEFINERS:
-                continue
-            weight = math.sqrt(count) * _name_weight(name, len(places), focus)
-            for place in places - {user}:
-                src.append(at[user])
-                dst.append(at[place])
-                keys.append(key_id.setdefault((place, name), len(key_id)))
-                weights.append(weight)
-    return (np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(keys, dtype=np.int64),
-            np.array(weights, dtype=np.float64), list(key_id))
-
-
-def _name_weight(name: str, definer_count: int, focus: Focus) -> float:
-    weight = MENTION_BOOST if name in focus.identifiers else 1.0
-    if name.startswith("_"):
-        weight *= 0.1  # private names link a file to its own package, not to what a ticket is about
-    if definer_count > MANY_DEFINERS:
-        weight *= 0.1
-    return weight
+    links = index.links
+    at = {path: i for i, path in enumerate(links.nodes)}
+    named = np.array([name in focus.identifiers for _, name in links.keys], dtype=bool)
+    weights = links.weight * np.where(named, MENTION_BOOST, 1.0)[links.key]
+    out = np.bincount(links.src, weights=weights, minlength=len(links.nodes))
+    share = weights / out[links.src]  # each link's part of its file's outgoing weight; out > 0 wherever src links
+    ranks = _pagerank(links.src, links.dst, share, out == 0, _personalisation(index, focus, at, len(links.nodes)))
+    scores = np.bincount(links.key, weights=ranks[links.src] * share, minlength=len(links.keys))
+    counts = np.bincount(links.key, minlength=len(links.keys))
+    return Ranking({path: float(ranks[i]) for i, path in enumerate(links.nodes)},
+                   {key: float(scores[i]) for i, key in enumerate(links.keys)},
+                   {key: int(counts[i]) for i, key in enumerate(links.keys)})
 
 
 def _personalisation(index: RepoIndex, focus: Focus, at: dict[str, int], size: int) -> np.ndarray:
