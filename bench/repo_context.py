@@ -35,6 +35,7 @@ TICKETS = [
     ("QuerySet.bulk_create with ignore_conflicts=True does not set primary keys", "django/db/models/query.py"),
     ("slugify drops characters when allow_unicode is set", "django/utils/text.py"),
 ]
+LOCALIZE_BUDGET = 4000
 
 
 def main() -> None:
@@ -51,6 +52,7 @@ def main() -> None:
         print(f"index cold: {ms(cold)}; from the cache: {ms(warm)}; cache file {cache_mb:.1f} MB")
         maps(index, args)
         searches(index, args)
+        localization(index, args)
 
 
 def django_repository(tmp: Path) -> Path:
@@ -78,11 +80,10 @@ def maps(index, args) -> None:
         for ticket, expected in [("", None), *TICKETS[:2]]:
             view, took = median_of(lambda b=budget, t=ticket: repo_map(index, b, ticket=t), args.repeats // 4 or 1)
             assert view.tokens == estimate_tokens(view.text) <= budget
-            files = list(dict.fromkeys(e.path for e in view.entries))
-            place = files.index(expected) + 1 if expected in files else "-"
+            files = len({e.path for e in view.entries})
             label = f"{ticket[:28]}…" if ticket else "(none)"
             print(f"| {budget:,} | {label} | {took * 1000:,.0f} | {view.tokens:,} | {len(view.text.splitlines()):,} | "
-                  f"{len(files):,} | {place if expected else ''} |")
+                  f"{files:,} | {place_of(view, expected) if expected else ''} |")
 
 
 def searches(index, args) -> None:
@@ -95,6 +96,28 @@ def searches(index, args) -> None:
         inside = sum(h.path == expected for h in hits)
         top = f"{hits[0].path}:{hits[0].qualname}" if hits else "-"
         print(f"| {ticket[:40]}… | {took * 1000:.1f} | {top} | {inside} |")
+
+
+def localization(index, args) -> None:
+    """The mechanical half of a localization step: search with the ticket, then a map steered by the ticket and by
+    the files of the top three hits (what the lifecycle would pass as focus_paths)."""
+    print(f"\n| ticket | its file in a {LOCALIZE_BUDGET:,}-token map: ticket alone | + top-3 search files | "
+          "search + map ms (median) |")
+    print("| --- | ---: | ---: | ---: |")
+    for ticket, expected in TICKETS:
+        alone = place_of(repo_map(index, LOCALIZE_BUDGET, ticket=ticket), expected)
+        view, took = median_of(lambda t=ticket: steered_map(index, t), args.repeats // 4 or 1)
+        print(f"| {ticket[:40]}… | {alone} | {place_of(view, expected)} | {took * 1000:,.0f} |")
+
+
+def steered_map(index, ticket: str):
+    focus = list(dict.fromkeys(hit.path for hit in search(index, ticket, limit=10)))[:3]
+    return repo_map(index, LOCALIZE_BUDGET, ticket=ticket, focus_paths=focus)
+
+
+def place_of(view, path: str) -> str:
+    files = list(dict.fromkeys(e.path for e in view.entries))
+    return str(files.index(path) + 1) if path in files else "not shown"
 
 
 def timed(call):

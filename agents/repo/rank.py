@@ -26,9 +26,15 @@ CODE_SPAN_RE = re.compile(r"`([^`\n]{1,200})`")
 
 @dataclass(frozen=True, slots=True)
 class Focus:
-    """What in the ticket (or the caller's list) steered the ranking: only names the index already holds."""
+    """What steered the ranking: files and identifiers the ticket names (only ones the index holds), and files the
+    caller gave."""
     paths: frozenset[str]
     identifiers: frozenset[str]
+    given: frozenset[str] = frozenset()
+
+    @property
+    def files(self) -> frozenset[str]:
+        return self.paths | self.given
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +44,9 @@ class Ranking:
     used_by: dict[tuple[str, str], int]  # (path, name) → how many other files use it
 
 
-def focus_of(index: RepoIndex, ticket: str, paths: frozenset[str] = frozenset()) -> Focus:
+def focus_of(index: RepoIndex, ticket: str, given: frozenset[str] = frozenset()) -> Focus:
     """Files and identifiers the ticket names, matched against the index: text never becomes a path of its own."""
-    found = set(paths)
+    found: set[str] = set()
     by_base: dict[str, list[str]] = {}
     for path in index.paths:
         by_base.setdefault(path.rpartition("/")[2], []).append(path)
@@ -51,7 +57,7 @@ def focus_of(index: RepoIndex, ticket: str, paths: frozenset[str] = frozenset())
     quoted = {w for span in CODE_SPAN_RE.findall(ticket) for w in identifiers(span)}
     codelike = {w for w in identifiers(ticket) if "_" in w or not w.islower()}
     names = {w for w in (quoted | codelike) & defined if len(w) >= 3}
-    return Focus(frozenset(found), frozenset(names))
+    return Focus(frozenset(found), frozenset(names), given)
 
 
 def _paths_named(index: RepoIndex, by_base: dict[str, list[str]], word: str) -> set[str]:
@@ -87,7 +93,7 @@ def _personalisation(index: RepoIndex, focus: Focus, at: dict[str, int], size: i
     """Where the walk restarts: mostly at the focus, a little everywhere, so the files the focus never reaches
     still keep the order the whole repository gives them."""
     uniform = np.full(size, 1.0 / max(size, 1))
-    targets = set(focus.paths) | {s.path for s in index.symbols if s.name in focus.identifiers}
+    targets = set(focus.files) | {s.path for s in index.symbols if s.name in focus.identifiers}
     if not targets:
         return uniform
     vector = np.zeros(size)

@@ -11,6 +11,7 @@ log2(n) renders, and the text handed back is always within the budget, empty whe
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ class RepoMap:
     budget_tokens: int
     entries: tuple[MapEntry, ...]  # what the text shows, best first
     candidates: int  # how many entries were ranked; the rest did not fit
-    focus: Focus  # the files and identifiers of the ticket (or the caller's paths) that steered the ranking
+    focus: Focus  # the files and identifiers of the ticket, and the caller's paths, that steered the ranking
 
 
 def repo_map(index: RepoIndex, budget_tokens: int, ticket: str = "", focus_paths: Iterable[str] = ()) -> RepoMap:
@@ -60,26 +61,38 @@ def repo_map(index: RepoIndex, budget_tokens: int, ticket: str = "", focus_paths
 
 
 def ranked_entries(index: RepoIndex, focus: Focus, ranking: Ranking) -> list[MapEntry]:
+    """Best first. The focus files come before the rest, taking turns: the best definition of each, then the second
+    of each, and so on, so one large file the ticket names cannot crowd out the others within the budget."""
     entries = [_symbol_entry(symbol, focus, ranking) for symbol in index.symbols]
     for info in index.files:
         if info.path not in index.symbols_by_path:
-            weight = MENTIONED_FILE_WEIGHT if info.path in focus.paths else OTHER_FILE_WEIGHT
-            reasons = ("file named in the ticket",) if info.path in focus.paths else ()
-            entries.append(MapEntry(info.path, None, None, ranking.file_rank[info.path] * weight, reasons))
+            weight = MENTIONED_FILE_WEIGHT if info.path in focus.files else OTHER_FILE_WEIGHT
+            entries.append(MapEntry(info.path, None, None, ranking.file_rank[info.path] * weight,
+                                    _file_reasons(info.path, focus)))
     entries.sort(key=lambda e: (-e.score, e.path, e.line or 0))
-    return entries
+    focused, rest, turns = [], [], Counter[str]()
+    for entry in entries:
+        if entry.path in focus.files:
+            focused.append((turns[entry.path], len(focused), entry))  # (its turn, then best first)
+            turns[entry.path] += 1
+        else:
+            rest.append(entry)
+    return [entry for *_, entry in sorted(focused)] + rest
+
+
+def _file_reasons(path: str, focus: Focus) -> tuple[str, ...]:
+    return tuple(reason for reason, applies in (("file named in the ticket", path in focus.paths),
+                                                ("file given as focus", path in focus.given)) if applies)
 
 
 def _symbol_entry(symbol: Symbol, focus: Focus, ranking: Ranking) -> MapEntry:
     """Rank flowing in from the files that use the name, plus a share of its own file's rank: all of it when the
     ticket names the file or the definition, so what the ticket names comes first even if nothing uses it."""
     key = (symbol.path, symbol.name)
-    named_file, named = symbol.path in focus.paths, symbol.name in focus.identifiers
-    own = MENTIONED_FILE_WEIGHT if named_file or named else OTHER_FILE_WEIGHT
+    named = symbol.name in focus.identifiers
+    own = MENTIONED_FILE_WEIGHT if symbol.path in focus.files or named else OTHER_FILE_WEIGHT
     score = ranking.definition_score.get(key, 0.0) + ranking.file_rank[symbol.path] * own
-    reasons = []
-    if named_file:
-        reasons.append("file named in the ticket")
+    reasons = list(_file_reasons(symbol.path, focus))
     if named:
         score *= MENTION_BOOST
         reasons.append(f"defines {symbol.name}, named in the ticket")

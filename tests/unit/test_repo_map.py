@@ -102,7 +102,10 @@ def test_paths_in_a_ticket_that_are_not_files_of_the_commit_steer_nothing(index)
 
 
 def test_focus_paths_the_caller_gives_must_be_files_of_the_commit(index):
-    assert first_path(repo_map(index, 400, focus_paths=["shop/invoice.py"])) == "shop/invoice.py"
+    view = repo_map(index, 400, focus_paths=["shop/invoice.py"])
+    assert first_path(view) == "shop/invoice.py"
+    assert view.focus.given == {"shop/invoice.py"} and view.focus.paths == frozenset()
+    assert "file given as focus" in view.entries[0].reasons
     with pytest.raises(RepoIndexError, match="not files of commit"):
         repo_map(index, 400, focus_paths=["../outside.py"])
 
@@ -134,3 +137,10 @@ def test_a_repository_without_a_commit_is_a_clear_error(tmp_path):
 def test_a_ticket_of_a_megabyte_is_read_only_as_far_as_it_steers(index):
     view = repo_map(index, 400, ticket="shop/pricing.py " + "a/b/c.py " * 120_000)
     assert view.focus.paths == {"shop/pricing.py"} and view.tokens <= 400
+
+
+def test_focus_files_take_turns_so_a_large_one_cannot_crowd_out_a_small_one(index):
+    # By score alone, models.py's definitions (used everywhere) would fill a budget of a few lines.
+    view = repo_map(index, 40, focus_paths=["shop/models.py", "shop/utils/http_client.py"])
+    assert [e.path for e in view.entries[:2]] == ["shop/models.py", "shop/utils/http_client.py"]
+    assert "shop/utils/http_client.py" in view.text.splitlines()
