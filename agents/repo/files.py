@@ -6,6 +6,7 @@ blob holding its target (skipped), so nothing outside the repository can be reac
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 
 MAX_FILE_BYTES = 512 * 1024
 SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+GIT_TIMEOUT_SECONDS = 300
 BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8,000 bytes means binary
 
 
@@ -35,8 +37,15 @@ class Skipped:
 
 
 def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env, check=False)
+    """git with no user or system configuration and none of the caller's GIT_* variables (a GIT_DIR in the worker's
+    environment would point every command at another repository)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+           "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        result = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env,
+                                check=False, timeout=GIT_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise RepoIndexError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s in {root}") from None
     if result.returncode != 0:
         raise RepoIndexError(f"git {args[0]} failed in {root}: {result.stderr.decode(errors='replace').strip()}")
     return result.stdout

@@ -49,6 +49,8 @@ def repo_map(index: RepoIndex, budget_tokens: int, ticket: str = "", focus_paths
     """The map of `index` within `budget_tokens`, leaning towards what `ticket` names and towards `focus_paths`
     (paths of the repository, e.g. the files a localization step chose; any other path is an error)."""
     check_budget(budget_tokens)
+    if isinstance(focus_paths, str):  # one path passed bare would otherwise be read as its characters
+        raise ValueError("focus_paths is a list of paths, not one string")
     given = frozenset(focus_paths)
     unknown = sorted(given - index.paths)
     if unknown:

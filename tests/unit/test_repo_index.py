@@ -109,3 +109,15 @@ def test_a_directory_that_is_not_a_repository_is_a_clear_error(tmp_path):
     with pytest.raises(RepoIndexError, match="not a directory"):
         index_repository(tmp_path / "missing", tmp_path / "cache")
 
+
+
+def test_a_git_dir_in_the_environment_does_not_redirect_the_index(repo, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    (other / "decoy.py").write_text("def decoy():\n    pass\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "decoy")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    index = build(repo, tmp_path)
+    assert "Order" in {s.name for s in index.symbols} and "decoy" not in {s.name for s in index.symbols}

@@ -108,6 +108,8 @@ def test_focus_paths_the_caller_gives_must_be_files_of_the_commit(index):
     assert "file given as focus" in view.entries[0].reasons
     with pytest.raises(RepoIndexError, match="not files of commit"):
         repo_map(index, 400, focus_paths=["../outside.py"])
+    with pytest.raises(ValueError, match="a list of paths"):
+        repo_map(index, 400, focus_paths="shop/invoice.py")
 
 
 @pytest.mark.parametrize("budget", [-1, 1.5, "4000", None, True])
