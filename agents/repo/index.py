@@ -59,13 +59,15 @@ class RepoIndex:
 
     @cached_property
     def searcher(self) -> SymbolSearch:
-        """Built on first use, not stored: a map-only caller never pays for the BM25 matrix."""
+        """Built on first use and never written to the cache: a map-only caller never pays for the BM25 matrix."""
         return SymbolSearch(self.symbols)
 
 
 def index_repository(root: Path, cache_dir: Path, rev: str = "HEAD", max_file_bytes: int = MAX_FILE_BYTES) -> RepoIndex:
     """The index of commit `rev` of the git repository at `root`: loaded when `cache_dir` has it, else built and
     stored there."""
+    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
+        raise ValueError(f"max_file_bytes is a whole number of bytes above 0, not {max_file_bytes!r}")
     sha = resolve_commit(Path(root), rev)
     cache = Path(cache_dir) / f"repo-index-v{FORMAT}-{sha}-{max_file_bytes}.json"
     loaded = _load(cache, sha)

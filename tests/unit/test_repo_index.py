@@ -121,3 +121,9 @@ def test_a_git_dir_in_the_environment_does_not_redirect_the_index(repo, tmp_path
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     index = build(repo, tmp_path)
     assert "Order" in {s.name for s in index.symbols} and "decoy" not in {s.name for s in index.symbols}
+
+
+@pytest.mark.parametrize("limit", [0, -5, 1.5, None])
+def test_a_size_limit_that_is_not_a_positive_number_of_bytes_is_refused(repo, tmp_path, limit):
+    with pytest.raises(ValueError, match="max_file_bytes"):
+        index_repository(repo, tmp_path / "cache", max_file_bytes=limit)
