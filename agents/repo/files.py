@@ -1,0 +1,106 @@
+"""The files of one commit, read from git's object store rather than the working tree.
+
+Reading blobs of a named commit (`git ls-tree` then `git cat-file --batch`) means the index describes exactly the
+commit its cache is keyed by, even when the checkout is dirty, and no path is ever opened on disk: a symlink is a
+blob holding its target (skipped), so nothing outside the repository can be reached through one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILE_BYTES = 512 * 1024
+SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+GIT_TIMEOUT_SECONDS = 300
+BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8,000 bytes means binary
+
+
+class RepoIndexError(Exception):
+    """The repository cannot be indexed (not a git repository, no such commit, git failed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    path: str
+    blob: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str  # "binary", "too large", "symlink", "submodule", "not utf-8"
+
+
+def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """git with no user or system configuration and none of the caller's GIT_* variables (a GIT_DIR in the worker's
+    environment would point every command at another repository)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+           "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        result = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env,
+                                check=False, timeout=GIT_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise RepoIndexError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s in {root}") from None
+    if result.returncode != 0:
+        raise RepoIndexError(f"git {args[0]} failed in {root}: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def resolve_commit(root: Path, rev: str = "HEAD") -> str:
+    """The full SHA of `rev`; the cache key, so a branch name that moves never serves a stale index."""
+    if not Path(root).is_dir():
+        raise RepoIndexError(f"{root} is not a directory")
+    if rev.startswith("-"):
+        raise RepoIndexError(f"{rev!r} is not a revision")
+    try:
+        sha = git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+    except RepoIndexError as error:  # --quiet leaves stderr empty for a missing commit, not for a missing repository
+        raise RepoIndexError(f"{rev!r} does not name a commit in {root}: {error}") from None
+    if not SHA_RE.fullmatch(sha):
+        raise RepoIndexError(f"{rev!r} does not name a commit in {root}")
+    return sha
+
+
+def tree_entries(root: Path, sha: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[list[TreeEntry], list[Skipped]]:
+    """Every file of the commit's tree: the ones worth reading, and the rest with the reason they were left out."""
+    kept, skipped = [], []
+    listing = git(root, "ls-tree", "-r", "-l", "-z", "--full-tree", sha)
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, blob, size = meta.decode().split()
+        path = raw_path.decode("utf-8", errors="surrogateescape")
+        if kind == "commit":
+            skipped.append(Skipped(path, "submodule"))
+        elif mode == "120000":
+            skipped.append(Skipped(path, "symlink"))
+        elif int(size) > max_bytes:
+            skipped.append(Skipped(path, "too large"))
+        else:
+            kept.append(TreeEntry(path, blob, int(size)))
+    return kept, skipped
+
+
+def read_blobs(root: Path, entries: list[TreeEntry]) -> Iterator[tuple[TreeEntry, str | None, str]]:
+    """(entry, text, "") for text files, (entry, None, reason) for binary or undecodable ones, in one git process."""
+    request = b"".join(f"{entry.blob}\n".encode() for entry in entries)
+    out = git(root, "cat-file", "--batch", stdin=request)
+    at = 0
+    for entry in entries:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        data = out[header_end + 1: header_end + 1 + size]
+        at = header_end + 1 + size + 1  # the content is followed by a newline
+        if b"\0" in data[:BINARY_SNIFF]:
+            yield entry, None, "binary"
+            continue
+        try:
+            yield entry, data.decode("utf-8"), ""
+        except UnicodeDecodeError:
+            yield entry, None, "not utf-8"
