@@ -5,9 +5,8 @@
   requirement stays in test_pending; an escalation task (resume target qc_tests) asks the reviewer,
   acting for the BA, to restate the criteria so they can be tested; QC then writes its tests again
   with that text (or the reviewer rejects: cancelled);
-- a report the code under test forged (tampered, ADR 25), or the same failure as before the last fix → a
-  human: test_pending → in_development → escalated
-  (two legal edges), with the usual escalation task;
+- a report the code under test forged (tampered, ADR 25), or the same failure as before the last fix →
+  a human: test_pending → in_development → escalated (two legal edges), with the usual escalation task;
 - anything else (failing tests, pass rate, coverage, lint) → the engineer's next attempt.
 """
 from __future__ import annotations
