@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from agents.runner_reach import reach_findings
+from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
 
 RULES = "E9,F"  # syntax errors and pyflakes: real defects, not taste
 
@@ -26,3 +30,17 @@ def ruff_findings(path: Path, timeout_s: float = 60) -> list[str]:
     root = Path(path).resolve()
     return [f"{Path(f['filename']).resolve().relative_to(root)}:{f['location']['row']}: {f['code']} {f['message']}"
             for f in findings]
+
+
+def runner_reach_findings(path: Path) -> list[str]:
+    """agents/runner_reach.py over every Python file of the engineer's in the workspace (QC's and DevOps' are
+    theirs): the engineer's output is checked as it is written, this catches whatever got in before that check."""
+    root = Path(path)
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(n for n in filenames if n.endswith(".py")):
+            relative = Path(dirpath, name).relative_to(root).as_posix()
+            if not relative.startswith(ENGINEER_MAY_NOT_WRITE) and not Path(dirpath, name).is_symlink():
+                files.append((relative, Path(dirpath, name).read_text(errors="replace")))
+    return reach_findings(files)

@@ -23,7 +23,7 @@ class QualityGates:
 @dataclass
 class GateResult:
     passed: bool
-    score: float  # 0–100: the pass rate, less 10 for lint findings and 10 per uncovered criterion
+    score: float  # 0–100: the pass rate, less 10 for lint findings and 10 per uncovered criterion; 0 if tampered
     reasons: list[str] = field(default_factory=list)
     pass_rate: float = 0.0
     lint_findings: int = 0
@@ -42,6 +42,8 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
                        f"{report['errors']} errors)")
     if report.get("timed_out"):
         reasons.append("the test run timed out")
+    if report.get("tampered"):
+        reasons.append(f"tampered: the code under test forged its test report ({'; '.join(report['tampered'])})")
     coverage = report.get("coverage_percent")
     if gates.min_coverage is not None and (coverage is None or coverage < gates.min_coverage):
         reasons.append(f"coverage {coverage if coverage is not None else 'unavailable'} below {gates.min_coverage}%")
@@ -50,7 +52,8 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
     if gates.all_criteria_covered and uncovered:
         reasons.append(f"acceptance criteria without a test (none named, or none of those named ran): "
                        f"{', '.join(uncovered)}")
-    score = max(0.0, 100 * rate - 10 * bool(lint_findings) - 10 * len(uncovered))
+    # a forged report's pass rate says nothing
+    score = 0.0 if report.get("tampered") else max(0.0, 100 * rate - 10 * bool(lint_findings) - 10 * len(uncovered))
     return GateResult(not reasons, round(score, 1), reasons, round(rate, 4), len(lint_findings), uncovered)
 
 

@@ -15,12 +15,14 @@ Order, and why:
    to look at: the model's answer stayed invalid through the bounded repairs (a person: retry,
    perhaps with another prompt, or cancel), or our own code failed (a TypeError, a crashing
    output validator: a bug, an operator).
-3. The same failure again right after a fix means the loop is not converging: a human now,
+3. A test report the code under test forged (ADR 25) says nothing true about the work, and a run that
+   cheated is a person's to judge, not one more attempt's: a human, whatever else failed.
+4. The same failure again right after a fix means the loop is not converging: a human now,
    instead of burning the remaining attempts.
-4. A used-up loop (engineer attempts, code review rounds) goes to a human whatever the cause.
-5. Problems upstream of the code (an inconsistent spec, acceptance criteria no test covers)
+5. A used-up loop (engineer attempts, code review rounds) goes to a human whatever the cause.
+6. Problems upstream of the code (an inconsistent spec, acceptance criteria no test covers)
    go to the role that owns them before the engineer touches code built on them.
-6. What is left of the code's own failures (failing tests, review notes, gate findings) goes
+7. What is left of the code's own failures (failing tests, review notes, gate findings) goes
    to the engineer. Nothing matched: a human operator looks (a permanent error such as a
    misconfiguration or a refused answer, or a bug of a kind not listed).
 """
@@ -62,6 +64,7 @@ INFRASTRUCTURE_ERRORS = frozenset({
     "OperationalError",  # the database: a deadlock, a serialization failure, a lock timeout, a lost connection
 })
 INVALID_MODEL_OUTPUT, INTERNAL_ERROR = "invalid_model_output", "internal_error"  # rule names the step_failed task reads
+TAMPERED = "tampered"  # the rule name an escalation task reads
 # The model's answer refused by its schema on every try of the bounded repair loop (agents/llm/structured.py).
 INVALID_OUTPUT_ERRORS = frozenset({"LLMOutputStillInvalid"})
 # Exceptions only a bug raises: our own code (a service, a context loader, an output validator) is wrong. Not
@@ -92,6 +95,7 @@ class Failure:
     previous_signature: str = ""  # the previous failure's signature, same source
     repairs: int = 0  # repair requests sent before the model's output was given up as invalid
     validation_errors: tuple[str, ...] = ()  # the last answer's validation errors, "loc: msg"
+    tampered: tuple[str, ...] = ()  # why a sandbox report cannot be believed (agents/sandbox/canary.py)
 
     @property
     def infrastructure(self) -> bool:
@@ -137,6 +141,8 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.invalid_output),
     Rule(INTERNAL_ERROR, Route.OPERATOR, "an exception in aiteam's own code (a TypeError, a crashing validator): "
          "a bug, an operator looks", lambda f: f.internal),
+    Rule(TAMPERED, Route.HUMAN, "the code under test forged its own test report (the runner's canaries or the tests "
+         "its files define say so): a person looks, and nothing is delivered", lambda f: bool(f.tampered)),
     Rule("repeated_after_fix", Route.HUMAN, "the same failure as before the last fix: the loop is not converging",
          lambda f: f.after_fix and bool(f.signature) and f.signature == f.previous_signature),
     Rule("loop_exhausted", Route.HUMAN, "the engineer attempts or review rounds are used up",

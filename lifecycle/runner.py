@@ -92,14 +92,15 @@ def _self_test(lease: leases.Lease) -> dict:
 
 
 def _qc_run(lease: leases.Lease) -> dict:
-    """Every test (the engineer's and QC's) in the sandbox, and ruff over the code: the gate's inputs."""
-    from agents.lint import ruff_findings
+    """Every test (the engineer's and QC's) in the sandbox, ruff and the runner check (ADR 25) over the code:
+    the gate's inputs."""
+    from agents.lint import ruff_findings, runner_reach_findings
 
     requirement = Requirement.objects.get(pk=lease.requirement_id)
     if requirement.replay_of_id:
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
     path = workspace_aligned(requirement.pk).path
-    return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path)}
+    return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path) + runner_reach_findings(path)}
 
 
 def _deliver(lease: leases.Lease) -> dict:

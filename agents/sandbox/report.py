@@ -41,6 +41,7 @@ class TestReport:
     killed_reason: str = ""  # "", "timeout", "cpu", "memory", "file size" or "signal N"
     output_tail: str = ""
     isolation: str = ""
+    tampered: list[str] = field(default_factory=list)  # why the run's own report cannot be believed (canary.py)
 
     def __post_init__(self) -> None:
         """Cap both lists at MAX_TEST_IDS (a junit file of up to MAX_READ_BYTES can name ~10^5 tests), counting
@@ -53,7 +54,8 @@ class TestReport:
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and self.failed == 0 and self.errors == 0 and self.passed > 0 and not self.timed_out
+        return (self.exit_code == 0 and self.failed == 0 and self.errors == 0 and self.passed > 0 and not self.timed_out
+                and not self.tampered)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}  # "ok" is for readers of the JSON; from_dict ignores it
@@ -86,7 +88,17 @@ def read_untrusted(path: Path, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
         return handle.read(max_bytes)
 
 
-def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
+@dataclass(frozen=True)
+class Case:
+    """One testcase of a junit file, as written: what the canary check reads before ids are derived."""
+
+    classname: str
+    name: str
+    kind: str  # "passed", "failed", "errors" or "skipped"
+    message: str  # the failure's or error's message attribute, "" otherwise
+
+
+def read_cases(path: Path) -> list[Case] | None:
     """None when the report is missing or unreadable (the run crashed or was killed before pytest wrote it)."""
     data = read_untrusted(path)
     if data is None:
@@ -95,18 +107,33 @@ def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
         root = ET.fromstring(data)
     except ET.ParseError:
         return None
+    cases = []
+    for case in root.iter("testcase"):
+        kind = _kind(case)
+        problem = case.find("error" if kind == "errors" else "failure")
+        message = problem.get("message", "") if problem is not None else ""
+        cases.append(Case(case.get("classname", ""), case.get("name", ""), kind, message))
+    return cases
+
+
+def outcome_of(cases: list[Case], project: Path) -> JunitOutcome:
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
     ran: list[str] = []
-    for case in root.iter("testcase"):
-        kind = _kind(case)
-        counts[kind] += 1
-        if kind == "skipped":
+    for case in cases:
+        counts[case.kind] += 1
+        if case.kind == "skipped":
             continue
-        ran.append(_test_id(case.get("classname", ""), case.get("name", ""), project))
-        if kind in ("failed", "errors"):
+        ran.append(junit_test_id(case.classname, case.name, project))
+        if case.kind in ("failed", "errors"):
             failing.append(ran[-1])
     return JunitOutcome(failing_tests=failing, tests_run=ran, **counts)
+
+
+def parse_junit(path: Path, project: Path) -> JunitOutcome | None:
+    """None when the report is missing or unreadable (the run crashed or was killed before pytest wrote it)."""
+    cases = read_cases(path)
+    return None if cases is None else outcome_of(cases, project)
 
 
 def _capped(tests: list[str], *, first: Callable[[str], bool]) -> list[str]:
@@ -130,7 +157,7 @@ def _kind(case: ET.Element) -> str:
     return "passed"
 
 
-def _test_id(classname: str, name: str, project: Path) -> str:
+def junit_test_id(classname: str, name: str, project: Path) -> str:
     """Back from junit's dotted "pkg.test_mod.TestClass" + "test_x" to pytest's "pkg/test_mod.py::TestClass::test_x".
 
     pytest's junit (xunit2) drops the file path; the longest dotted prefix that is a .py file in the

@@ -17,12 +17,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agents.sandbox import isolation, slots
+from agents.sandbox.canary import Canary, judged, plant, scrubbed
+from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
-from agents.sandbox.report import JunitOutcome, TestReport, parse_junit, read_untrusted
+from agents.sandbox.report import JunitOutcome, TestReport, read_cases, read_untrusted
 
 REPORT_NAME = ".report.xml"
 _COVERAGE_JSON = ".coverage.json"
@@ -48,34 +50,39 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
     """Copy source_dir to a fresh scratch dir, run its tests there (pytest unless command is given), report.
 
     A custom command runs with cwd = the scratch dir and is scored from ``.report.xml`` there, if it writes one.
+    The default one also runs the runner's canaries, and its report must account for every test the project's
+    files define (canary.py): otherwise the report is ``tampered`` and not ok.
     """
     root = sandbox_root()
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    expected = expected_tests(Path(source_dir)) if command is None else []  # read before the code under test runs
     try:
         # a uid of the run's own (slots.py): its process limit is not shared with concurrent runs
         with slots.run_slot(root, wait_s=limits.timeout_s) as uid:
             _populate(scratch, Path(source_dir), uid)
+            canary = plant(scratch) if command is None else None
             measure = command is None and importlib.util.find_spec("coverage") is not None
-            run = _execute(command or default_command(scratch, coverage=measure), scratch, limits, uid)
-            outcome = parse_junit(scratch / REPORT_NAME, scratch)
+            run = _execute(command or default_command(scratch, coverage=measure, canary=canary), scratch, limits, uid)
+            outcome, tampered = judged(read_cases(scratch / REPORT_NAME), canary, expected, scratch)
             percent = _coverage(scratch, limits, uid) if measure and not run.timed_out else None
-        return _report(run, outcome, percent)
+        return _report(_without_canary(run, outcome, canary, tampered), outcome, percent, tampered)
     except slots.NoFreeSlot as exc:
         raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
 
 
-def default_command(scratch: Path, *, coverage: bool = False) -> list[str]:
+def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | None = None) -> list[str]:
     """pytest (under coverage) with no configuration but this: a project's pytest.ini, tox.ini, setup.cfg or
     pyproject.toml cannot drop tests (--ignore, -k, testpaths) or load plugins (addopts = -p …), nor its
     coverage settings omit code. The project's code is importable from its root, and from src/ when that is a
     src layout (no src/__init__.py: a package named src stays a package, and its modules do not shadow the
     standard library's); PYTHON_FLAGS keep the project directory and its user site-packages off sys.path
     until pytest is running, so a project module cannot stand in for pytest itself. Called once the scratch
-    copy is populated."""
-    runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", "-m", "pytest"] if coverage else [
-        "-m", "pytest"]
+    copy is populated (and the canaries planted: they are collected with the project's tests, not measured)."""
+    omit = [f"--omit={scratch / canary.directory}/*"] if canary else []
+    runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", *omit, "-m", "pytest"] if coverage \
+        else ["-m", "pytest"]
     # --confcutdir: with -c, pytest looks for conftest.py files up to the config file's directory (/dev), and
     # the scratch dir's parent is not listable by the sandbox uid; pythonpath: absolute, since relative paths
     # would be read from that directory too
@@ -214,7 +221,16 @@ def _coverage(scratch: Path, limits: SandboxLimits, uid: int) -> float | None:
         return None
 
 
-def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | None) -> TestReport:
+def _without_canary(run: _Run, outcome: JunitOutcome | None, canary: Canary | None, tampered: list[str]) -> _Run:
+    """The run as the project's own tests made it. pytest exits 1 for the failing canary: when none of the
+    project's tests failed, that 1 was ours. A tampered run's output is left as it was, for whoever looks."""
+    if canary is None or outcome is None or tampered:
+        return run
+    ours_only = run.exit_code == 1 and not (outcome.failed or outcome.errors)
+    return replace(run, exit_code=0 if ours_only else run.exit_code, output_tail=scrubbed(run.output_tail, canary))
+
+
+def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | None, tampered: list[str]) -> TestReport:
     if outcome is None:
         # No junit: the run died before pytest finished. A non-zero exit must not read as "nothing failed".
         outcome = JunitOutcome(0, 0, int(run.exit_code != 0 and not run.timed_out), 0, [], [])
@@ -223,7 +239,7 @@ def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | N
         failing_tests=outcome.failing_tests, tests_run=outcome.tests_run, duration_s=run.duration_s,
         coverage_percent=coverage_percent,
         exit_code=run.exit_code, timed_out=run.timed_out, killed_reason=_killed_reason(run),
-        output_tail=run.output_tail, isolation=run.isolation,
+        output_tail=run.output_tail, isolation=run.isolation, tampered=tampered,
     )
 
 

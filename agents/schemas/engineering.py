@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from agents.runner_reach import reach_findings
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, safe_path
 
@@ -74,6 +75,16 @@ class EngineerOutput(Strict):
                    or _shadows_runner(p)]
         if foreign:
             raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")
+        return files
+
+    @field_validator("files")
+    @classmethod
+    def _no_reach_into_the_runner(cls, files: list[SourceFile]) -> list[SourceFile]:
+        """The code runs inside the process that writes its test report: it may not touch the runner (ADR 25)."""
+        findings = reach_findings((f.path, f.content) for f in files if f.path.endswith(".py"))
+        if findings:
+            raise ValueError("code may not reach into the test runner (the tests' report must come from the tests): "
+                             f"{'; '.join(findings[:10])}")
         return files
 
 

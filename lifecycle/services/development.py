@@ -14,7 +14,7 @@ from agents.workspace import Workspace
 from lifecycle import guards, step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
-from lifecycle.failure_rules import Failure, Route, Source, classify
+from lifecycle.failure_rules import TAMPERED, Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
 from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.failures import failure_route_record, failure_with_history
@@ -194,7 +194,7 @@ def _route_failed_self_test(requirement: Requirement, step: Step, report: dict[s
     failing = report["failing_tests"][:50]
     failure = failure_with_history(requirement=requirement, failure=Failure(
         source=Source.SELF_TEST, step=step_keys.SELF_TEST, tests_failed=True, failing_tests=tuple(failing),
-        loop_exhausted=not guards.attempts_left(requirement)))
+        loop_exhausted=not guards.attempts_left(requirement), tampered=tuple(report.get("tampered") or ())))
     routing = classify(failure)
     to_engineer = routing.route == Route.ENGINEER
     failure_route_record(
@@ -216,13 +216,15 @@ def development_escalate(requirement: Requirement, *, report: dict[str, Any], re
     code = list(requirement.artifacts.filter(kind__in=[ArtifactKind.SOURCE_FILE, ArtifactKind.TEST_FILE],
                                              metadata__attempt=requirement.dev_attempts).values_list("name", "id"))
     why = ("failed the same way after a fix" if reason == "repeated_after_fix"
-           else f"failed {requirement.dev_attempts} times")
+           else f"reported a pass the code under test forged ({'; '.join(report.get('tampered', []))})"
+           if reason == TAMPERED else f"failed {requirement.dev_attempts} times")
     review_open(
         requirement, kind=ReviewKind.ESCALATION,
         question=f"The tests {why}. Give the engineer guidance (request changes with feedback) to try again, or "
         "reject to cancel the requirement.",
         reasoning="; ".join(failing[:10]),
         context={"attempts": requirement.dev_attempts, "failing_tests": failing, "routing_rule": reason,
+                 "tampered": report.get("tampered", []),
                  "output_tail": report.get("output_tail", "")[-OUTPUT_TAIL_IN_TASK:],
                  "code": [{"path": path, "artifact": str(pk)} for path, pk in code]},
         resume_target=step_keys.FIX,

@@ -5,8 +5,8 @@
   requirement stays in test_pending; an escalation task (resume target qc_tests) asks the reviewer,
   acting for the BA, to restate the criteria so they can be tested; QC then writes its tests again
   with that text (or the reviewer rejects: cancelled);
-- the same failure as before the last fix → a human: test_pending → in_development → escalated
-  (two legal edges), with the usual escalation task;
+- a report the code under test forged (tampered, ADR 25), or the same failure as before the last fix →
+  a human: test_pending → in_development → escalated (two legal edges), with the usual escalation task;
 - anything else (failing tests, pass rate, coverage, lint) → the engineer's next attempt.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def gate_failure_route(
     failure = failure_with_history(requirement=requirement, failure=Failure(
         source=Source.QUALITY_GATE, step=step_keys.QC_RUN, tests_failed=not report.get("ok", False),
         failing_tests=tuple(report["failing_tests"][:50]), uncovered_criteria=uncovered,
-        gate_reasons=tuple(result.reasons)))
+        gate_reasons=tuple(result.reasons), tampered=tuple(report.get("tampered") or ())))
     routing = classify(failure)
     route = routing.route if routing.route in ACTIONS else Route.ENGINEER
     action = ACTIONS[route] if route == routing.route else \

@@ -42,6 +42,7 @@ DESIGN_OK, CODE_OK, ENGINEER_OK = answer("tech_lead", 0), answer("tech_lead", 2)
 QC_OK, DEVOPS_OK = answer("qc_engineer"), answer("devops_engineer")
 WORKFLOW = DEVOPS_OK["ci_workflow"]
 TEST_FILE = {"path": "tests/acceptance/test_a.py", "content": "def test_a():\n    assert True\n"}
+NO_OP_RUNTEST = "import _pytest.python\n\n_pytest.python.Function.runtest = lambda self: None\n"
 
 PO = ProductOwnerContext(brief="A reading list for the command line.")
 TICKET = BugTicketContext(brief=tickets.TICKET)
@@ -138,6 +139,11 @@ CASES = {
         "EngineerOutput._own_files_only", roles.FIXER, FIX,
         with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "tests/conftest.py", "content": ""}), ENGINEER_OK,
         "these belong to QC or DevOps (or could change how tests run): ['tests/conftest.py']"),
+    "engineer_reaches_into_the_runner": Case(
+        "EngineerOutput._no_reach_into_the_runner", roles.FIXER, FIX,
+        with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "readinglist/speed.py", "content": NO_OP_RUNTEST}),
+        ENGINEER_OK, "code may not reach into the test runner (the tests' report must come from the tests): "
+        "readinglist/speed.py:1: imports _pytest.python"),
     "code_review_changes_without_notes": Case(
         "CodeReviewVerdict._notes_when_changes", roles.CODE_REVIEWER, REVIEW,
         {"verdict": "request_changes", "reasoning": "not yet"}, CODE_OK,

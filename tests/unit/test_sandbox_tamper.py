@@ -1,0 +1,207 @@
+"""Code under test that forges a passing report, through the real sandbox runner and real pytest.
+
+Each project is a small shelf of books whose duplicate-ISBN check is missing, so one of its tests fails; its
+package's ``__init__.py`` then tampers with the run in a different way. Before the canaries each of these runs
+reported every test passing (``ok``); now each is ``tampered`` and not ok, while honest runs, failing or passing,
+are judged as before.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.sandbox import SandboxLimits, TestReport, run_tests
+from agents.sandbox.canary import CANARY_DIR_PREFIX
+
+pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
+LIMITS = SandboxLimits(timeout_s=20, cpu_s=20, memory_bytes=1024**3, max_processes=32, max_output_chars=4000)
+
+BOOKS = """\
+class Shelf:
+    def __init__(self):
+        self.books = {}
+
+    def add(self, isbn, title):
+        self.books[isbn] = title  # the stories ask for a refusal of a duplicate ISBN: missing
+"""
+TESTS = """\
+import pytest
+
+from shelf.books import Shelf
+
+
+def test_adds_a_book():
+    shelf = Shelf()
+    shelf.add("978-0", "Dune")
+    assert shelf.books == {"978-0": "Dune"}
+
+
+def test_refuses_a_duplicate_isbn():
+    shelf = Shelf()
+    shelf.add("978-0", "Dune")
+    with pytest.raises(ValueError):
+        shelf.add("978-0", "Emma")
+
+
+class TestListing:
+    def test_lists_titles(self):
+        shelf = Shelf()
+        shelf.add("1", "A")
+        assert list(shelf.books.values()) == ["A"]
+"""
+
+NO_OP_RUNTEST = """\
+import _pytest.python
+
+_pytest.python.Function.runtest = lambda self: None
+"""
+# After pytest wrote the report: drop every failure from it.
+REWRITE_JUNIT_AT_EXIT = """\
+import atexit
+import re
+import sys
+
+
+def _green():
+    path = next(arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("--junitxml="))
+    with open(path) as handle:
+        text = handle.read()
+    text = re.sub(r"<failure.*?</failure>", "", text, flags=re.S)
+    with open(path, "w") as handle:
+        handle.write(re.sub(r'failures="\\d+"', 'failures="0"', text))
+
+
+atexit.register(_green)
+"""
+# A report of its own naming the project's tests, then out before anything else can run.
+FAKE_JUNIT_AND_EXIT = """\
+import atexit
+import os
+import sys
+
+CASES = [("tests.test_books", "test_adds_a_book"), ("tests.test_books", "test_refuses_a_duplicate_isbn"),
+         ("tests.test_books.TestListing", "test_lists_titles")]
+
+
+def _fake():
+    path = next(arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("--junitxml="))
+    cases = "".join(f'<testcase classname="{c}" name="{n}" />' for c, n in CASES)
+    with open(path, "w") as handle:
+        handle.write(f'<testsuites><testsuite tests="3">{cases}</testsuite></testsuites>')
+    os._exit(0)
+
+
+atexit.register(_fake)
+"""
+# A plugin registered from product code: every test's report says passed.
+MAKEREPORT_PLUGIN = """\
+import gc
+
+import pytest
+from _pytest.config import Config
+
+
+class _AllGreen:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        report.outcome, report.longrepr = "passed", None
+
+
+_config = next(o for o in gc.get_objects() if isinstance(o, Config))
+_config.pluginmanager.register(_AllGreen())
+"""
+# Leave the canaries alone, drop the failing test from the run instead.
+DESELECT_PLUGIN = MAKEREPORT_PLUGIN.replace("""    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        report.outcome, report.longrepr = "passed", None
+""", """    def pytest_collection_modifyitems(self, items):
+        items[:] = [item for item in items if "duplicate" not in item.name]
+""")
+# Installed only once the tests run, by the code they call: later tests pass, earlier ones ran honestly.
+PATCHED_WHILE_RUNNING = BOOKS + """
+
+def _tamper():
+    import _pytest.python
+    _pytest.python.Function.runtest = lambda self: None
+
+
+_tamper_once = [_tamper]
+
+
+def _first_call(*args):
+    while _tamper_once:
+        _tamper_once.pop()()
+"""
+
+
+def _project(tmp_path: Path, init: str = "", books: str = BOOKS, tests: str = TESTS) -> Path:
+    source = tmp_path / "project"
+    (source / "shelf").mkdir(parents=True)
+    (source / "tests").mkdir()
+    (source / "shelf" / "__init__.py").write_text(init)
+    (source / "shelf" / "books.py").write_text(books)
+    (source / "tests" / "test_books.py").write_text(tests)
+    return source
+
+
+def _run(source: Path) -> TestReport:
+    return run_tests(source, limits=LIMITS)
+
+
+@pytest.fixture(autouse=True)
+def _unisolated_runs_allowed(settings):
+    settings.AITEAM_SANDBOX_ALLOW_UNISOLATED = True  # a non-root machine still runs them (isolation is not the point)
+
+
+def test_an_honest_failing_run_is_a_plain_failure(tmp_path):
+    report = _run(_project(tmp_path))
+    assert (report.passed, report.failed, report.tampered) == (2, 1, [])
+    assert report.failing_tests == ["tests/test_books.py::test_refuses_a_duplicate_isbn"]
+    assert not any(CANARY_DIR_PREFIX in test for test in report.tests_run)  # the canaries are not the project's
+    assert CANARY_DIR_PREFIX not in report.output_tail and "1 failed, 2 passed in" in report.output_tail
+
+
+def test_an_honest_passing_run_still_passes(tmp_path):
+    fixed = BOOKS.replace("        self.books[isbn] = title", "        if isbn in self.books:\n"
+                          "            raise ValueError(isbn)\n        self.books[isbn] = title")
+    report = _run(_project(tmp_path, books=fixed))
+    assert report.ok and (report.passed, report.failed, report.tampered, report.exit_code) == (3, 0, [], 0)
+    assert report.coverage_percent in (None, 100.0)  # the canaries are not measured either
+
+
+@pytest.mark.parametrize("init, because", [
+    (NO_OP_RUNTEST, "must have failed is reported passed"),
+    (REWRITE_JUNIT_AT_EXIT, "must have failed is reported passed"),
+    (FAKE_JUNIT_AND_EXIT, "must have passed is reported 0 times"),
+    (MAKEREPORT_PLUGIN, "must have failed is reported passed"),
+], ids=["no-op runtest", "junit rewritten at exit", "fake junit and os._exit(0)", "makereport plugin"])
+def test_a_package_init_that_forges_a_pass_is_caught(tmp_path, init, because):
+    report = _run(_project(tmp_path, init=init))
+    # what the run itself claims: every test passed, which is what the gate used to believe
+    assert (report.passed, report.failed, report.errors) == (3, 0, 0)
+    assert not report.ok
+    assert any(because in reason for reason in report.tampered), report.tampered
+
+
+def test_a_failing_test_dropped_from_the_run_is_caught(tmp_path):
+    report = _run(_project(tmp_path, init=DESELECT_PLUGIN))
+    assert (report.passed, report.failed) == (2, 0) and not report.ok
+    assert report.tampered == ["1 test(s) the project's files define are missing from the report, first: "
+                               "tests/test_books.py::test_refuses_a_duplicate_isbn"]
+
+
+def test_a_patch_installed_while_the_tests_run_is_caught_by_the_last_canary(tmp_path):
+    tests = "from shelf.books import _first_call\n\n\ndef test_aaa_first():\n    _first_call()\n\n\n" + TESTS
+    report = _run(_project(tmp_path, books=PATCHED_WHILE_RUNNING, tests=tests))
+    assert report.failed == 0 and not report.ok
+    assert any("must have failed is reported passed" in reason for reason in report.tampered)
+
+
+def test_a_module_that_cannot_import_is_an_error_not_tampering(tmp_path):
+    report = _run(_project(tmp_path, init="import not_installed_anywhere\n"))
+    assert report.errors == 1 and report.tampered == [] and not report.ok
