@@ -86,7 +86,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         source = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
         s.ReplayIn(data=request.data).is_valid(raise_exception=True)
         replay = replay_start(source_id=source.pk, user=request.user, via="api")
-        return Response(s.RequirementOut(Requirement.objects.get(pk=replay.pk)).data, status=status.HTTP_202_ACCEPTED)
+        replayed = s.RequirementOut(Requirement.objects.get(pk=replay.pk), context=self.get_serializer_context())
+        return Response(replayed.data, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(list=extend_schema(parameters=[OpenApiParameter(
