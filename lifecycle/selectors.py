@@ -5,7 +5,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from lifecycle.models import Membership, Requirement, ReviewTask
+from lifecycle.models import Membership, Project, Requirement, ReviewTask
 from lifecycle.states import Role
 
 
@@ -15,6 +15,10 @@ def requirements_visible_to(user: Any) -> QuerySet[Requirement]:
 
 def review_tasks_visible_to(user: Any) -> QuerySet[ReviewTask]:
     return ReviewTask.objects.filter(organization__memberships__user=user)
+
+
+def projects_visible_to(user: Any) -> QuerySet[Project]:
+    return Project.objects.filter(organization__memberships__user=user).order_by("name", "id")
 
 
 def origins_visible_to(user: Any, organization_id: Any) -> bool:

@@ -250,3 +250,26 @@ class ProjectRef(serializers.ModelSerializer):
     class Meta:
         model = Project
         fields = ["id", "name"]
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, nothing that merely looks like one ("yes", 1, "on"): an opt-in is said plainly."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class ProjectIn(StrictSerializer):
+    autonomous_deployments = StrictBooleanField(help_text=(
+        "autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; a change that adds or edits a "
+        "CI workflow, or uses secrets. in one, still waits for a person. Organization admins only"))
+
+
+class ProjectOut(serializers.ModelSerializer):
+    organization = serializers.UUIDField(source="organization_id")
+
+    class Meta:
+        model = Project
+        fields = ["id", "organization", "name", "slug", "repo_url", "autonomous_deployments", "created_at"]
