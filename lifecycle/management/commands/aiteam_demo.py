@@ -98,7 +98,7 @@ class Command(BaseCommand):
         task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
         if task is None:
             return
-        held = deployment_hold(task)
+        held = deployment_hold(task) or "autonomous mode is off"
         self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username}, the "
                           "operator at this terminal (--approve-deployment).")
         review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
