@@ -24,10 +24,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 ## demo: the sample brief through the whole team to `deployed` on the embedded default (SQLite, eager Celery,
-## replay of the bundled cassette, gates approved in autonomous mode); the branch lands in var/remotes/
+## replay of the bundled cassette, stories approved in autonomous mode, the deployment, which adds a CI workflow,
+## approved by you at the terminal: --approve-deployment); the branch lands in var/remotes/
 demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
-	$(EMBEDDED) $(PY) manage.py aiteam_demo
+	$(EMBEDDED) $(PY) manage.py aiteam_demo --approve-deployment
 
 ## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit
 ## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)

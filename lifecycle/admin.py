@@ -258,7 +258,7 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
-        fields = ["name", "slug", "repo_url", "settings"]
+        fields = ["name", "slug", "repo_url", "autonomous_deployments", "settings"]
         help_texts = {"repo_url": "https:// or ssh:// (or git@host:owner/repo.git) on a host the operator allows, "
                                   "no credentials in it; empty: the built-in local remote",
                       "settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
@@ -317,7 +317,8 @@ def masked_settings(project_settings: dict) -> dict:
 
 @admin.register(Project)
 class ProjectAdmin(MemberAccess, admin.ModelAdmin):
-    """Organization admins edit their projects' settings: SLA policies, reviewers group, webhook."""
+    """Organization admins edit their projects' settings: SLA policies, reviewers group, webhook, and whether
+    autonomous mode may approve deployments (ADR 27)."""
 
     form = ProjectForm
     list_display = ["__str__", "name", "repo_url"]
@@ -327,7 +328,7 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
         """Who may not change the project (not an admin of its organization) reads its settings with the
         webhook URL masked."""
         shown = "settings" if self.has_change_permission(request, obj) else "settings_masked"
-        return ["name", "slug", "repo_url", shown]
+        return ["name", "slug", "repo_url", "autonomous_deployments", shown]
 
     @admin.display(description="settings")
     def settings_masked(self, project):

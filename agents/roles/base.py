@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 
 from agents.llm.client import LLM
+from agents.prompts import framed, with_data_rule
 
 C = TypeVar("C", bound=BaseModel)
 Out = TypeVar("O", bound=BaseModel)
@@ -25,13 +26,15 @@ class Agent(Generic[C, Out]):
         return self.prompt or self.role
 
     def messages(self, context: C) -> list[dict]:
+        # every field of the context is untrusted (a brief, code, earlier answers): it goes in the data frame only.
+        # JSON with indent=2 is also what the replay cassette matches `recorded_for` fields against.
         body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        return [{"role": "user", "content": f"{self.task}\n\n<context>\n{body}\n</context>"}]
+        return [{"role": "user", "content": framed(self.task, body)}]
 
     def run(self, context: C, llm: LLM) -> Out:
         # the context reaches the output's validators too: an answer that refers to what was not asked (a story
         # number past the last, a criterion id that does not exist) goes back to the model as a repair request
-        return llm.generate(role=self.role, system=llm.prompt(self.prompt_name), messages=self.messages(context),
+        return llm.generate(role=self.role, system=with_data_rule(llm.prompt(self.prompt_name)), messages=self.messages(context),
                             schema=self.output, validation_context=context)
 
 

@@ -19,6 +19,7 @@ from lifecycle.models import (
     UserStory,
 )
 from lifecycle.replay.compare import describe
+from lifecycle.selectors import origins_visible_to
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.states import ArtifactKind, Decision
 
@@ -89,11 +90,18 @@ class ErrorOut(serializers.Serializer):
 
 class TransitionOut(serializers.ModelSerializer):
     actor_user = serializers.StringRelatedField(allow_null=True)
+    metadata = serializers.JSONField(help_text="what the transition carried (reason, decision, …); `origin` (where a "
+                                     "person acted from) only for the organization's admins and operators")
 
     class Meta:
         model = StateTransition
         fields = ["subject", "subject_id", "event", "from_state", "to_state", "actor_role", "actor_user", "via",
                   "guard", "metadata", "created_at"]
+
+
+def without_origins(transitions: list[dict]) -> list[dict]:
+    """Serialized transitions with `metadata.origin` left out (copies: the rows' own dicts stay as they are)."""
+    return [{**row, "metadata": {k: v for k, v in row["metadata"].items() if k != "origin"}} for row in transitions]
 
 
 class ReviewTaskOut(serializers.ModelSerializer):
@@ -166,6 +174,13 @@ class RequirementOut(RequirementSummaryOut):
         fields = [*RequirementSummaryOut.Meta.fields, "brief", "clarifications", "requirement_doc", "stories",
                   "artifacts", "transitions", "open_review_tasks", "llm_usage", "status_digest", "budget", "replay"]
 
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")  # no request (an internal use): no one to show origins to
+        if not (request and origins_visible_to(request.user, instance.organization_id)):
+            data["transitions"] = without_origins(data["transitions"])
+        return data
+
     @extend_schema_field(DocOut(allow_null=True))
     def get_requirement_doc(self, obj):
         doc = obj.docs.order_by("-version").first()
@@ -235,3 +250,26 @@ class ProjectRef(serializers.ModelSerializer):
     class Meta:
         model = Project
         fields = ["id", "name"]
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, nothing that merely looks like one ("yes", 1, "on"): an opt-in is said plainly."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class ProjectIn(StrictSerializer):
+    autonomous_deployments = StrictBooleanField(help_text=(
+        "autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; a change that adds or edits a "
+        "CI workflow, or uses secrets. in one, still waits for a person. Organization admins only"))
+
+
+class ProjectOut(serializers.ModelSerializer):
+    organization = serializers.UUIDField(source="organization_id")
+
+    class Meta:
+        model = Project
+        fields = ["id", "organization", "name", "slug", "repo_url", "autonomous_deployments", "created_at"]

@@ -1,8 +1,9 @@
 from rest_framework.routers import DefaultRouter
 
-from lifecycle.api.views import RequirementViewSet, ReviewTaskViewSet
+from lifecycle.api.views import ProjectViewSet, RequirementViewSet, ReviewTaskViewSet
 
 router = DefaultRouter()
 router.register("requirements", RequirementViewSet, basename="requirement")
 router.register("review-tasks", ReviewTaskViewSet, basename="review-task")
+router.register("projects", ProjectViewSet, basename="project")
 urlpatterns = router.urls

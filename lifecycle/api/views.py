@@ -16,6 +16,7 @@ from lifecycle.replay.runs import replay_start
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
+from lifecycle.services.projects import project_set_autonomous_deployments
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
 
 CONFLICT = OpenApiResponse(s.ErrorOut, description="an illegal transition: the object's state does not allow it now")
@@ -86,7 +87,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         source = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
         s.ReplayIn(data=request.data).is_valid(raise_exception=True)
         replay = replay_start(source_id=source.pk, user=request.user, via="api")
-        return Response(s.RequirementOut(Requirement.objects.get(pk=replay.pk)).data, status=status.HTTP_202_ACCEPTED)
+        replayed = s.RequirementOut(Requirement.objects.get(pk=replay.pk), context=self.get_serializer_context())
+        return Response(replayed.data, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(list=extend_schema(parameters=[OpenApiParameter(
@@ -134,3 +136,25 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         task = get_object_or_404(self.get_queryset(), pk=pk)
         released = review_unassign(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request))
         return Response(s.ReviewTaskOut(released).data)
+
+
+class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The projects of the user's organizations; their admins change what the API lets them change (PATCH)."""
+
+    serializer_class = s.ProjectOut
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Project.objects.none()
+        return selectors.projects_visible_to(self.request.user)
+
+    @extend_schema(request=s.ProjectIn, responses={200: s.ProjectOut, 403: OpenApiResponse(
+        s.ErrorOut, description="not an admin of the project's organization")})
+    def partial_update(self, request, pk=None):
+        """Opt the project in to (or out of) deployments approved by autonomous mode."""
+        project = get_object_or_404(self.get_queryset(), pk=pk)
+        data = s.ProjectIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        changed = project_set_autonomous_deployments(project_id=project.pk, user=request.user,
+                                                     enabled=data.validated_data["autonomous_deployments"])
+        return Response(s.ProjectOut(changed).data)

@@ -18,6 +18,7 @@ from lifecycle.inbox import sections
 from lifecycle.inbox.forms import AssignForm, BulkDecisionForm, DecisionForm, StoryForm
 from lifecycle.models import ReviewTask
 from lifecycle.origin import request_origin
+from lifecycle.selectors import origins_visible_to
 from lifecycle.services.assignment import (
     assignable_groups,
     assignable_users,
@@ -48,6 +49,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
         "spec_summary": sections.spec_summary(task, artifacts),
         "changed_files": sections.changed_files(artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
+        "show_origins": origins_visible_to(request.user, task.organization_id),
         "options": sections.decision_options(task), "budget": budget,
         "decision_form": decision_form if decision_form is not None else DecisionForm(
             initial={"budget": budget["suggestion"] if budget else ""}),

@@ -24,6 +24,7 @@ class ReviewTask(FSMModelMixin, models.Model):
         API = "api"
         ADMIN = "admin"
         POLICY = "policy"
+        CLI = "cli"  # the operator at a terminal (aiteam_demo --approve-deployment)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="review_tasks")

@@ -39,6 +39,9 @@ class Project(models.Model):
     slug = models.SlugField(max_length=100)
     repo_url = models.CharField(max_length=500, blank=True)
     settings = models.JSONField(default=dict, blank=True)
+    autonomous_deployments = models.BooleanField(
+        default=False, help_text="autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; never "
+        "one whose change adds or edits a CI workflow or uses secrets. in one: that waits for a person (ADR 27)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

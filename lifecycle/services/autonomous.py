@@ -1,5 +1,9 @@
 """Autonomous mode: the operator's policies decide gates on the reviewer's behalf, each decision logged and
-recorded as the policy's, through the same review_decide a person uses."""
+recorded as the policy's, through the same review_decide a person uses.
+
+It approves stories. A deployment only for a project that opted in (`Project.autonomous_deployments`), and never
+one whose change adds or edits a CI workflow or uses `secrets.` in one: a workflow runs with the repository's
+secrets and tokens, so a person reads it first (ADR 27)."""
 from __future__ import annotations
 
 import logging
@@ -7,20 +11,23 @@ from typing import Any
 
 from django.conf import settings
 
+from agents.schemas import SourceFile
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
-from lifecycle.models import Requirement, ReviewTask
+from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.services.budget_gate import budget_grace
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.development import workspace_files
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
 AUTONOMOUS = Actor.policy("autonomous")
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
-# Gates the operator pre-authorizes in autonomous mode (AITEAM_AUTONOMOUS).
-AUTONOMOUS_KINDS = {ReviewKind.STORIES_APPROVAL, ReviewKind.DEPLOYMENT_APPROVAL}
+# Where a change could reach the CI's secrets and tokens: a person reads any change there.
+CI_PATHS = (".github/workflows/", ".github/actions/")
+SECRETS = "secrets."
 
 
 def autonomous_decide(task: ReviewTask) -> None:
@@ -29,10 +36,39 @@ def autonomous_decide(task: ReviewTask) -> None:
         return
     if task.kind == ReviewKind.BUDGET_EXHAUSTED:
         budget_policy_decide(task)
-    elif task.kind in AUTONOMOUS_KINDS and task.is_pending:
-        log.info("autonomous mode: approving %s on the reviewer's behalf", task)
-        review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE,
-                      reason="autonomous mode (AITEAM_AUTONOMOUS=true)")
+    elif task.kind == ReviewKind.STORIES_APPROVAL and task.is_pending:
+        _approve(task, "autonomous mode (AITEAM_AUTONOMOUS=true)")
+    elif task.kind == ReviewKind.DEPLOYMENT_APPROVAL and task.is_pending:
+        held = deployment_hold(task)
+        if held:
+            log.info("autonomous mode leaves %s to a person: %s", task, held)
+            return
+        _approve(task, "autonomous mode (AITEAM_AUTONOMOUS=true; the project opted in to autonomous deployments)")
+
+
+def _approve(task: ReviewTask, reason: str) -> None:
+    log.info("autonomous mode: approving %s on the reviewer's behalf", task)
+    review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE, reason=reason)
+
+
+def deployment_hold(task: ReviewTask) -> str:
+    """Why autonomous mode may not approve this deployment, or "" when it may."""
+    project = Project.objects.select_related("organization").get(requirements__pk=task.requirement_id)
+    if not project.autonomous_deployments:
+        return f"project {project} has not opted in to autonomous deployments"
+    # Every run starts from an empty repository, so each file of the delivered tree is one the change adds.
+    return ci_hold(workspace_files(task.requirement_id))
+
+
+def ci_hold(changed: list[SourceFile]) -> str:
+    """Why a change to these files needs a person: a CI workflow it adds or edits, above all one using secrets."""
+    ci = [f for f in changed if f.path.startswith(CI_PATHS)]
+    using_secrets = [f.path for f in ci if SECRETS in f.content]
+    if using_secrets:
+        return f"the change's CI workflows use {SECRETS} ({', '.join(using_secrets)})"
+    if ci:
+        return f"the change adds or edits CI workflows ({', '.join(f.path for f in ci)})"
+    return ""
 
 
 def budget_policy_decide(task: ReviewTask) -> ReviewTask | None:

@@ -61,7 +61,8 @@ def world(live_server) -> World:
                            system_sha256="0" * 64, system="s", tool_name="t", input_tokens=10, cost_usd=Decimal("0.25"))
     decided = open_review(project, title="Decided")
     decide(decided, personas["reviewer"], "approve")
-    return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk)},
+    return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk),
+                                           "projects": str(project.pk)},
                  tokens={name: authorization(user) for name, user in
                          (("ada", personas["admin"]), ("rita", personas["reviewer"]), ("sam", personas["submitter"]))},
                  decided_task=str(decided.pk))
@@ -99,7 +100,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
     """A request that should get `code` from the operation."""
     collection = path.split("/")[3]
     target = world.ids[collection] if "{id}" in path else None
-    body = {"brief": "ok"} if path == "/api/v1/requirements/" else {"decision": "approve"} if "decision" in path else {}
+    body = ({"brief": "ok"} if path == "/api/v1/requirements/" else {"decision": "approve"} if "decision" in path
+            else {"autonomous_deployments": False} if collection == "projects" else {})
     headers = world.headers()
     if code == "400":
         headers = {"Authorization": "Token abc\x00def"}  # the probe's 500: a NUL reaching the token lookup
@@ -117,7 +119,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         requests.post(f"{world.url}{path}", json={"brief": "first"}, headers={**headers, "Idempotency-Key": "k1"})
         headers = {**headers, "Idempotency-Key": "k1"}
     url = world.url + path.replace("{id}", target or "")
-    return requests.request(method, url, json=body if method == "post" else None, headers=headers, timeout=30)
+    return requests.request(method, url, json=body if method in ("post", "patch") else None, headers=headers,
+                            timeout=30)
 
 
 def test_every_error_status_the_schema_documents_is_real(world):

@@ -47,11 +47,13 @@ def test_the_printed_token_works_on_the_api():
 
 def test_make_demo_runs_offline_without_a_key_from_a_clean_state(tmp_path):
     """The demo as `make demo` runs it, in a network namespace with no network at all where possible."""
-    demo = _demo_in_a_clean_state(tmp_path)
+    demo = _demo_in_a_clean_state(tmp_path, "--approve-deployment")
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert "state: deployed" in demo.stdout
     assert demo.stdout.count("[approved]") == 4
-    assert "autonomous mode: approving" in demo.stderr
+    assert "autonomous mode: approving Stories Approval" in demo.stderr  # the stories by policy, the deployment not:
+    assert "autonomous mode: approving Deployment Approval" not in demo.stderr
+    assert "approving it as demo, the operator at this terminal" in demo.stdout
     for event in ("clarify", "create_stories", "approve_design", "retry_development", "pass_code_review",
                   "pass_quality_gate", "deploy"):
         assert event in demo.stdout
@@ -95,7 +97,7 @@ def test_a_one_line_brief_runs_on_a_cassette_recorded_for_it_and_is_titled_by_it
     settings.AITEAM_AUTONOMOUS = True
     settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
     out = StringIO()
-    call_command("aiteam_demo", brief=_file(tmp_path, ONE_LINE + "\n"), stdout=out)
+    call_command("aiteam_demo", brief=_file(tmp_path, ONE_LINE + "\n"), approve_deployment=True, stdout=out)
     req = Requirement.objects.get()
     assert (req.brief, req.state) == (ONE_LINE, "deployed")
     assert req.title == "A reading list CLI: add books with title and author, mark them read, list…"

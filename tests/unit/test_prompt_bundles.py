@@ -2,7 +2,7 @@
 import pytest
 
 from agents import prompts
-from agents.prompts import bundle_hash, prompt_files
+from agents.prompts import bundle_hash, prompt_files, with_data_rule
 from lifecycle.errors import DomainError
 from lifecycle.models import LLMCall, Project, Step
 from lifecycle.services import dispatch
@@ -17,7 +17,7 @@ def test_the_bundle_hash_is_recorded_at_submission_and_shown(alice):
     assert req.prompt_bundle_id == bundle_hash(prompt_files())
     assert api_for(alice).get(f"/api/v1/requirements/{req.pk}/").data["prompt_bundle"] == req.prompt_bundle_id
     po_call = LLMCall.objects.get(requirement=req, role="product_owner")
-    assert po_call.system == prompt_files()["product_owner"]
+    assert po_call.system == with_data_rule(prompt_files()["product_owner"])
 
 
 def test_a_running_requirement_keeps_its_prompts_when_the_files_change(alice, monkeypatch, tmp_path):

@@ -29,7 +29,7 @@ def demo_run(settings, tmp_path) -> Requirement:
     """`make demo`'s run (autonomous mode, the bundled cassette, the real sandbox, a local bare remote)."""
     settings.AITEAM_AUTONOMOUS = True
     settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
-    call_command("aiteam_demo", stdout=StringIO())
+    call_command("aiteam_demo", approve_deployment=True, stdout=StringIO())
     settings.AITEAM_AUTONOMOUS = False  # the replay re-applies the recorded decisions itself
     return Requirement.objects.get(replay_of=None)
 
@@ -244,7 +244,7 @@ def test_the_replay_command_reproduces_make_demo_in_a_process_with_no_network_an
                               capture_output=True, text=True, timeout=180)
 
     assert manage("migrate", "-v0").returncode == 0
-    demo = manage("aiteam_demo")
+    demo = manage("aiteam_demo", "--approve-deployment")
     assert demo.returncode == 0, demo.stderr[-3000:]
     source = re.search(r"=== Requirement (\S+)", demo.stdout).group(1)
     replay = manage("aiteam_replay", source)

@@ -1,6 +1,10 @@
 """Run a brief (the bundled sample by default) through the team and print what happened:
 the requirement, its stories, the plan, the workspace's commits, the test reports, the audit trail.
 
+Autonomous mode approves the stories; it never approves a deployment that adds a CI workflow, and every run adds
+one. With --approve-deployment (`make demo` passes it) the operator at the terminal approves that gate: a decision
+recorded under the demo user's name, via cli, with the reason printed (ADR 27).
+
 A user's mistake (no such file, an empty one, a brief the replay cassette never recorded) ends in one line
 saying what to do and a non-zero exit status, never a traceback."""
 import re
@@ -12,12 +16,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.llm.base import LLMConfigError
 from agents.llm.replay import CassetteMissError
+from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import Membership, Organization, Project, Requirement
 from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.autonomous import deployment_hold
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.development import workspace_for
 from lifecycle.services.intake import requirement_submit
-from lifecycle.states import Role, StepState
+from lifecycle.states import Decision, ReviewKind, Role, StepState
 
 SAMPLE_BRIEF = Path(settings.BASE_DIR) / "agents/cassettes/sample_brief.md"
 TITLE_CHARS = 80
@@ -57,8 +64,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--brief", type=Path, default=SAMPLE_BRIEF, metavar="FILE", help=BRIEF_HELP)
+        parser.add_argument("--approve-deployment", action="store_true", help=(
+            "approve the deployment gate yourself, as the demo user at this terminal, when autonomous mode leaves it "
+            "to a person (it does for any change that adds a CI workflow, so for every run); without it the run "
+            "stops at ready_to_deploy with the task open in the review inbox"))
 
-    def handle(self, *args, brief, **options):
+    def handle(self, *args, brief, approve_deployment=False, **options):
         raw = _read(brief)
         if not raw.strip():
             raise CommandError(f"the brief file {brief} is empty: write what you want built in it, in plain words")
@@ -78,11 +89,27 @@ class Command(BaseCommand):
         failed = _failed_step(req)
         if failed is not None and failed.error.startswith(CONFIG_ERRORS):
             raise CommandError(failed.error.partition(": ")[2])  # its message says what to do
-        self._report(req)
+        if approve_deployment:
+            self._approve_deployment(req, user)
+        self._report(Requirement.objects.get(pk=req.pk))
+
+    def _approve_deployment(self, req: Requirement, user) -> None:
+        """The operator's own decision on a deployment autonomous mode left open, printed with the reason it did."""
+        task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
+        if task is None:
+            return
+        held = deployment_hold(task) or "autonomous mode is off"
+        self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username}, the "
+                          "operator at this terminal (--approve-deployment).")
+        review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
+                      reason=f"approved at the terminal with aiteam_demo --approve-deployment; autonomous mode held "
+                             f"it: {held}")
 
     def _demo_user(self):
         org, _ = Organization.objects.get_or_create(slug="demo", defaults={"name": "Demo Org"})
-        Project.objects.get_or_create(organization=org, slug="default", defaults={"name": "Sample project"})
+        # The demo project opts in to autonomous deployments; its runs still add a CI workflow, which holds the gate
+        Project.objects.get_or_create(organization=org, slug="default",
+                                      defaults={"name": "Sample project", "autonomous_deployments": True})
         user, _ = get_user_model().objects.get_or_create(username="demo")
         Membership.objects.update_or_create(user=user, organization=org, defaults={"role": Role.ADMIN})
         return user
@@ -113,6 +140,10 @@ class Command(BaseCommand):
         if req.state != "deployed":
             failed = _failed_step(req)
             why = f": step {failed.key}#{failed.attempt} failed: {failed.error}" if failed else ""
+            waiting = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
+            if waiting and not why:
+                why = (f": the deployment waits for a person ({deployment_hold(waiting)}); approve task {waiting.pk} in "
+                       "the admin's review inbox or over the API, or run again with --approve-deployment")
             raise CommandError(f"demo did not reach deployed (state {req.state}){why}")
 
     def _report_delivery(self, req: Requirement) -> None:
