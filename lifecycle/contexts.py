@@ -37,6 +37,7 @@ from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 TEST_COMMAND = "python -m pytest -q"
+TESTS_NOT_RUN = "AcceptanceTestsNotRun"  # the event by which the gate hands QC's tests back (gate_routing)
 STORY_FIELDS = ["title", "as_a", "i_want", "so_that", "acceptance_criteria", "priority", "story_points"]
 
 
@@ -174,7 +175,7 @@ def qc_context(requirement_id) -> QCContext:
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
         context = translators.qc_context(approved_stories(req), spec_of(req), workspace_files(req.pk))
-    return context.model_copy(update={"guidance": _restated_criteria(req)})
+    return context.model_copy(update={"guidance": _restated_criteria(req), "findings": _tests_not_run(req)})
 
 
 def devops_context(requirement_id) -> DevOpsContext:
@@ -210,6 +211,16 @@ def _restated_criteria(req: Requirement) -> list[str]:
     return list(req.review_tasks.filter(kind=ReviewKind.ESCALATION, resume_target=step_keys.QC_TESTS,
                                         state=ReviewState.RESOLVED, decision=Decision.REQUEST_CHANGES)
                 .order_by("created_at").values_list("feedback", flat=True))
+
+
+def _tests_not_run(req: Requirement) -> list[str]:
+    """Why the gate handed QC's tests back, when it did after QC last wrote them: the tests that did not run."""
+    event = req.events.filter(name=TESTS_NOT_RUN).order_by("-id").first()
+    written = latest(req, ArtifactKind.ACCEPTANCE_COVERAGE)
+    if event is None or (written and written.created_at > event.created_at):
+        return []
+    return [f"{criterion}: {', '.join(tests)} did not run (skipped, deselected or never collected)"
+            for criterion, tests in event.payload["criteria"].items()]
 
 
 def _guidance(req: Requirement) -> list[str]:

@@ -158,6 +158,13 @@ CASES = {
         "QCOutput._known_criteria", roles.QC_ENGINEER, QC,
         {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-9.9": next(iter(QC_OK["coverage"].values()))}}, QC_OK,
         "coverage names criteria that do not exist: ['AC-9.9']"),
+    "qc_untestable_unknown_criterion": Case(
+        "QCOutput._known_criteria", roles.QC_ENGINEER, QC, {**QC_OK, "untestable": {"AC-9.9": "vague"}}, QC_OK,
+        "untestable names criteria that do not exist: ['AC-9.9']"),
+    "qc_leaves_a_criterion_out": Case(
+        "QCOutput._every_criterion_answered", roles.QC_ENGINEER, QC,
+        {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-1.1": []}}, QC_OK,
+        "coverage leaves out criteria: ['AC-1.1']; name the tests that check each, or put it in untestable"),
     "qc_names_a_missing_test": Case(
         "QCOutput._named_tests_exist", roles.QC_ENGINEER, QC,
         {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-1.1": ["test_nobody_wrote"]}}, QC_OK,
