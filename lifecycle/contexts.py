@@ -136,10 +136,13 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
     if from_ticket(req):
-        return translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
-                                                           workspace_files(req.pk), attempt)
-    return translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
-                                                workspace_files(req.pk), attempt)
+        context = translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
+                                                              workspace_files(req.pk), attempt)
+    else:
+        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
+                                                       workspace_files(req.pk), attempt)
+    others = req.plan_tasks.exclude(key=task_key).values_list("files", flat=True)
+    return context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext:
@@ -164,6 +167,7 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
     return CodeReviewContext(
         diff_summary=content_json(diff) if diff else [], files=workspace_files(req.pk),
         tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
+        lost_tests=report.metadata.get("lost_tests", []) if report else [],
         acceptance=[c.criterion for c in acceptance_criteria_of(req)],
         spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
     )
