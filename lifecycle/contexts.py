@@ -37,6 +37,7 @@ from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 TEST_COMMAND = "python -m pytest -q"
+TESTS_NOT_RUN = "AcceptanceTestsNotRun"  # the event by which the gate hands QC's tests back (gate_routing)
 STORY_FIELDS = ["title", "as_a", "i_want", "so_that", "acceptance_criteria", "priority", "story_points"]
 
 
@@ -135,10 +136,13 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
     if from_ticket(req):
-        return translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
-                                                           workspace_files(req.pk), attempt)
-    return translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
-                                                workspace_files(req.pk), attempt)
+        context = translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
+                                                              workspace_files(req.pk), attempt)
+    else:
+        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
+                                                       workspace_files(req.pk), attempt)
+    others = req.plan_tasks.exclude(key=task_key).values_list("files", flat=True)
+    return context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext:
@@ -163,6 +167,7 @@ def code_review_context(requirement_id, round: int) -> CodeReviewContext:
     return CodeReviewContext(
         diff_summary=content_json(diff) if diff else [], files=workspace_files(req.pk),
         tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
+        lost_tests=report.metadata.get("lost_tests", []) if report else [],
         acceptance=[c.criterion for c in acceptance_criteria_of(req)],
         spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
     )
@@ -174,7 +179,7 @@ def qc_context(requirement_id) -> QCContext:
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
         context = translators.qc_context(approved_stories(req), spec_of(req), workspace_files(req.pk))
-    return context.model_copy(update={"guidance": _restated_criteria(req)})
+    return context.model_copy(update={"guidance": _restated_criteria(req), "findings": _tests_not_run(req)})
 
 
 def devops_context(requirement_id) -> DevOpsContext:
@@ -210,6 +215,16 @@ def _restated_criteria(req: Requirement) -> list[str]:
     return list(req.review_tasks.filter(kind=ReviewKind.ESCALATION, resume_target=step_keys.QC_TESTS,
                                         state=ReviewState.RESOLVED, decision=Decision.REQUEST_CHANGES)
                 .order_by("created_at").values_list("feedback", flat=True))
+
+
+def _tests_not_run(req: Requirement) -> list[str]:
+    """Why the gate handed QC's tests back, when it did after QC last wrote them: the tests that did not run."""
+    event = req.events.filter(name=TESTS_NOT_RUN).order_by("-id").first()
+    written = latest(req, ArtifactKind.ACCEPTANCE_COVERAGE)
+    if event is None or (written and written.created_at > event.created_at):
+        return []
+    return [f"{criterion}: {', '.join(tests)} did not run (skipped, deselected or never collected)"
+            for criterion, tests in event.payload["criteria"].items()]
 
 
 def _guidance(req: Requirement) -> list[str]:

@@ -1,9 +1,10 @@
 """Senior Engineer: the files of one task (or of a fix) and the context that asks for them."""
 from __future__ import annotations
 
+import posixpath
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agents.runner_reach import reach_findings
 from agents.schemas.base import Strict
@@ -48,6 +49,16 @@ class EngineerContext(Strict):
     acceptance: list[str]
     existing_files: list[SourceFile] = []
     attempt: int = 1
+    planned_elsewhere: list[str] = []  # the files the plan gives the other tasks: not this task's to write
+
+    def foreign(self, paths: list[str]) -> list[str]:
+        """Which of `paths` this task may not write: another task's planned file, a file already in the workspace
+        that is not this task's, or a new file outside the folders of its planned files (docs/adr/0026)."""
+        own, elsewhere = set(self.task.files), set(self.planned_elsewhere)
+        existing = {f.path for f in self.existing_files}
+        folders = {posixpath.dirname(f) for f in own}
+        return [p for p in paths if p not in own and (p in elsewhere or p in existing
+                                                      or posixpath.dirname(p) not in folders)]
 
 
 class FixContext(Strict):
@@ -87,6 +98,18 @@ class EngineerOutput(Strict):
                              f"{'; '.join(findings[:10])}")
         return files
 
+    @model_validator(mode="after")
+    def _planned_files_only(self, info: ValidationInfo) -> EngineerOutput:
+        """Against a task's context: the task writes its planned files and new files beside them, never another
+        task's (a later task once emptied an earlier one's tests, and the loss was delivered)."""
+        context = info.context
+        foreign = context.foreign([f.path for f in self.files]) if isinstance(context, EngineerContext) else []
+        if foreign:
+            raise ValueError(f"these files are not task {context.task.key}'s to write: {foreign}; its files are "
+                             f"{context.task.files} (new files may go beside them); leave other tasks' files as "
+                             "they are")
+        return self
+
 
 class CodeReviewContext(Strict):
     diff_summary: list[str]
@@ -95,6 +118,7 @@ class CodeReviewContext(Strict):
     acceptance: list[str]
     round: int
     spec: TechnicalSpecOutput | None = None  # what the code was built against, to spot an inconsistent spec
+    lost_tests: list[str] = []  # tests written or run before that the self-test no longer ran
 
 
 class CodeReviewVerdict(Strict):
@@ -105,6 +129,8 @@ class CodeReviewVerdict(Strict):
     reasoning: str = Field(min_length=1, max_length=4000)
     notes: list[str] = []
     spec_issues: list[str] = Field(default=[], description="contradictions or gaps in the spec itself, one per item")
+    test_losses: str = Field(default="", max_length=2000,
+                             description="when lost_tests is given and you approve: why those tests may go")
 
     @model_validator(mode="after")
     def _notes_when_changes(self) -> CodeReviewVerdict:
@@ -112,4 +138,14 @@ class CodeReviewVerdict(Strict):
             raise ValueError("a request_changes verdict needs at least one note or spec issue")
         if self.verdict == "approve" and self.spec_issues:
             raise ValueError("an approve verdict cannot report spec issues; request changes instead")
+        return self
+
+    @model_validator(mode="after")
+    def _lost_tests_answered(self, info: ValidationInfo) -> CodeReviewVerdict:
+        """Against the review's context: tests that disappeared are approved only with a stated reason, so a
+        task emptying another's tests never passes review silently (docs/adr/0026)."""
+        lost = getattr(info.context, "lost_tests", None) or []
+        if lost and self.verdict == "approve" and not self.test_losses.strip():
+            raise ValueError(f"these tests were there before and did not run now: {lost[:20]}; approve only with "
+                             "the reason they may go in test_losses, or request changes to restore them")
         return self

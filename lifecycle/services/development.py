@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
+from agents.lost_tests import defined_tests, lost_tests, ran
 from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
 from agents.workspace import Workspace
 from lifecycle import guards, step_keys
@@ -16,7 +17,7 @@ from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
 from lifecycle.failure_rules import TAMPERED, Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
-from lifecycle.services.artifacts import artifact_store
+from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.failures import failure_route_record, failure_with_history
 from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
@@ -29,6 +30,7 @@ ENGINEER = Actor.agent("senior_engineer")
 TECH_LEAD = Actor.agent("tech_lead")
 SANDBOX = Actor.system("sandbox")
 OUTPUT_TAIL_IN_TASK = 4000
+MAX_LOST_LISTED = 50  # lost tests kept on the report and shown to the reviewer
 
 
 def workspace_for(requirement: Requirement) -> Workspace:
@@ -82,12 +84,14 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
         workspace = workspace_for(requirement)
-        head = workspace.head()
+        head, lost = workspace.head(), _lost_tests(requirement, output)
         summary = f"{output['passed']} passed, {output['failed']} failed, {output['errors']} errors"
         artifact_store(requirement, kind=ArtifactKind.TEST_REPORT, name="self_test", content=output, summary=summary,
                        metadata={"attempt": lease.attempt, "commit": head, "ok": output["ok"], "passed": output["passed"],
                                  "failed": output["failed"], "errors": output["errors"],
-                                 "duration_s": output["duration_s"]}, step=step, role=SANDBOX.role)
+                                 "duration_s": output["duration_s"], "lost_tests": lost}, step=step, role=SANDBOX.role)
+        if lost:  # the code review must answer for them (CodeReviewVerdict._lost_tests_answered)
+            emit(requirement, "TestsLost", {"attempt": lease.attempt, "lost": lost})
         artifact_store(requirement, kind=ArtifactKind.DIFF_SUMMARY, name="workspace", content=workspace.diff_summary(),
                        summary=f"attempt {lease.attempt} at {head[:10]}", metadata={"attempt": lease.attempt,
                        "commit": head}, step=step, role=SANDBOX.role)
@@ -99,6 +103,16 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
         else:
             emit(requirement, "SelfTestsFailed", {"attempt": lease.attempt, "failing": output["failing_tests"][:50]})
             _route_failed_self_test(requirement, step, output)
+
+
+def _lost_tests(requirement: Requirement, report: dict[str, Any]) -> list[str]:
+    """Tests that the plan's tasks wrote, or that the previous self-test ran, and that this run did not: one
+    task (or a fix) emptying another's test file is flagged, not delivered unnoticed (docs/adr/0026)."""
+    previous = latest(requirement, ArtifactKind.TEST_REPORT, "self_test")
+    before = content_json(previous) if previous else None
+    written = requirement.artifacts.filter(kind=ArtifactKind.TEST_FILE, step__key__startswith=f"{step_keys.ENGINEER}:")
+    known = defined_tests(SourceFile(path=a.name, content=a.blob.content) for a in written.select_related("blob"))
+    return lost_tests(known | (ran(before) or set() if before else set()), report, before)[:MAX_LOST_LISTED]
 
 
 def code_review_apply(*, lease: Lease, output: CodeReviewVerdict) -> None:

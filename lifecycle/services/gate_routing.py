@@ -1,12 +1,16 @@
 """Where a failed quality gate goes, decided by the failure classifier (lifecycle.failure_rules):
 
-- acceptance criteria no QC test covers → the business analyst's question, put to a human: the table
-  has no edge from test_pending back to the stories, and changed criteria need a human anyway. The
-  requirement stays in test_pending; an escalation task (resume target qc_tests) asks the reviewer,
-  acting for the BA, to restate the criteria so they can be tested; QC then writes its tests again
-  with that text (or the reviewer rejects: cancelled);
+- acceptance criteria whose named tests did not run (skipped, deselected, never collected) → QC's own
+  slip: QC writes its tests again with the finding, QC_REWRITES times at most (qc_tests_rewrite, before
+  the classifier; a map that names no test at all is refused earlier, by QCOutput's validator);
+- acceptance criteria no QC test covers after that, or that QC declared untestable → the business
+  analyst's question, put to a human: the table has no edge from test_pending back to the stories, and
+  changed criteria need a human anyway. The requirement stays in test_pending; an escalation task
+  (resume target qc_tests) asks the reviewer, acting for the BA, to restate the criteria so they can be
+  tested; QC then writes its tests again with that text (or the reviewer rejects: cancelled);
 - a report the code under test forged (tampered, ADR 25), or the same failure as before the last fix →
-  a human: test_pending → in_development → escalated (two legal edges), with the usual escalation task;
+  a human: test_pending → in_development → escalated
+  (two legal edges), with the usual escalation task;
 - anything else (failing tests, pass rate, coverage, lint) → the engineer's next attempt.
 """
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 from agents.quality import GateResult, QualityGates
 from lifecycle import step_keys
 from lifecycle.actors import Actor
-from lifecycle.contexts import acceptance_criteria_of
+from lifecycle.contexts import TESTS_NOT_RUN, acceptance_criteria_of
 from lifecycle.failure_rules import Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
@@ -30,6 +34,7 @@ from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
 QC = Actor.agent("qc_engineer")
+QC_REWRITES = 1  # how often the gate hands QC's own tests back before a person looks (docs/adr/0026)
 ACTIONS = {
     Route.BUSINESS_ANALYST: "an escalation task asks a human, for the business analyst, to restate the criteria",
     Route.HUMAN: "back to development and escalated to a human",
@@ -64,6 +69,19 @@ def gate_failure_route(
     return route
 
 
+def qc_tests_rewrite(requirement: Requirement, *, gates: QualityGates, result: GateResult) -> bool:
+    """Inside qc_run_apply's transaction, before the classifier: criteria QC mapped to tests that did not run
+    go back to QC (its tests, its map), while it has rewrites left. True when QC was asked."""
+    named = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE)) or {}
+    not_run = {c: named[c] for c in result.uncovered if named.get(c)} if gates.all_criteria_covered else {}
+    if not not_run or requirement.events.filter(name=TESTS_NOT_RUN).count() >= QC_REWRITES:
+        return False
+    emit(requirement, TESTS_NOT_RUN, {"criteria": not_run})
+    written = requirement.artifacts.filter(kind=ArtifactKind.ACCEPTANCE_COVERAGE).count()
+    step_schedule(requirement_id=requirement.pk, key=step_keys.QC_TESTS, attempt=written + 1)
+    return True
+
+
 def acceptance_criteria_restated(requirement: Requirement, *, actor: Actor, guidance: str) -> None:
     """A human answered for the BA: QC writes its acceptance tests again, with the restated criteria."""
     emit(requirement, "AcceptanceCriteriaRestated", {"by": actor.role or "human", "guidance": guidance})
@@ -72,14 +90,17 @@ def acceptance_criteria_restated(requirement: Requirement, *, actor: Actor, guid
 
 
 def _ask_for_testable_criteria(requirement: Requirement, *, uncovered: tuple[str, ...]) -> None:
-    criteria = [c.model_dump() for c in acceptance_criteria_of(requirement) if c.id in uncovered]
     coverage = latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE)
+    named, untestable = (content_json(coverage), coverage.metadata.get("untestable", {})) if coverage else ({}, {})
+    criteria = [{**c.model_dump(), "untestable_because": untestable.get(c.id, ""), "tests_not_run": named.get(c.id, [])}
+                for c in acceptance_criteria_of(requirement) if c.id in uncovered]
     emit(requirement, "AcceptanceGapFound", {"uncovered": list(uncovered)})
     review_open(
         requirement, kind=ReviewKind.ESCALATION,
-        question=f"QC wrote no acceptance test for {len(criteria)} criterion(s). Acting for the business analyst, "
-        "restate them so they can be tested (request changes with the restated criteria): QC then writes its "
-        "acceptance tests again. Or reject to cancel the requirement.",
+        question=f"QC has no acceptance test that runs for {len(criteria)} criterion(s): it declared them "
+        "untestable as written, or the tests it named did not run after it wrote them again. Acting for the "
+        "business analyst, restate them so they can be tested (request changes with the restated criteria): QC "
+        "then writes its acceptance tests again. Or reject to cancel the requirement.",
         reasoning=coverage.summary if coverage else "",
         context={"routed_to": Route.BUSINESS_ANALYST.value, "uncovered_criteria": criteria,
                  "coverage": content_json(coverage) if coverage else {}},

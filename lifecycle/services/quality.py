@@ -21,7 +21,7 @@ from lifecycle.services.development import (
     workspace_commit,
     workspace_for,
 )
-from lifecycle.services.gate_routing import gate_failure_route
+from lifecycle.services.gate_routing import gate_failure_route, qc_tests_rewrite
 from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
@@ -47,7 +47,7 @@ def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
         commit = workspace_commit(requirement, output.files, f"QC: acceptance tests ({len(output.files)} file(s))")
         store_code(requirement, output.files, step, requirement.dev_attempts, commit)
         artifact_store(requirement, kind=ArtifactKind.ACCEPTANCE_COVERAGE, name="acceptance", content=output.coverage,
-                       summary=output.reasoning, step=step, role=QC.role)
+                       summary=output.reasoning, metadata={"untestable": output.untestable}, step=step, role=QC.role)
         step_schedule(requirement_id=requirement.pk, key=step_keys.QC_RUN, attempt=_qc_round(requirement) + 1)
 
 
@@ -68,7 +68,7 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
         if result.passed:
             emit(requirement, "QualityGatePassed", {"round": lease.attempt, "score": result.score})
             step_schedule(requirement_id=requirement.pk, key=step_keys.DEVOPS, attempt=lease.attempt)
-        else:
+        elif not qc_tests_rewrite(requirement, gates=gates, result=result):
             gate_failure_route(requirement, step=step, gates=gates, result=result, report=report)
 
 

@@ -49,10 +49,13 @@ TICKET = BugTicketContext(brief=tickets.TICKET)
 DESIGN = DesignReviewContext(requirements=[], spec=SPEC, round=1)
 PLAN = PlanContext(summary="s", components=[], interfaces=[], data_models=[], stories=["1. Add", "2. List"])
 TICKET_PLAN = TicketPlanContext(ticket=Ticket(summary="crash", acceptance_criteria=tickets.CRITERIA))
-TASK = PlannedTask(key="T1", title="the store", story_refs=[1], files=["readinglist/store.py"], definition_of_done="d")
-ENGINEER = EngineerContext(task=TASK, interfaces=[], acceptance=[])
+TASK = PlannedTask(key="T1", title="the models", story_refs=[1], files=[f["path"] for f in ENGINEER_OK["files"]],
+                   definition_of_done="d")
+ENGINEER = EngineerContext(task=TASK, interfaces=[], acceptance=[],
+                           planned_elsewhere=["readinglist/store.py", "tests/test_store.py"])
 FIX = FixContext(attempt=2, files=[], failing_tests=["tests/test_store.py::test_add"])
 REVIEW = CodeReviewContext(diff_summary=[], files=[], tests_passed=14, acceptance=[], round=1)
+LOST = REVIEW.model_copy(update={"lost_tests": ["the tests run fell from 14 to 8", "tests/test_store.py::test_add"]})
 QC = QCContext(criteria=[AcceptanceCriterion(id=key, story="s", criterion="c") for key in QC_OK["coverage"]],
                interfaces=[], modules=[])
 DEVOPS = DevOpsContext(project="p", summary="s", tech_stack=["Python"], files=[], test_command="python -m pytest -q")
@@ -135,6 +138,14 @@ CASES = {
         "EngineerOutput._own_files_only", roles.ENGINEER, ENGINEER,
         with_files(ENGINEER_OK, *ENGINEER_OK["files"], TEST_FILE), ENGINEER_OK,
         "these belong to QC or DevOps (or could change how tests run): ['tests/acceptance/test_a.py']"),
+    "engineer_empties_another_tasks_tests": Case(
+        "EngineerOutput._planned_files_only", roles.ENGINEER, ENGINEER,
+        with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "tests/test_store.py", "content": ""}), ENGINEER_OK,
+        "these files are not task T1's to write: ['tests/test_store.py']"),
+    "engineer_writes_outside_its_folders": Case(
+        "EngineerOutput._planned_files_only", roles.ENGINEER, ENGINEER,
+        with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "setup.py", "content": ""}), ENGINEER_OK,
+        "these files are not task T1's to write: ['setup.py']"),
     "fixer_writes_a_conftest": Case(
         "EngineerOutput._own_files_only", roles.FIXER, FIX,
         with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "tests/conftest.py", "content": ""}), ENGINEER_OK,
@@ -152,6 +163,10 @@ CASES = {
         "CodeReviewVerdict._notes_when_changes", roles.CODE_REVIEWER, REVIEW,
         {**CODE_OK, "spec_issues": ["the spec contradicts itself"]}, CODE_OK,
         "an approve verdict cannot report spec issues"),
+    "code_review_approves_lost_tests_silently": Case(
+        "CodeReviewVerdict._lost_tests_answered", roles.CODE_REVIEWER, LOST, CODE_OK,
+        {"verdict": "request_changes", "reasoning": "tests are gone", "notes": ["restore tests/test_store.py"]},
+        "these tests were there before and did not run now: ['the tests run fell from 14 to 8'"),
     "qc_unsafe_path": Case(
         "SourceFile._safe", roles.QC_ENGINEER, QC,
         with_files(QC_OK, *QC_OK["files"], {"path": "tests/acceptance/x.sh", "content": ""}), QC_OK,
@@ -164,6 +179,13 @@ CASES = {
         "QCOutput._known_criteria", roles.QC_ENGINEER, QC,
         {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-9.9": next(iter(QC_OK["coverage"].values()))}}, QC_OK,
         "coverage names criteria that do not exist: ['AC-9.9']"),
+    "qc_untestable_unknown_criterion": Case(
+        "QCOutput._known_criteria", roles.QC_ENGINEER, QC, {**QC_OK, "untestable": {"AC-9.9": "vague"}}, QC_OK,
+        "untestable names criteria that do not exist: ['AC-9.9']"),
+    "qc_leaves_a_criterion_out": Case(
+        "QCOutput._every_criterion_answered", roles.QC_ENGINEER, QC,
+        {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-1.1": []}}, QC_OK,
+        "coverage leaves out criteria: ['AC-1.1']; name the tests that check each, or put it in untestable"),
     "qc_names_a_missing_test": Case(
         "QCOutput._named_tests_exist", roles.QC_ENGINEER, QC,
         {**QC_OK, "coverage": {**QC_OK["coverage"], "AC-1.1": ["test_nobody_wrote"]}}, QC_OK,

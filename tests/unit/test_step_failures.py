@@ -209,8 +209,11 @@ def test_a_step_failing_after_its_lease_was_taken_over_ends_quietly_and_leaves_t
 def test_a_failure_while_applying_output_fails_the_step_and_asks_a_human(alice, rita, scripted):
     clash = {"reasoning": "a file and a directory of the same name",
              "files": [{"path": "readinglist/x.py", "content": "x = 1\n"}, {"path": "readinglist/x.py/y.py", "content": ""}]}
+    plan = answer("tech_lead", 1)  # T1 is planned to write both paths: a task writes only its planned files
+    first = {**plan["tasks"][0], "files": [f["path"] for f in clash["files"]]}
+    plan = {**plan, "tasks": [first, *plan["tasks"][1:]]}
     for item in (answer("product_owner"), answer("business_analyst"), answer("tech_architect"), answer("tech_lead", 0),
-                 answer("tech_lead", 1), clash):
+                 plan, clash):
         scripted.enqueue(item)
     req = submit(alice)
     decide(pending(req, "stories_approval"), rita, "approve")
