@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from lifecycle.models import Requirement, ReviewTask
+from lifecycle.models import Project, Requirement, ReviewTask
+from lifecycle.models.tenancy import WEBHOOK_SOURCES
 
 
 def requirements_visible_to(user: Any) -> QuerySet[Requirement]:
@@ -14,3 +15,12 @@ def requirements_visible_to(user: Any) -> QuerySet[Requirement]:
 
 def review_tasks_visible_to(user: Any) -> QuerySet[ReviewTask]:
     return ReviewTask.objects.filter(organization__memberships__user=user)
+
+
+def secret_env_shared(env: str, project: Project) -> bool:
+    """Whether a project of another organization names `env` as a webhook secret: then whoever signs for one
+    could start runs on the other, so neither may use it."""
+    naming = Q()
+    for source in WEBHOOK_SOURCES:
+        naming |= Q(**{f"{source}_webhook_secret_env": env})
+    return Project.objects.filter(naming).exclude(organization_id=project.organization_id).exists()
