@@ -167,7 +167,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"RequirementStateEnum": "lifecycle.states.RequirementState",
                             "StoryStateEnum": "lifecycle.states.StoryState",
                             "ReviewStateEnum": "lifecycle.states.ReviewState",
-                            "StepStateEnum": "lifecycle.states.StepState"},
+                            "StepStateEnum": "lifecycle.states.StepState",
+                            "TicketSourceEnum": "lifecycle.tickets.TicketSource"},
 }
 
 # --- Celery -----------------------------------------------------------------------------

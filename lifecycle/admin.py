@@ -36,6 +36,7 @@ from lifecycle.models import (
     Step,
     StoryEdit,
     UserStory,
+    WebhookDelivery,
 )
 from lifecycle.models.tenancy import WEBHOOK_SOURCES
 from lifecycle.notifications.webhook import url_problem
@@ -227,11 +228,12 @@ class FailureRouteAdmin(MemberAccess, admin.ModelAdmin):
 
 @admin.register(Requirement)
 class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
-    list_display = ["__str__", "project", "playbook", "state", "created_at"]
-    list_filter = ["state", "playbook", ("organization", admin.RelatedOnlyFieldListFilter)]  # not every tenant
-    search_fields = ["title", "brief"]
-    readonly_fields = ["state", "playbook", "prompt_bundle", "status_digest", "story_round", "clarification_round",
-                       "design_round", "dev_attempts", "code_review_round", "clarifications", "created_at", "budget_standing"]
+    list_display = ["__str__", "project", "playbook", "state", "ticket_key", "created_at"]
+    list_filter = ["state", "playbook", "ticket_source", ("organization", admin.RelatedOnlyFieldListFilter)]  # not every tenant
+    search_fields = ["title", "brief", "ticket_key"]
+    readonly_fields = ["state", "playbook", "ticket_source", "ticket_key", "ticket_url", "prompt_bundle", "status_digest",
+                       "story_round", "clarification_round", "design_round", "dev_attempts", "code_review_round",
+                       "clarifications", "created_at", "budget_standing"]
     inlines = [StoryInline, TransitionInline, FailureRouteInline]
 
     @admin.display(description="budget: spent / limit (remaining)")
@@ -395,6 +397,16 @@ class StoryEditAdmin(SuperuserOnly, admin.ModelAdmin):
     list_display = ["created_at", "story", "edited_by", "via"]
     list_select_related = ["story", "edited_by"]
     readonly_fields = [f.name for f in StoryEdit._meta.fields]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(SuperuserOnly, admin.ModelAdmin):
+    """Which webhook deliveries made or found which requirement (a repeat of one of these ids does nothing)."""
+
+    list_display = ["received_at", "project", "source", "delivery_id", "event", "requirement", "started_run"]
+    list_filter = ["source", "started_run"]
+    list_select_related = ["project__organization", "requirement"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
 
 
 for model in (Organization, Membership, Artifact, OutboxEvent, Step, LLMCall):
