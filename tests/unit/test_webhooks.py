@@ -8,7 +8,9 @@ import pytest
 from django.test import Client
 
 from lifecycle.models import Requirement, StateTransition, WebhookDelivery
+from tests.answers import BA_STORIES, PO_CLEAR
 from tests.factories import OrganizationFactory, ProjectFactory
+from tests.flows import decide, fresh, pending
 from tests.webhook_payloads import BODY, github_comment, github_issue, hmac_hex, to_github
 
 pytestmark = pytest.mark.django_db
@@ -205,3 +207,17 @@ def test_no_secret_reaches_a_log_or_a_row(hooked, caplog):
     rows = [*Requirement.objects.values(), *StateTransition.objects.values(), *WebhookDelivery.objects.values(),
             *type(hooked).objects.values()]
     assert rows and SECRET not in str(rows) and "ACME_GITHUB_HOOK" in str(rows)  # the name only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_webhook_run_without_a_submitter_goes_through_the_flow_to_a_reviewers_gate(hooked, rita, scripted):
+    """Eager Celery: the labelled issue's requirement is clarified and storied like a brief, and waits for the
+    organization's reviewer, whose decision moves it on."""
+    scripted.enqueue(PO_CLEAR)
+    scripted.enqueue(BA_STORIES)
+    response = to_github(hooked, github_issue(), secret=SECRET)
+    requirement = fresh(Requirement.objects.get(pk=response.json()["requirement"]))
+    assert requirement.state == "user_stories_created" and requirement.submitted_by is None
+    assert BODY in requirement.llm_calls.get(role="product_owner").messages[0]["content"]
+    decide(pending(requirement, "stories_approval"), rita, "approve")
+    assert set(requirement.stories.values_list("state", flat=True)) == {"approved"}
