@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             name='WebhookDelivery',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(max_length=10)),
+                ('source', models.CharField(choices=[('github', 'github'), ('gitlab', 'gitlab'), ('jira', 'jira')], max_length=10)),
                 ('delivery_id', models.CharField(help_text="X-GitHub-Delivery, GitLab's Idempotency-Key or event UUID, X-Atlassian-Webhook-Identifier", max_length=200)),
                 ('event', models.CharField(help_text='what it reported, e.g. issues.labeled', max_length=100)),
                 ('started_run', models.BooleanField(help_text='false: the ticket already had a live requirement')),

@@ -1,13 +1,15 @@
 """Webhook deliveries that started (or found) a run: a repeated delivery id is recognised and does nothing."""
 from django.db import models
 
+from lifecycle.models.tenancy import WEBHOOK_SOURCES
+
 
 class WebhookDelivery(models.Model):
     """One per (project, source, delivery id), written in the transaction that makes or finds the requirement.
     Ignored events are answered and not recorded: repeating one is ignored again."""
 
     project = models.ForeignKey("lifecycle.Project", on_delete=models.CASCADE, related_name="webhook_deliveries")
-    source = models.CharField(max_length=10)
+    source = models.CharField(max_length=10, choices=[(source, source) for source in WEBHOOK_SOURCES])
     delivery_id = models.CharField(max_length=200, help_text="X-GitHub-Delivery, GitLab's Idempotency-Key or event "
                                                              "UUID, X-Atlassian-Webhook-Identifier")
     event = models.CharField(max_length=100, help_text="what it reported, e.g. issues.labeled")

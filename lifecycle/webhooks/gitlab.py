@@ -22,8 +22,8 @@ def delivery_of(headers: Mapping[str, str]) -> str:
 
 
 def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Reading:
-    kind = headers.get("X-Gitlab-Event", "")
-    action = payload.get("object_attributes", {}).get("action") if isinstance(payload.get("object_attributes"), dict) else None
+    kind, attributes = headers.get("X-Gitlab-Event", ""), payload.get("object_attributes")
+    action = attributes.get("action") if isinstance(attributes, dict) else None
     event = f"{kind}.{action}" if isinstance(action, str) else kind
     if kind != ISSUE_HOOK or payload.get("object_kind") != "issue":
         return Reading(event, ignored=f"a {kind or 'unnamed'} event starts nothing (confidential issues neither)")
@@ -37,7 +37,8 @@ def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Rea
 
 
 def _label_added(payload: dict[str, Any], label: str, action: Any) -> bool:
-    change = payload.get("changes", {}).get("labels") if isinstance(payload.get("changes"), dict) else None
+    changes = payload.get("changes")
+    change = changes.get("labels") if isinstance(changes, dict) else None
     if change is not None:
         return label in _titles(change, "current") and label not in _titles(change, "previous")
     return action == "open" and label in _titles(payload, "labels")  # opened with it, reported without a change

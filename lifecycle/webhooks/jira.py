@@ -26,12 +26,13 @@ def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Rea
     if event not in (CREATED, UPDATED):
         return Reading(event, ignored=f"a {event or 'unnamed'} event starts nothing")
     issue = field(payload, "issue", kind=dict)
-    added = label in field(issue, "fields", "labels", kind=list) if event == CREATED else _label_added(payload, label)
+    fields = field(issue, "fields", kind=dict)
+    added = label in field(fields, "labels", kind=list) if event == CREATED else _label_added(payload, label)
     if not added:
         return Reading(event, ignored=f"the label {label!r} was not added")
     key = field(issue, "key")
-    return Reading(event, ticket=ticket(TicketSource.JIRA, key, field(issue, "fields", "summary"),
-                                        _text(issue["fields"].get("description")), _browse_url(field(issue, "self"), key)))
+    return Reading(event, ticket=ticket(TicketSource.JIRA, key, field(fields, "summary"),
+                                        _text(fields.get("description")), _browse_url(field(issue, "self"), key)))
 
 
 def _label_added(payload: dict[str, Any], label: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets as random
+import secrets
 
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
@@ -22,7 +22,7 @@ from lifecycle.models import Project
 from lifecycle.services.tickets import Delivery, webhook_ticket_accept
 from lifecycle.webhooks import github, gitlab, jira
 from lifecycle.webhooks.readings import PayloadError
-from lifecycle.webhooks.secrets import webhook_secret
+from lifecycle.webhooks.secret_envs import webhook_secret
 
 logger = logging.getLogger(__name__)
 SOURCES = {"github": github, "gitlab": gitlab, "jira": jira}
@@ -42,7 +42,7 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
     project = Project.objects.filter(pk=project_id).first()
     secret, why_not = webhook_secret(project, source)
     # a signature is checked even without a secret (against a random one), so a refusal takes as long either way
-    if not host.verify(secret or random.token_hex(32), body, request.headers) or why_not:
+    if not host.verify(secret or secrets.token_hex(32), body, request.headers) or why_not:
         logger.warning("webhook %s for project %s refused: %s", source, project_id, why_not or "bad or no signature")
         return JsonResponse(UNAUTHORIZED, status=401)
     try:
