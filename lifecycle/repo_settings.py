@@ -8,10 +8,14 @@ only names on the operator's lists pass, and no value is ever stored or repeated
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+if TYPE_CHECKING:  # the model imports this module for its validators
+    from lifecycle.models import Project
 
 
 class HostKind(models.TextChoices):
@@ -69,3 +73,12 @@ def moved_settings(project_settings: dict) -> list[str]:
     if isinstance(github, dict) and "token_env" in github:
         problems.append("github.token_env: now a field of the project (token env), not a settings key")
     return problems
+
+
+def secret_variable_problems(project: Project) -> list[str]:
+    """Each stored variable name of `project` that the operator's lists no longer allow (names only, no values)."""
+    named = [("token_env", project.token_env, settings.AITEAM_TOKEN_ENVS, "AITEAM_TOKEN_ENVS")]
+    named += [(f"{source}_webhook_secret_env", getattr(project, f"{source}_webhook_secret_env"),
+               settings.AITEAM_WEBHOOK_SECRET_ENVS, "AITEAM_WEBHOOK_SECRET_ENVS") for source in ("github", "gitlab", "jira")]
+    return [f"{field} {value!r} is not on {setting}; it is refused until an admin of its organization changes it"
+            for field, value, allowed, setting in named if value and value not in allowed]

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.apps import apps
+from django.core.checks import run_checks
 from django.db import connection
 
 from lifecycle.models import Project
@@ -135,3 +136,15 @@ def test_the_older_allow_list_name_still_works_when_the_new_one_is_unset(env, ex
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env, "DJANGO_SETTINGS_MODULE": "aiteam.settings"},
                          capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip().split(",") == expected
+
+
+def test_the_system_check_names_variables_the_operator_no_longer_allows(acme_project, lists, settings):
+    Project.objects.filter(pk=acme_project.pk).update(token_env="GITHUB_TOKEN", gitlab_webhook_secret_env="ACME_HOOK_SECRET")
+    assert not [w for w in run_checks(databases=["default"]) if w.id == "aiteam.W002"]
+    settings.AITEAM_TOKEN_ENVS, settings.AITEAM_WEBHOOK_SECRET_ENVS = ["GITLAB_TOKEN"], []
+    warnings = [w for w in run_checks(databases=["default"]) if w.id == "aiteam.W002"]
+    assert [w.msg.split(": ", 1)[1] for w in warnings] == [
+        "token_env 'GITHUB_TOKEN' is not on AITEAM_TOKEN_ENVS; it is refused until an admin of its organization changes it",
+        "gitlab_webhook_secret_env 'ACME_HOOK_SECRET' is not on AITEAM_WEBHOOK_SECRET_ENVS; it is refused until an admin "
+        "of its organization changes it"]
+    assert not [w for w in run_checks() if w.id == "aiteam.W002"]  # without a database the check does not query
