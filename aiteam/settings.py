@@ -167,7 +167,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"RequirementStateEnum": "lifecycle.states.RequirementState",
                             "StoryStateEnum": "lifecycle.states.StoryState",
                             "ReviewStateEnum": "lifecycle.states.ReviewState",
-                            "StepStateEnum": "lifecycle.states.StepState"},
+                            "StepStateEnum": "lifecycle.states.StepState",
+                            "TicketSourceEnum": "lifecycle.tickets.TicketSource"},
 }
 
 # --- Celery -----------------------------------------------------------------------------
@@ -247,8 +248,11 @@ AITEAM_TOKEN_TTL_DAYS = env_int("AITEAM_TOKEN_TTL_DAYS", 90)
 if AITEAM_TOKEN_TTL_DAYS < 1:
     raise ImproperlyConfigured(f"AITEAM_TOKEN_TTL_DAYS={AITEAM_TOKEN_TTL_DAYS}: expected a whole number of days, 1 or more")
 AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
-# Which secrets a project's GitHub settings may use, and where they may be sent (comma-separated).
-AITEAM_GITHUB_TOKEN_ENVS = [v for v in env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN").split(",") if v]
+# Which environment variables a project may name as its host token (Project.token_env), comma-separated.
+# AITEAM_GITHUB_TOKEN_ENVS is the older name, read when this one is not set.
+AITEAM_TOKEN_ENVS = [v.strip() for v in env_str(
+    "AITEAM_TOKEN_ENVS", env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN,GITLAB_TOKEN")).split(",") if v.strip()]
+# Where a project's GitHub pull requests may be sent (comma-separated).
 AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
 # Which git remotes a project's repo_url may name (agents/delivery/remotes.py): https or ssh to these hosts, or a
@@ -265,6 +269,10 @@ AITEAM_SANDBOX_MEMORY_MB = env_int("AITEAM_SANDBOX_MEMORY_MB", 1024)
 # tenant install or a developer's machine: the embedded default is one (`make demo` as a non-root user).
 AITEAM_SANDBOX_ALLOW_UNISOLATED = env_bool("AITEAM_SANDBOX_ALLOW_UNISOLATED", EMBEDDED)
 AITEAM_BRIEF_MAX_CHARS = 20_000
+# Incoming ticket webhooks (/webhooks/<source>/<project id>/): the environment variables a project may name as a
+# webhook's shared secret (none: webhooks are off), and the largest body read (a bigger one is a 413, unread).
+AITEAM_WEBHOOK_SECRET_ENVS = [v.strip() for v in env_str("AITEAM_WEBHOOK_SECRET_ENVS").split(",") if v.strip()]
+AITEAM_WEBHOOK_MAX_BYTES = env_int("AITEAM_WEBHOOK_MAX_BYTES", 1_048_576)
 AITEAM_JSON_MAX_DEPTH = env_int("AITEAM_JSON_MAX_DEPTH", 32)  # deeper API request bodies are a 400
 AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
 AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)

@@ -11,4 +11,5 @@ urlpatterns = [
     path("staff/dashboard/", dashboard, name="staff-dashboard"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("lifecycle.api.urls")),
+    path("webhooks/", include("lifecycle.webhooks.urls")),
 ]

@@ -36,10 +36,14 @@ from lifecycle.models import (
     Step,
     StoryEdit,
     UserStory,
+    WebhookDelivery,
 )
+from lifecycle.models.tenancy import WEBHOOK_SOURCES
 from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.replay.admin import ReplayAdminMixin
+from lifecycle.repo_settings import moved_settings
+from lifecycle.selectors import secret_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
@@ -47,6 +51,8 @@ from lifecycle.services.delivery import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
+REPOSITORY_FIELDS = ["repo_url", "base_branch", "host_kind", "token_env", "webhook_label", "github_webhook_secret_env",
+                     "gitlab_webhook_secret_env", "jira_webhook_secret_env"]
 WEBHOOK_MASK = "•••• (shown to the organization's admins only)"
 
 
@@ -222,11 +228,12 @@ class FailureRouteAdmin(MemberAccess, admin.ModelAdmin):
 
 @admin.register(Requirement)
 class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
-    list_display = ["__str__", "project", "playbook", "state", "created_at"]
-    list_filter = ["state", "playbook", ("organization", admin.RelatedOnlyFieldListFilter)]  # not every tenant
-    search_fields = ["title", "brief"]
-    readonly_fields = ["state", "playbook", "prompt_bundle", "status_digest", "story_round", "clarification_round",
-                       "design_round", "dev_attempts", "code_review_round", "clarifications", "created_at", "budget_standing"]
+    list_display = ["__str__", "project", "playbook", "state", "ticket_key", "created_at"]
+    list_filter = ["state", "playbook", "ticket_source", ("organization", admin.RelatedOnlyFieldListFilter)]  # not every tenant
+    search_fields = ["title", "brief", "ticket_key"]
+    readonly_fields = ["state", "playbook", "ticket_source", "ticket_key", "ticket_url", "prompt_bundle", "status_digest",
+                       "story_round", "clarification_round", "design_round", "dev_attempts", "code_review_round",
+                       "clarifications", "created_at", "budget_standing"]
     inlines = [StoryInline, TransitionInline, FailureRouteInline]
 
     @admin.display(description="budget: spent / limit (remaining)")
@@ -258,7 +265,7 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
-        fields = ["name", "slug", "repo_url", "autonomous_deployments", "settings"]
+        fields = ["name", "slug", *REPOSITORY_FIELDS, "autonomous_deployments", "settings"]
         help_texts = {"repo_url": "https:// or ssh:// (or git@host:owner/repo.git) on a host the operator allows, "
                                   "no credentials in it; empty: the built-in local remote",
                       "settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
@@ -292,9 +299,21 @@ class ProjectForm(forms.ModelForm):
             problems.append(f"reviewers_group: there is no group '{group}'")
         problems += [f"budgets: {p}" for p in budget_problems(value.get("budgets") or {})]
         problems += _notification_problems(value.get("notifications") or {})
+        problems += moved_settings(value)
         if problems:
             raise forms.ValidationError(problems)
         return value
+
+
+    def clean(self):
+        """A webhook secret belongs to one organization: whoever holds it may start runs on every project naming it."""
+        cleaned = super().clean()
+        for source in WEBHOOK_SOURCES:
+            field = f"{source}_webhook_secret_env"
+            if (env := cleaned.get(field)) and secret_env_shared(env, self.instance):
+                self.add_error(field, f"'{env}' is named by another organization's project: each organization "
+                                      "needs a secret of its own (ask the operator for one)")
+        return cleaned
 
 
 def _notification_problems(notifications) -> list[str]:
@@ -321,14 +340,14 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
     autonomous mode may approve deployments (ADR 27)."""
 
     form = ProjectForm
-    list_display = ["__str__", "name", "repo_url"]
+    list_display = ["__str__", "name", "repo_url", "host_kind", "base_branch"]
     list_select_related = ["organization"]
 
     def get_fields(self, request, obj=None):
         """Who may not change the project (not an admin of its organization) reads its settings with the
         webhook URL masked."""
         shown = "settings" if self.has_change_permission(request, obj) else "settings_masked"
-        return ["name", "slug", "repo_url", "autonomous_deployments", shown]
+        return ["name", "slug", *REPOSITORY_FIELDS, "autonomous_deployments", shown]
 
     @admin.display(description="settings")
     def settings_masked(self, project):
@@ -379,6 +398,16 @@ class StoryEditAdmin(SuperuserOnly, admin.ModelAdmin):
     list_display = ["created_at", "story", "edited_by", "via"]
     list_select_related = ["story", "edited_by"]
     readonly_fields = [f.name for f in StoryEdit._meta.fields]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(SuperuserOnly, admin.ModelAdmin):
+    """Which webhook deliveries made or found which requirement (a repeat of one of these ids does nothing)."""
+
+    list_display = ["received_at", "project", "source", "delivery_id", "event", "requirement", "started_run"]
+    list_filter = ["source", "started_run"]
+    list_select_related = ["project__organization", "requirement"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
 
 
 for model in (Organization, Membership, Artifact, OutboxEvent, Step, LLMCall):

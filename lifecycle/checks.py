@@ -53,3 +53,20 @@ def repo_urls_allowed(app_configs, databases=None, **kwargs):
     return [Warning(f"project {p} (id {p.pk}): repo_url {reason}; delivery refuses it until an admin of its "
                     "organization changes it", hint="docs/operations.md, Delivery: which remotes are allowed",
                     obj=p, id="aiteam.W001") for p, reason in refused]
+
+
+@register(Tags.database)
+def secret_variables_allowed(app_configs, databases=None, **kwargs):
+    """A token or webhook secret variable saved before the operator narrowed AITEAM_TOKEN_ENVS or
+    AITEAM_WEBHOOK_SECRET_ENVS: delivery and the webhook refuse it until an admin changes it."""
+    from lifecycle.models import Project
+    from lifecycle.repo_settings import secret_variable_problems
+
+    if "default" not in (databases or ()):
+        return []
+    try:
+        projects = list(Project.objects.select_related("organization").order_by("pk"))
+    except DatabaseError:  # not migrated yet: nothing stored to check
+        return []
+    return [Warning(f"project {p} (id {p.pk}): {problem}", hint="docs/configuration.md: the repository connection",
+                    obj=p, id="aiteam.W002") for p in projects for problem in secret_variable_problems(p)]

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from lifecycle.models import Membership, Project, Requirement, ReviewTask
+from lifecycle.models.tenancy import WEBHOOK_SOURCES
 from lifecycle.states import Role
 
 
@@ -28,3 +29,12 @@ def origins_visible_to(user: Any, organization_id: Any) -> bool:
         return False
     return user.is_superuser or Membership.objects.filter(user=user, organization_id=organization_id,
                                                           role=Role.ADMIN).exists()
+
+
+def secret_env_shared(env: str, project: Project) -> bool:
+    """Whether a project of another organization names `env` as a webhook secret: then whoever signs for one
+    could start runs on the other, so neither may use it."""
+    naming = Q()
+    for source in WEBHOOK_SOURCES:
+        naming |= Q(**{f"{source}_webhook_secret_env": env})
+    return Project.objects.filter(naming).exclude(organization_id=project.organization_id).exists()

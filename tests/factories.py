@@ -38,3 +38,10 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     user = factory.SubFactory(UserFactory)
     organization = factory.SubFactory(OrganizationFactory)
     role = "reviewer"
+
+
+def project_form_data(project: Project, **changes) -> dict:
+    """What the Project admin form posts for `project` as it is stored, with `changes` over it."""
+    fields = ("name", "slug", "repo_url", "base_branch", "host_kind", "token_env", "webhook_label",
+              "github_webhook_secret_env", "gitlab_webhook_secret_env", "jira_webhook_secret_env")
+    return {**{name: getattr(project, name) for name in fields}, "settings": "{}", **changes}

@@ -22,6 +22,7 @@ from lifecycle.replay.compare import describe
 from lifecycle.selectors import origins_visible_to
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.states import ArtifactKind, Decision
+from lifecycle.tickets import KEY_MAX_CHARS, TITLE_MAX_CHARS, URL_MAX_CHARS, Ticket, TicketSource, ticket_problems
 
 
 class StrictCharField(serializers.CharField):
@@ -41,11 +42,47 @@ class StrictSerializer(serializers.Serializer):
         return attrs
 
 
+class TicketIn(serializers.Serializer):
+    """A ticket from a tracker: its body is the brief, its title the requirement's title."""
+
+    source = serializers.ChoiceField(choices=TicketSource.choices, required=False, default=TicketSource.API)
+    key = StrictCharField(max_length=KEY_MAX_CHARS, help_text="e.g. #42 (github, gitlab) or PROJ-7 (jira); one live "
+                          "requirement per project, source and key")
+    url = StrictCharField(max_length=URL_MAX_CHARS, required=False, allow_blank=True, default="",
+                          help_text="an http:// or https:// address of the ticket")
+    title = StrictCharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True, default="")
+    body = StrictCharField(max_length=settings.AITEAM_BRIEF_MAX_CHARS, required=False, allow_blank=True, default="",
+                           help_text="the brief (the title stands in for an empty body)")
+
+    def to_internal_value(self, data):
+        """Strict like StrictSerializer (a nested serializer has no initial_data of its own)."""
+        if isinstance(data, dict) and (unknown := sorted(set(data) - set(self.fields))):
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        if problems := ticket_problems(Ticket(**attrs)):
+            raise serializers.ValidationError({field: [problem] for field, problem in problems.items()})
+        return attrs
+
+
 class RequirementIn(StrictSerializer):
-    brief = StrictCharField(max_length=settings.AITEAM_BRIEF_MAX_CHARS, trim_whitespace=True)
+    brief = StrictCharField(max_length=settings.AITEAM_BRIEF_MAX_CHARS, trim_whitespace=True, required=False,
+                            help_text="what to build; or send `ticket` instead (exactly one of the two)")
+    ticket = TicketIn(required=False, help_text="a tracker's ticket instead of a brief")
     title = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     project = serializers.UUIDField(required=False)
     playbook = serializers.ChoiceField(choices=playbooks.CHOICES, required=False, default=playbooks.DEFAULT)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "brief" in attrs and "ticket" in attrs:
+            raise serializers.ValidationError({"ticket": ["send a brief or a ticket, not both"]})
+        if "brief" not in attrs and "ticket" not in attrs:
+            raise serializers.ValidationError({"brief": ["This field is required (or send a ticket)."]})
+        if "ticket" in attrs and attrs["title"]:
+            raise serializers.ValidationError({"title": ["a ticket's title goes in ticket.title"]})
+        return attrs
 
 
 class DecisionIn(StrictSerializer):
@@ -118,15 +155,32 @@ class ReviewTaskOut(serializers.ModelSerializer):
                   "assignee_group", "escalation_policy", "decide_by", "escalation_count", "policy"]
 
 
+class TicketOut(serializers.ModelSerializer):
+    """The ticket a requirement came from (its title is the requirement's)."""
+
+    source = serializers.ChoiceField(choices=TicketSource.choices, source="ticket_source")
+    key = serializers.CharField(source="ticket_key")
+    url = serializers.CharField(source="ticket_url")
+
+    class Meta:
+        model = Requirement
+        fields = ["source", "key", "url"]
+
+
 class RequirementSummaryOut(serializers.ModelSerializer):
     project = serializers.UUIDField(source="project_id")
     replay_of = serializers.UUIDField(source="replay_of_id", allow_null=True, read_only=True)
     prompt_bundle = serializers.CharField(source="prompt_bundle_id", allow_null=True)
+    ticket = serializers.SerializerMethodField()
 
     class Meta:
         model = Requirement
         fields = ["id", "title", "state", "project", "playbook", "prompt_bundle", "replay_of", "created_at",
-                  "state_changed_at"]
+                  "state_changed_at", "ticket"]
+
+    @extend_schema_field(TicketOut(allow_null=True))
+    def get_ticket(self, obj):
+        return TicketOut(obj).data if obj.ticket_source else None
 
 
 class RequirementCreatedOut(RequirementSummaryOut):

@@ -17,7 +17,9 @@ from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
 from lifecycle.services.projects import project_set_autonomous_deployments
+from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
+from lifecycle.tickets import Ticket
 
 CONFLICT = OpenApiResponse(s.ErrorOut, description="an illegal transition: the object's state does not allow it now")
 
@@ -40,6 +42,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
 
     @extend_schema(request=s.RequirementIn, responses={
         201: s.RequirementCreatedOut,
+        200: OpenApiResponse(s.RequirementCreatedOut, description="the ticket already has a live requirement in this "
+                                                                  "project: that one, unchanged"),
         422: OpenApiResponse(s.ErrorOut, description=f"the {KEY_HEADER} was sent before with another submission")},
         parameters=[
         OpenApiParameter(KEY_HEADER, str, OpenApiParameter.HEADER, description=(
@@ -48,25 +52,29 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
             "the key with another body is 422")),
         OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201], enum=["true"],
                          description=f"present when a repeat with an {KEY_HEADER} found the requirement made before"),
-        OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[201],
+        OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[200, 201],
                          description="the requirement's URL")])
     def create(self, request):
-        """Submit a brief."""
+        """Submit a brief, or a ticket (a second ticket with the same source and key gets the live one: 200)."""
         data = s.RequirementIn(data=request.data)
         data.is_valid(raise_exception=True)
-        project = None
-        if "project" in data.validated_data:
-            project = Project.objects.filter(
-                pk=data.validated_data["project"], organization__memberships__user=request.user
-            ).first()
+        given, project = data.validated_data, None
+        if "project" in given:
+            project = Project.objects.filter(pk=given["project"], organization__memberships__user=request.user).first()
             if project is None:
                 raise DomainError("no such project", "project")
-        requirement, made = requirement_submit_once(
-            user=request.user, idempotency_key=request.headers.get(KEY_HEADER), brief=data.validated_data["brief"],
-            title=data.validated_data["title"], project=project, playbook=data.validated_data["playbook"],
-        )
-        headers = {"Location": f"{request.path}{requirement.pk}/"} | ({} if made else {"Idempotent-Replayed": "true"})
-        return Response(s.RequirementCreatedOut(requirement).data, status=status.HTTP_201_CREATED, headers=headers)
+        key = request.headers.get(KEY_HEADER)
+        if "ticket" in given:
+            requirement, outcome = ticket_submit(user=request.user, ticket=Ticket(**given["ticket"]), project=project,
+                                                 playbook=given["playbook"], idempotency_key=key)
+        else:
+            requirement, made = requirement_submit_once(user=request.user, idempotency_key=key, brief=given["brief"],
+                                                        title=given["title"], project=project, playbook=given["playbook"])
+            outcome = "created" if made else "repeat"
+        headers = {"Location": f"{request.path}{requirement.pk}/"} | (
+            {"Idempotent-Replayed": "true"} if outcome == "repeat" else {})
+        answer = status.HTTP_200_OK if outcome == "live" else status.HTTP_201_CREATED
+        return Response(s.RequirementCreatedOut(requirement).data, status=answer, headers=headers)
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
     @action(detail=True, methods=["get"], pagination_class=None)  # every route at once, as a list

@@ -13,11 +13,12 @@ from lifecycle.models.steps import Step
 from lifecycle.models.stories import UserStory
 from lifecycle.models.tenancy import Membership, Organization, Project
 from lifecycle.models.tokens import ApiToken
+from lifecycle.models.webhooks import WebhookDelivery
 
 __all__ = [
     "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
     "OutboxEvent", "Project",
     "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
-    "Notification", "StoryEdit",
+    "Notification", "StoryEdit", "WebhookDelivery",
 ]

@@ -11,6 +11,7 @@ from django_fsm import GET_STATE, FSMField, FSMModelMixin, transition
 from lifecycle import guards, playbooks
 from lifecycle.states import BUDGET_STATES, NON_TERMINAL_STATES
 from lifecycle.states import RequirementState as S
+from lifecycle.tickets import TicketSource
 
 OUTCOME_SETTINGS = ("budgets", "quality_gates")  # the project settings a run's transitions depend on
 
@@ -54,15 +55,27 @@ class Requirement(FSMModelMixin, models.Model):
         max_length=255, null=True, blank=True, editable=False,
         help_text="the Idempotency-Key its POST came with: a repeat of that POST by the same user gets this "
                   "requirement back instead of a second one")
+    # The ticket it came from, if any (its title is the requirement's title, its body the brief): lifecycle/tickets.py
+    ticket_source = models.CharField(max_length=10, choices=TicketSource.choices, blank=True, editable=False,
+                                     help_text="where the ticket came from; empty: a brief, not a ticket")
+    ticket_key = models.CharField(max_length=100, blank=True, editable=False, help_text="e.g. #42 or PROJ-7")
+    ticket_url = models.URLField(max_length=500, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     state_changed_at = models.DateTimeField(auto_now_add=True)  # and set by every transition (services.transitions)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organization", "-created_at"])]
-        constraints = [models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
-                                               condition=models.Q(idempotency_key__isnull=False),
-                                               name="one_requirement_per_idempotency_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
+                                    condition=models.Q(idempotency_key__isnull=False),
+                                    name="one_requirement_per_idempotency_key"),
+            # a ticket delivered twice at once (a webhook and its retry, a label and a /aiteam comment) makes one
+            # run: the second INSERT waits for the first's transaction, then fails here; a finished run frees it
+            models.UniqueConstraint(fields=["project", "ticket_source", "ticket_key"],
+                                    condition=models.Q(ticket_key__gt="", state__in=NON_TERMINAL_STATES),
+                                    name="one_live_requirement_per_ticket"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.brief[:60]

@@ -4,6 +4,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from lifecycle import repo_settings as repo
 from lifecycle.states import Role
 
 
@@ -38,6 +39,25 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100)
     repo_url = models.CharField(max_length=500, blank=True)
+    base_branch = models.CharField(max_length=200, default="main", validators=[repo.validate_branch_name],
+                                   help_text="the branch work starts from and pull requests go to")
+    host_kind = models.CharField(max_length=10, choices=repo.HostKind.choices, default=repo.HostKind.GIT,
+                                 help_text="what serves repo_url: GitHub and GitLab also take issues and pull requests")
+    token_env = models.CharField(max_length=100, blank=True, validators=[repo.validate_token_env],
+                                 help_text="the environment variable holding the host token (one the operator "
+                                           "lists in AITEAM_TOKEN_ENVS); empty: no token")
+    webhook_label = models.CharField(max_length=100, default="aiteam", validators=[repo.validate_label],
+                                     help_text="the issue label that starts a run when a webhook reports it added")
+    github_webhook_secret_env = models.CharField(
+        max_length=100, blank=True, validators=[repo.validate_webhook_secret_env],
+        help_text="the environment variable holding the GitHub webhook's secret (AITEAM_WEBHOOK_SECRET_ENVS); "
+                  "empty: GitHub webhooks off")
+    gitlab_webhook_secret_env = models.CharField(
+        max_length=100, blank=True, validators=[repo.validate_webhook_secret_env],
+        help_text="the environment variable holding the GitLab webhook's token; empty: GitLab webhooks off")
+    jira_webhook_secret_env = models.CharField(
+        max_length=100, blank=True, validators=[repo.validate_webhook_secret_env],
+        help_text="the environment variable holding the Jira webhook's secret; empty: Jira webhooks off")
     settings = models.JSONField(default=dict, blank=True)
     autonomous_deployments = models.BooleanField(
         default=False, help_text="autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; never "
@@ -49,3 +69,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization.slug}/{self.slug}"
+
+    def webhook_secret_env(self, source: str) -> str:
+        """The variable holding the secret of `source`'s webhook (github, gitlab, jira); "" when it is off."""
+        return getattr(self, f"{source}_webhook_secret_env", "") if source in WEBHOOK_SOURCES else ""
+
+
+WEBHOOK_SOURCES = ("github", "gitlab", "jira")

@@ -20,6 +20,7 @@ from lifecycle.contexts import from_ticket, ticket_of
 from lifecycle.errors import DomainError
 from lifecycle.failure_rules import Failure, Source
 from lifecycle.models import Project, Requirement
+from lifecycle.repo_settings import HostKind
 from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.services.leases import Lease, lock_for_apply, step_finish
@@ -71,7 +72,7 @@ def delivery_plan(requirement_id) -> DeliveryPlan:
     workspace = workspace_for(requirement)
     return DeliveryPlan(
         workspace=workspace.path, branch=workspace.branch, remote=project_remote(requirement.project),
-        base=requirement.project.settings.get("base_branch", "main"), github=_github(requirement),
+        base=requirement.project.base_branch, github=_github(requirement.project),
         title=f"aiteam: {requirement.title or requirement.brief[:60]}", body=_pull_body(requirement),
     )
 
@@ -106,19 +107,22 @@ def _delivery_failure(output: dict[str, Any]) -> Failure:
     return Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("DeliveryError",), error=error)
 
 
-def _github(requirement: Requirement) -> GitHubSettings | None:
-    """Project settings name the repository; which token is sent, and to which API, the operator decides:
-    a tenant must not be able to point the worker's secrets at a URL of its choosing."""
-    config = requirement.project.settings.get("github") or {}
-    if not config.get("repository"):
+def _github(project: Project) -> GitHubSettings | None:
+    """A pull request on a GitHub project whose settings name the repository. Which token is sent, and to which
+    API, the operator decides: a tenant must not be able to point the worker's secrets at a URL of its choosing.
+    The allow-lists are read again here: the operator may have narrowed them since the project was saved."""
+    config = project.settings.get("github") or {}
+    if project.host_kind != HostKind.GITHUB or not config.get("repository"):
         return None
-    token_env = config.get("token_env", "GITHUB_TOKEN")
     api_url = config.get("api_url", "https://api.github.com")
-    if token_env not in settings.AITEAM_GITHUB_TOKEN_ENVS:
-        raise DomainError(f"token_env {token_env!r} is not one of the operator's AITEAM_GITHUB_TOKEN_ENVS", "settings")
+    if not project.token_env:
+        raise DomainError("a pull request needs a token: set the project's token_env", "token_env")
+    if project.token_env not in settings.AITEAM_TOKEN_ENVS:
+        raise DomainError(f"token_env {project.token_env!r} is not one of the operator's AITEAM_TOKEN_ENVS",
+                          "token_env")
     if api_url not in settings.AITEAM_GITHUB_API_URLS:
         raise DomainError(f"api_url {api_url!r} is not one of the operator's AITEAM_GITHUB_API_URLS", "settings")
-    return GitHubSettings(repository=config["repository"], token=os.environ.get(token_env, ""), api_url=api_url)
+    return GitHubSettings(repository=config["repository"], token=os.environ.get(project.token_env, ""), api_url=api_url)
 
 
 def _pull_body(requirement: Requirement) -> str:

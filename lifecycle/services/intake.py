@@ -21,6 +21,7 @@ from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.services.scheduling import step_schedule
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
 from lifecycle.step_keys import PO_CLARIFY
+from lifecycle.tickets import Ticket, ticket_problems
 
 KEY_HEADER = "Idempotency-Key"
 KEY_MAX_CHARS = 255
@@ -34,7 +35,7 @@ def requirement_submit_once(*, user: Any, idempotency_key: str | None, **submiss
         return requirement_submit(user=user, **submission), True
     key = _checked_key(idempotency_key)
     # the project as the first submission resolved it (the user's only one), so that a repeat compares with it
-    submission["project"] = submission.get("project") or _default_project(user)
+    submission["project"] = submission.get("project") or default_project(user)
     try:
         return requirement_submit(user=user, idempotency_key=key, **submission), True
     except IntegrityError:
@@ -49,29 +50,51 @@ def requirement_submit_once(*, user: Any, idempotency_key: str | None, **submiss
 
 def requirement_submit(*, user: Any, brief: str, title: str = "", project: Project | None = None,
                        via: str = "api", playbook: str = playbooks.DEFAULT,
-                       idempotency_key: str | None = None) -> Requirement:
-    """Accept a brief: Requirement(RECEIVED), its audit row, its event and its first step, queued on commit."""
+                       idempotency_key: str | None = None, ticket: Ticket | None = None) -> Requirement:
+    """Accept a brief (or a ticket, whose body is the brief) from a member with the submitter or admin role."""
+    _checked_brief(brief)
+    project = project or default_project(user)
+    if not Membership.objects.filter(user=user, organization_id=project.organization_id, role__in=SUBMITTING_ROLES).exists():
+        raise NotPermitted(f"{user} may not submit briefs to {project} (needs the submitter or admin role)")
+    return requirement_record(project=project, brief=brief, title=title, submitted_by=user, via=via, playbook=playbook,
+                              idempotency_key=idempotency_key, ticket=ticket)
+
+
+def requirement_record(*, project: Project, brief: str, title: str = "", submitted_by: Any = None, via: str,
+                       actor_role: str = "", playbook: str = playbooks.DEFAULT, idempotency_key: str | None = None,
+                       ticket: Ticket | None = None, metadata: dict | None = None) -> Requirement:
+    """Requirement(RECEIVED), its audit row, its event and its first step, queued on commit. The caller has
+    decided this submission may be made: requirement_submit for a member, services.tickets for a webhook signed
+    with the secret the project names (no submitter; `actor_role` and `via` say what sent it)."""
+    brief = _checked_brief(brief)
+    if ticket is not None and (problems := ticket_problems(ticket)):
+        field, problem = next(iter(problems.items()))
+        raise DomainError(f"{field}: {problem}", "ticket")
+    with transaction.atomic():
+        requirement = Requirement.objects.create(
+            organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
+            submitted_by=submitted_by, prompt_bundle=prompt_bundle_for(project), run_settings=_outcome_settings(project),
+            playbook=playbooks.playbook_named(playbook).name, idempotency_key=idempotency_key,
+            ticket_source=ticket.source if ticket else "", ticket_key=ticket.key if ticket else "",
+            ticket_url=ticket.url if ticket else "",
+        )
+        StateTransition.objects.create(
+            requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
+            from_state="", to_state=RequirementState.RECEIVED, actor_user=submitted_by, actor_role=actor_role, via=via,
+            metadata=metadata or {},
+        )
+        emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
+        step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
+    return requirement
+
+
+def _checked_brief(brief: str) -> str:
     brief = brief.strip()
     if not brief:
         raise DomainError("the brief is empty", "brief")
     if len(brief) > settings.AITEAM_BRIEF_MAX_CHARS:
         raise DomainError(f"the brief is longer than {settings.AITEAM_BRIEF_MAX_CHARS} characters", "brief")
-    project = project or _default_project(user)
-    if not Membership.objects.filter(user=user, organization_id=project.organization_id, role__in=SUBMITTING_ROLES).exists():
-        raise NotPermitted(f"{user} may not submit briefs to {project} (needs the submitter or admin role)")
-    with transaction.atomic():
-        requirement = Requirement.objects.create(
-            organization_id=project.organization_id, project=project, title=title.strip()[:200], brief=brief,
-            submitted_by=user, prompt_bundle=prompt_bundle_for(project), run_settings=_outcome_settings(project),
-            playbook=playbooks.playbook_named(playbook).name, idempotency_key=idempotency_key,
-        )
-        StateTransition.objects.create(
-            requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",
-            from_state="", to_state=RequirementState.RECEIVED, actor_user=user, via=via,
-        )
-        emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
-        step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
-    return requirement
+    return brief
 
 
 def _checked_key(key: str) -> str:
@@ -81,11 +104,13 @@ def _checked_key(key: str) -> str:
 
 
 def _same_submission(earlier: Requirement, *, brief: str, project: Project, title: str = "", via: str = "api",
-                     playbook: str = playbooks.DEFAULT) -> bool:
+                     playbook: str = playbooks.DEFAULT, ticket: Ticket | None = None) -> bool:
     """Whether a repeated submission asks for what `earlier` was made from, compared as requirement_submit
     stores it."""
-    stored = (brief.strip(), title.strip()[:200], project.pk, playbooks.playbook_named(playbook).name)
-    return (earlier.brief, earlier.title, earlier.project_id, earlier.playbook) == stored
+    stored = (brief.strip(), title.strip()[:200], project.pk, playbooks.playbook_named(playbook).name,
+              (ticket.source, ticket.key) if ticket else ("", ""))
+    return (earlier.brief, earlier.title, earlier.project_id, earlier.playbook,
+            (earlier.ticket_source, earlier.ticket_key)) == stored
 
 
 def _outcome_settings(project: Project) -> dict:
@@ -94,7 +119,7 @@ def _outcome_settings(project: Project) -> dict:
     return {key: project.settings[key] for key in OUTCOME_SETTINGS if key in (project.settings or {})}
 
 
-def _default_project(user: Any) -> Project:
+def default_project(user: Any) -> Project:
     projects = list(Project.objects.filter(organization__memberships__user=user)[:2])
     if len(projects) == 1:
         return projects[0]

@@ -33,6 +33,7 @@ def test_redelivery_after_a_kill_mid_push_pushes_once_and_opens_one_pull_request
     slow_remote(bare, marker)
     with FakeGitHubServer(TOKEN) as github:
         project.settings = {"github": {"repository": "acme/readinglist", "api_url": github.url}}
+        project.host_kind, project.token_env = "github", "GITHUB_TOKEN"
         project.save()
         env = {"AITEAM_WORKSPACE_ROOT": str(settings.AITEAM_WORKSPACE_ROOT), "AITEAM_REMOTES_ROOT": str(remotes),
                "GITHUB_TOKEN": TOKEN, "AITEAM_GITHUB_API_URLS": github.url}

@@ -6,7 +6,7 @@ from django.contrib.auth.models import Permission
 
 from lifecycle.models import Project, Replay, Requirement, StateTransition
 from tests.conftest import staff_client
-from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
+from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, project_form_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET_HOOK = "https://hooks.example.test/services/T0/B0/secret-token"
@@ -22,7 +22,7 @@ def requirement_in(project: Project, title: str = "Reading list") -> Requirement
 
 
 def project_form(project: Project, **changes) -> dict:
-    return {"name": project.name, "slug": project.slug, "repo_url": project.repo_url, "settings": "{}", **changes}
+    return project_form_data(project, **changes)
 
 
 # --- Requirements.

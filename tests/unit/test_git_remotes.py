@@ -15,7 +15,7 @@ from agents.delivery import DeliveryPlan, Remote, RemoteRefused, deliver, git_re
 from lifecycle.models import FailureRoute, Project, Step
 from lifecycle.services.artifacts import content_json, latest
 from tests.conftest import staff_client
-from tests.factories import MembershipFactory, ProjectFactory
+from tests.factories import MembershipFactory, ProjectFactory, project_form_data
 from tests.flows import decide, fresh, pending, submit
 
 BRANCH = "aiteam/req-1"
@@ -50,7 +50,7 @@ def own_remote(project: Project) -> Path:
 
 
 def save_repo_url(user, project: Project, url: str):
-    form = {"name": project.name, "slug": project.slug, "repo_url": url, "settings": "{}"}
+    form = project_form_data(project, repo_url=url)
     return staff_client(user).post(f"/admin/lifecycle/project/{project.pk}/change/", form)
 
 

@@ -19,7 +19,7 @@ from lifecycle.notifications.channels import CHANNELS
 from lifecycle.services import outbox
 from lifecycle.services.sla import review_sweep
 from lifecycle.tasks import send_notification
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, project_form_data
 from tests.fakes.webhook_server import WebhookServer
 from tests.flows import pending, submit
 from tests.review_tasks import age, open_review
@@ -373,16 +373,14 @@ def test_a_redirect_is_not_followed_and_fails_for_good(acme_project, rita, setti
     ("https://hooks.example.com/a b", "contains spaces or control characters"),
 ])
 def test_the_project_form_refuses_a_webhook_url_without_scheme_or_host(acme_project, url, problem):
-    form = ProjectForm(instance=acme_project, data={"name": acme_project.name, "slug": acme_project.slug,
-                                                   "repo_url": acme_project.repo_url,
-                                                   "settings": json.dumps({"notifications": {"webhook_url": url}})})
+    form = ProjectForm(instance=acme_project, data=project_form_data(
+        acme_project, settings=json.dumps({"notifications": {"webhook_url": url}})))
     assert form.errors["settings"] == [f"notifications.webhook_url {problem} (an https:// or http:// URL with a host)"]
 
 
 def test_the_project_form_takes_an_https_url_with_a_host(acme_project):
-    form = ProjectForm(instance=acme_project, data={
-        "name": acme_project.name, "slug": acme_project.slug, "repo_url": acme_project.repo_url,
-        "settings": json.dumps({"notifications": {"webhook_url": "https://hooks.slack.com/services/T/B/x"}})})
+    form = ProjectForm(instance=acme_project, data=project_form_data(
+        acme_project, settings=json.dumps({"notifications": {"webhook_url": "https://hooks.slack.com/services/T/B/x"}})))
     assert form.is_valid(), form.errors
 
 

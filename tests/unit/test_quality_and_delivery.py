@@ -171,10 +171,12 @@ def test_the_daily_beat_refreshes_digests_of_requirements_in_flight(alice, rita,
 
 def test_project_settings_cannot_send_another_secret_to_another_host(alice, rita, remotes):
     project = Project.objects.get(organization__slug="acme")
-    project.settings = {"github": {"repository": "a/b", "token_env": "ANTHROPIC_API_KEY", "api_url": "https://evil.example"}}
+    # saved past the form's validation (before the operator narrowed the list, say): delivery checks again
+    project.settings = {"github": {"repository": "a/b", "api_url": "https://evil.example"}}
+    project.host_kind, project.token_env = "github", "ANTHROPIC_API_KEY"
     project.save()
     req = to_deployment_gate(alice, rita)
     decide(pending(req, "deployment_approval"), rita, "approve")
     step = Step.objects.get(requirement=fresh(req), key="deliver")
-    assert step.state == "failed" and "AITEAM_GITHUB_TOKEN_ENVS" in step.error
+    assert step.state == "failed" and "AITEAM_TOKEN_ENVS" in step.error
     assert fresh(req).state == "ready_to_deploy" and latest(req, "delivery") is None

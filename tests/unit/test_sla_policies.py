@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for, policy_problems
 from lifecycle.states import ReviewKind
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, project_form_data
 from tests.review_tasks import open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,7 +94,7 @@ def test_an_org_admin_edits_project_policies_in_the_admin_and_bad_ones_are_refus
     client = Client()
     client.force_login(boss)
     url = f"/admin/lifecycle/project/{acme_project.pk}/change/"
-    fields = {"name": "Default", "slug": "default", "repo_url": ""}
+    fields = project_form_data(acme_project, name="Default")
     bad = client.post(url, {**fields, "settings": '{"review_policies": {"stories_approval": {"action": "reassign"}}}'})
     assert "action &#x27;reassign&#x27; needs a group" in bad.content.decode()
     good = client.post(url, {**fields, "settings": '{"review_policies": {"deployment_approval": {"sla_hours": 2}}}'})

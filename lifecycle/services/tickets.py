@@ -1,0 +1,86 @@
+"""Tickets in: a member's ticket through the API, and an issue a signed webhook reports.
+
+A ticket makes one live requirement per (project, source, key): a second submission of it while the first is
+still running gets the first back. The database decides (the partial unique index one_live_requirement_per_ticket),
+so two deliveries that arrive together cannot both make one: the second INSERT waits for the first transaction,
+fails, and reads what it made. A webhook delivery id is recorded with the requirement it made or found, unique per
+project and source, so a repeated delivery (a retry, a "Redeliver" click) does nothing.
+
+A webhook's requirement has no submitter: the project's webhook secret signed it, not a person, so no member's
+permissions are lent to it (ADR 0030). It runs the project's default playbook under the project's settings.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from lifecycle import playbooks
+from lifecycle.models import Project, Requirement, WebhookDelivery
+from lifecycle.services.intake import default_project, requirement_record, requirement_submit_once
+from lifecycle.states import NON_TERMINAL_STATES
+from lifecycle.tickets import Ticket
+
+WEBHOOK_ACTOR = "webhook"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A verified webhook delivery: which host sent it, its id, and what it reported (for the audit row)."""
+
+    source: str
+    delivery_id: str
+    event: str
+
+
+def ticket_submit(*, user: Any, ticket: Ticket, project: Project | None = None, playbook: str = playbooks.DEFAULT,
+                  idempotency_key: str | None = None) -> tuple[Requirement, str]:
+    """A member's ticket: (its new requirement, "created"), (the ticket's live requirement, "live"), or (what an
+    earlier POST with this idempotency key made, "repeat"). The member's right to submit is checked before
+    anything is looked up, so the answer tells a non-member nothing."""
+    project = project or default_project(user)
+    return _once_per_ticket(project, ticket, lambda: requirement_submit_once(
+        user=user, idempotency_key=idempotency_key, brief=ticket.brief, title=ticket.title, project=project,
+        playbook=playbook, ticket=ticket))
+
+
+def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticket) -> tuple[Requirement | None, str]:
+    """The ticket a verified delivery reported: (its new requirement, "created"), (the ticket's live one, "live"),
+    or (None, "repeat") when this delivery id was handled before."""
+    try:
+        with transaction.atomic():
+            row = WebhookDelivery.objects.create(project=project, source=delivery.source,
+                                                 delivery_id=delivery.delivery_id, event=delivery.event, started_run=False)
+            requirement, outcome = _once_per_ticket(project, ticket, lambda: (requirement_record(
+                project=project, brief=ticket.brief, title=ticket.title, via=delivery.source, actor_role=WEBHOOK_ACTOR,
+                ticket=ticket, metadata={"delivery": delivery.delivery_id, "event": delivery.event}), True))
+            row.requirement, row.started_run = requirement, outcome == "created"
+            row.save(update_fields=["requirement", "started_run"])
+    except IntegrityError:
+        seen = WebhookDelivery.objects.filter(project=project, source=delivery.source, delivery_id=delivery.delivery_id)
+        if not seen.exists():
+            raise
+        return None, "repeat"
+    return requirement, outcome
+
+
+def live_requirement(project: Project, ticket: Ticket) -> Requirement | None:
+    return Requirement.objects.filter(project=project, ticket_source=ticket.source, ticket_key=ticket.key,
+                                      state__in=NON_TERMINAL_STATES).first()
+
+
+def _once_per_ticket(project: Project, ticket: Ticket,
+                     create: Callable[[], tuple[Requirement, bool]]) -> tuple[Requirement, str]:
+    """`create()` (answering (requirement, made)) in a savepoint; when the ticket's live requirement beat it to the
+    unique index, that one."""
+    try:
+        with transaction.atomic():
+            requirement, made = create()
+    except IntegrityError:
+        live = live_requirement(project, ticket)
+        if live is None:
+            raise
+        return live, "live"
+    return requirement, "created" if made else "repeat"

@@ -1,0 +1,87 @@
+"""POST /webhooks/<source>/<project id>/: size, signature, JSON, event, then one service call.
+
+Answers: 413 too large (unread); 401 for anything that is not a good signature of this project's secret (the
+same for an unknown project); 400 a payload that is not what the event promises; 202 accepted, with what became
+of it ("created", "live", "repeat" or "ignored: <why>"); 422 a ticket that cannot be a requirement (its body is
+longer than a brief may be, say), so the host's delivery log shows why.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from lifecycle.api.parsers import json_problem
+from lifecycle.errors import DomainError
+from lifecycle.models import Project
+from lifecycle.services.tickets import Delivery, webhook_ticket_accept
+from lifecycle.webhooks import github, gitlab, jira
+from lifecycle.webhooks.readings import PayloadError
+from lifecycle.webhooks.secret_envs import webhook_secret
+
+logger = logging.getLogger(__name__)
+SOURCES = {"github": github, "gitlab": gitlab, "jira": jira}
+TOO_BIG = {"detail": "the body is larger than AITEAM_WEBHOOK_MAX_BYTES allows"}
+UNAUTHORIZED = {"detail": "the signature is missing or does not match this project's webhook secret"}
+
+
+@csrf_exempt  # a host signs its deliveries; there is no session to forge
+@require_POST
+def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
+    host = SOURCES[source]  # the URL pattern admits only these
+    if _too_big(request):  # by its Content-Length: not read at all
+        return JsonResponse(TOO_BIG, status=413)
+    body = request.body
+    if len(body) > settings.AITEAM_WEBHOOK_MAX_BYTES:
+        return JsonResponse(TOO_BIG, status=413)
+    project = Project.objects.filter(pk=project_id).first()
+    secret, why_not = webhook_secret(project, source)
+    # a signature is checked even without a secret (against a random one), so a refusal takes as long either way
+    if not host.verify(secret or secrets.token_hex(32), body, request.headers) or why_not:
+        logger.warning("webhook %s for project %s refused: %s", source, project_id, why_not or "bad or no signature")
+        return JsonResponse(UNAUTHORIZED, status=401)
+    try:
+        payload = _json(body)
+        delivery_id = host.delivery_of(request.headers)
+        reading = host.read(request.headers, payload, project.webhook_label)
+    except PayloadError as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    if reading.ticket is None:
+        return _answer(source, project, reading.event, f"ignored: {reading.ignored}")
+    try:
+        requirement, outcome = webhook_ticket_accept(
+            project=project, delivery=Delivery(source, delivery_id, reading.event), ticket=reading.ticket)
+    except DomainError as exc:
+        return JsonResponse({"detail": str(exc)}, status=422)
+    return _answer(source, project, reading.event, outcome, requirement.pk if requirement else None)
+
+
+def _too_big(request: HttpRequest) -> bool:
+    try:
+        length = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        return True
+    return length > settings.AITEAM_WEBHOOK_MAX_BYTES
+
+
+def _json(body: bytes) -> dict:
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise PayloadError("the body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise PayloadError("the body is not a JSON object")
+    if problem := json_problem(payload, settings.AITEAM_JSON_MAX_DEPTH):
+        raise PayloadError(problem)
+    return payload
+
+
+def _answer(source: str, project: Project, event: str, outcome: str, requirement_id=None) -> JsonResponse:
+    logger.info("webhook %s for project %s: %s → %s", source, project.pk, event, outcome)
+    return JsonResponse({"detail": outcome, "requirement": str(requirement_id) if requirement_id else None}, status=202)
+
