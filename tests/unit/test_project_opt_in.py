@@ -5,7 +5,7 @@ from django.contrib.admin.models import LogEntry
 
 from lifecycle.models import Project
 from tests.conftest import api_for, staff_client
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, project_form_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,8 +58,7 @@ def test_anything_but_a_plain_true_or_false_is_refused_with_the_field_named(acme
 
 
 def test_the_admin_project_form_sets_it_for_organization_admins_only(acme_project, ada, rita):
-    form = {"name": acme_project.name, "slug": acme_project.slug, "repo_url": "", "settings": "{}",
-            "autonomous_deployments": "on"}
+    form = project_form_data(acme_project, autonomous_deployments="on")
     change = f"/admin/lifecycle/project/{acme_project.pk}/change/"
     assert staff_client(rita).post(change, form).status_code == 403
     assert not Project.objects.get(pk=acme_project.pk).autonomous_deployments
