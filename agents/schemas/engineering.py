@@ -13,7 +13,10 @@ from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, s
 # QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit;
 # nor are files Python or pytest load on their own, which could change how the tests run (the sandbox runs
 # pytest with its own configuration, so a project's pytest.ini, tox.ini or setup.cfg cannot).
-ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
+# Where a CI service finds its configuration (GitHub Actions, GitLab CI, CircleCI): a change there can reach the
+# CI's secrets and tokens, so it is DevOps' to write and a person's to approve (lifecycle.services.autonomous).
+CI_PATHS = (".github/", ".gitlab-ci.yml", ".gitlab/", ".circleci/")
+ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", *CI_PATHS)
 LOADED_ON_THEIR_OWN = ("conftest.py", "sitecustomize.py", "usercustomize.py")
 # Top-level modules that would stand in for the test runner's own (pytest, coverage and what they import).
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "coverage"})

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from agents.schemas import SourceFile
+from agents.schemas.engineering import CI_PATHS
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
@@ -25,8 +26,6 @@ log = logging.getLogger("aiteam.progress")
 AUTONOMOUS = Actor.policy("autonomous")
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
-# Where a change could reach the CI's secrets and tokens: a person reads any change there.
-CI_PATHS = (".github/workflows/", ".github/actions/")
 SECRETS = "secrets."
 
 

@@ -7,6 +7,7 @@ longer than a brief may be, say), so the host's delivery log shows why.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import secrets
@@ -55,7 +56,7 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
         return _answer(source, project, reading.event, f"ignored: {reading.ignored}")
     try:
         requirement, outcome = webhook_ticket_accept(
-            project=project, delivery=Delivery(source, delivery_id, reading.event), ticket=reading.ticket)
+            project=project, delivery=Delivery(source, delivery_id, reading.event, hashlib.sha256(body).hexdigest()), ticket=reading.ticket)
     except DomainError as exc:
         return JsonResponse({"detail": str(exc)}, status=422)
     return _answer(source, project, reading.event, outcome, requirement.pk if requirement else None)
