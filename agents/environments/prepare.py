@@ -165,7 +165,7 @@ def _secret_values() -> list[str]:
 
 def _readable(home: Path) -> None:
     """The sandbox's uid reads the venv (no write: it is bound read-only, and root's)."""
-    for dirpath, dirnames, filenames in os.walk(home):
+    for dirpath, _dirnames, filenames in os.walk(home):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             path = Path(dirpath, name)

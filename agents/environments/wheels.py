@@ -28,7 +28,7 @@ def write_wheel(folder: Path, name: str, version: str, files: Mapping[str, bytes
     """A wheel of `files` (archive paths → bytes) in folder; METADATA and WHEEL are made unless given."""
     info = f"{normalized(name)}-{version}.dist-info"
     contents = dict(files)
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
                 *(f"Requires-Dist: {r}" for r in requires)]
     contents.setdefault(f"{info}/METADATA", ("\n".join(metadata) + "\n").encode())
     contents.setdefault(f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: aiteam\nRoot-Is-Purelib: true\n"
