@@ -39,6 +39,8 @@ _REFUSED = {"-x": "stops at the first failure", "--exitfirst": "stops at the fir
 _TAKES_VALUE = frozenset({"-k", "-m", "-o", "--override-ini", "-p", "-c", "--config-file", "--ds", "--dc",
                           "--deselect", "--ignore", "--ignore-glob", "--tb", "-W", "--confcutdir", "--basetemp",
                           "--import-mode", "--durations", "--log-level", "-r", "--capture", "-n", "--dist"})
+_DJANGO_VALUED = frozenset({"--parallel", "-v", "--verbosity", "--testrunner", "--tag", "--exclude-tag", "-k",
+                            "-p", "--pattern", "-t", "--top-level-directory", "--pythonpath", "--settings"})
 _PYTHONS = ("python", "python3", "py", "{envpython}", "$(PYTHON)", "$(PY)", "${PYTHON}", "$PYTHON")
 
 
@@ -204,7 +206,7 @@ def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCom
     if not settings:
         raise BadTestCommand(f"{source}: manage.py test, but manage.py sets no DJANGO_SETTINGS_MODULE and the "
                              "command gives no --settings")
-    labels = [w for w in words if not w.startswith("-") and w != settings]
+    labels = [w for i, w in enumerate(words) if not w.startswith("-") and (i == 0 or words[i - 1] not in _DJANGO_VALUED)]
     paths = tuple(_dotted_to_node(root, label, source) for label in labels) or (".",)
     # Django's runner collects test*.py; pytest-django sets Django up from --ds and gives each test its database
     return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", "--maxfail=0"),

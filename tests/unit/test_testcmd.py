@@ -98,7 +98,8 @@ def test_manage_py_runs_django_tests_through_pytest_django_with_its_settings(tmp
 def test_django_labels_become_paths(tmp_path):
     root = _repo(tmp_path, {"manage.py": "", "shop/__init__.py": "", "shop/tests.py": ""})
 
-    command = detect_test_command(root, configured="./manage.py test shop.tests.CartTests --settings=shop.dev")
+    command = detect_test_command(root, configured="./manage.py test --parallel 4 shop.tests.CartTests "
+                                                   "--settings=shop.dev")
 
     assert command.paths == ("shop/tests.py::CartTests",) and "--ds=shop.dev" in command.args
 
