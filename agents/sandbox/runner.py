@@ -24,7 +24,7 @@ from agents.sandbox import isolation, slots
 from agents.sandbox.canary import Canary, judged, plant, scrubbed
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
-from agents.sandbox.report import JunitOutcome, TestReport, read_cases, read_untrusted
+from agents.sandbox.report import Case, JunitOutcome, TestReport, junit_test_id, read_cases, read_untrusted
 
 REPORT_NAME = ".report.xml"
 _COVERAGE_JSON = ".coverage.json"
@@ -53,23 +53,75 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
     The default one also runs the runner's canaries, and its report must account for every test the project's
     files define (canary.py): otherwise the report is ``tampered`` and not ok.
     """
+    return _run(Path(source_dir), limits, command, None)[0]
+
+
+@dataclass(frozen=True)
+class RepoTests:
+    """An existing repository's own tests: pytest from its prepared venv (agents/environments), under the
+    repository's own pytest configuration, with the runner's canaries collected beside them."""
+
+    venv: Path  # bound read-only; its python runs pytest, its bin/ leads PATH, its pytest plugins load
+    args: tuple[str, ...] = ()  # the repository's pytest options (agents/environments/testcmd.py)
+    paths: tuple[str, ...] = (".",)  # what pytest collects, relative to the root
+    pythonpath: tuple[str, ...] = (".",)  # importable roots, relative: the checkout's code, not an installed copy
+    expected: tuple[str, ...] = ()  # test ids the report must mention (a ticket's reproduction tests)
+
+
+@dataclass(frozen=True)
+class RepoRun:
+    report: TestReport
+    outcomes: dict[str, str]  # every reported test id -> "passed", "failed", "errors" or "skipped"; canaries out
+
+
+def run_repository_tests(source_dir: Path, tests: RepoTests, *, limits: SandboxLimits = DEFAULT_LIMITS) -> RepoRun:
+    """run_tests for a repository's own tests, with every test's outcome (the report keeps only capped lists)."""
+    report, outcomes = _run(Path(source_dir), limits, None, tests)
+    return RepoRun(report, outcomes)
+
+
+def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
+         repo: RepoTests | None) -> tuple[TestReport, dict[str, str]]:
     root = sandbox_root()
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
-    expected = expected_tests(Path(source_dir)) if command is None else []  # read before the code under test runs
+    # read before the code under test runs; a repository's configuration decides what it collects, so only the
+    # tests its caller names are required there (the baseline's comparison finds any other that went missing)
+    expected = [] if command is not None else list(repo.expected) if repo else expected_tests(source_dir)
+    read_only = [repo.venv] if repo else []
     try:
         # a uid of the run's own (slots.py): its process limit is not shared with concurrent runs
         with slots.run_slot(root, wait_s=limits.timeout_s) as uid:
-            _populate(scratch, Path(source_dir), uid)
+            _populate(scratch, source_dir, uid, read_only)
             canary = plant(scratch) if command is None else None
-            measure = command is None and importlib.util.find_spec("coverage") is not None
-            run = _execute(command or default_command(scratch, coverage=measure, canary=canary), scratch, limits, uid)
-            outcome, tampered = judged(read_cases(scratch / REPORT_NAME), canary, expected, scratch)
+            measure = command is None and repo is None and importlib.util.find_spec("coverage") is not None
+            argv = command or (repository_command(scratch, repo, canary) if repo
+                               else default_command(scratch, coverage=measure, canary=canary))
+            run = _execute(argv, scratch, limits, uid, venv=repo.venv if repo else None)
+            cases = read_cases(scratch / REPORT_NAME)
+            outcome, tampered = judged(cases, canary, expected, scratch)
+            outcomes = _per_test(cases, canary, scratch)
             percent = _coverage(scratch, limits, uid) if measure and not run.timed_out else None
-        return _report(_without_canary(run, outcome, canary, tampered), outcome, percent, tampered)
+        return _report(_without_canary(run, outcome, canary, tampered), outcome, percent, tampered), outcomes
     except slots.NoFreeSlot as exc:
         raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
+
+
+def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -> list[str]:
+    """pytest of the venv, with the repository's configuration (its tests need its settings and plugins) and
+    options, and these pinned after them: the report's path, no cache, the root, the importable roots. The
+    canary file is named on the command line: pytest collects a named file whatever its python_files says."""
+    importable = " ".join(str(scratch / path) for path in tests.pythonpath)
+    planted = [f"{canary.directory}/{canary.module}.py"] if canary else []
+    return [str(tests.venv / "bin" / "python"), *PYTHON_FLAGS, "-m", "pytest", *tests.args, f"--rootdir={scratch}",
+            "-o", f"pythonpath={importable}", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}",
+            "--", *tests.paths, *planted]
+
+
+def _per_test(cases: list[Case] | None, canary: Canary | None, scratch: Path) -> dict[str, str]:
+    own = [case for case in cases or [] if canary is None or case.classname != canary.classname]
+    return {junit_test_id(case.classname, case.name, scratch): case.kind for case in own}
 
 
 def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | None = None) -> list[str]:
@@ -108,11 +160,11 @@ def sandbox_root() -> Path:
     return root
 
 
-def _populate(scratch: Path, source_dir: Path, uid: int) -> None:
+def _populate(scratch: Path, source_dir: Path, uid: int, read_only: list[Path]) -> None:
     # symlinks=True: following a link as root would copy files the sandbox uid may not read.
     shutil.copytree(source_dir, scratch, symlinks=True, dirs_exist_ok=True, ignore=_NOT_COPIED)
     (scratch / "tmp").mkdir(exist_ok=True)
-    owner = isolation.runs_as(uid, scratch)
+    owner = isolation.runs_as(uid, scratch, read_only)
     if owner != os.geteuid():  # without the drop, root without capabilities could not write a tree it gave away
         _chown_tree(scratch, owner)
 
@@ -124,8 +176,8 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
-def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int) -> _Run:
-    wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid)
+def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int, *, venv: Path | None = None) -> _Run:
+    wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid, read_only=[venv] if venv else [])
     marker = secrets.token_hex(8)
     outdir = Path(tempfile.mkdtemp(prefix="out-", dir=sandbox_root()))
     try:
@@ -134,7 +186,7 @@ def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int)
             started = time.monotonic()
             # preexec_fn is unsafe in threaded parents; sandbox workers are prefork, one task per process.
             proc = subprocess.Popen(
-                wrapped.argv, cwd=scratch, env=isolation.environment(scratch, marker),
+                wrapped.argv, cwd=scratch, env=_environment(scratch, marker, venv),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, preexec_fn=isolation.rlimit_setter(limits),
             )
@@ -149,6 +201,17 @@ def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int)
         return _Run(proc.returncode, timed_out, round(duration, 3), tail, wrapped.description)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
+
+
+def _environment(scratch: Path, marker: str, venv: Path | None) -> dict[str, str]:
+    env = isolation.environment(scratch, marker)
+    if venv is not None:
+        # The repository's venv replaces the worker's on PATH (a test that runs `python` gets the repository's),
+        # and its pytest plugins are the repository's own (pytest-django, say), which its tests rely on.
+        env["PATH"] = ":".join([str(venv / "bin"), *env["PATH"].split(":")[1:]])
+        env["VIRTUAL_ENV"] = str(venv)
+        del env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    return env
 
 
 def _wait_unreaped(pid: int, timeout_s: float) -> bool:
