@@ -81,17 +81,23 @@ def local_commit(workspace: Path, branch: str) -> str:
         raise DeliveryError(f"the workspace {workspace} has no branch {branch!r} with a commit") from None
 
 
-def delete_branch(workspace: Path, branch: str, remote: Remote, *, expected: str, auth: HostAuth | None = None) -> None:
-    """Delete the remote branch if it still points at `expected` (the commit we pushed); gone already is fine."""
-    if branch in remote_branches(workspace, remote, auth=auth):
-        _push(workspace, remote, f":refs/heads/{branch}", lease=(branch, expected), auth=auth)
+def delete_branch(workspace: Path, branch: str, remote: Remote, *, expected: str, auth: HostAuth | None = None) -> bool:
+    """Delete the remote branch if it still points at `expected` (the commit we pushed); gone already is fine.
+    False when there was nothing to undo (the saga then records nothing)."""
+    if branch not in remote_branches(workspace, remote, auth=auth):
+        return False
+    _push(workspace, remote, f":refs/heads/{branch}", lease=(branch, expected), auth=auth)
+    return True
 
 
 def restore_branch(workspace: Path, branch: str, remote: Remote, *, to: str, expected: str,
-                   auth: HostAuth | None = None) -> None:
-    """Move the remote branch back from `expected` (the commit we pushed) to `to` (where it was before us)."""
-    if remote_branches(workspace, remote, auth=auth).get(branch) != to:
-        _push(workspace, remote, f"{to}:refs/heads/{branch}", lease=(branch, expected), auth=auth)
+                   auth: HostAuth | None = None) -> bool:
+    """Move the remote branch back from `expected` (the commit we pushed) to `to` (where it was before us).
+    False when it is there already: the push never landed, nothing to undo."""
+    if remote_branches(workspace, remote, auth=auth).get(branch) == to:
+        return False
+    _push(workspace, remote, f"{to}:refs/heads/{branch}", lease=(branch, expected), auth=auth)
+    return True
 
 
 def remote_branches(workspace: Path, remote: Remote, *, auth: HostAuth | None = None) -> dict[str, str]:

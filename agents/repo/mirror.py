@@ -34,6 +34,8 @@ from agents.repo.refs import checked_branch
 
 LOCK_TIMEOUT_S = 600.0  # a fetch of a large repository over a slow link; after that, something is stuck
 FETCH_TIMEOUT_S = 900.0
+# git asks for a user name once the host refused what it sent: there is no prompt, so the token is missing or wrong
+_NO_ACCESS = " (the host refused access: the project's token variable is unset, wrong or lacks read access)"
 REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 
 
@@ -72,7 +74,8 @@ class Mirror:
             remote_git(self.path, self.remote, ["fetch", "-q", "--prune", "--no-tags"], *REFSPECS, auth=self.auth,
                        timeout_s=FETCH_TIMEOUT_S)
         except DeliveryError as exc:  # already scrubbed of the token and of credentialed URLs
-            raise MirrorError(f"fetching the repository failed: {exc}") from None
+            hint = _NO_ACCESS if "could not read Username" in str(exc) else ""
+            raise MirrorError(f"fetching the repository failed{hint}: {exc}") from None
         return self.commit_of(base)
 
     def commit_of(self, branch: str) -> str:
