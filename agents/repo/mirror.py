@@ -50,7 +50,11 @@ class Mirror:
 
     @contextmanager
     def locked(self, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[Mirror]:
-        """Hold the mirror's lock file; a second holder (thread or process) waits, up to `timeout_s`."""
+        """Hold the mirror's lock file; a second holder (thread or process) waits, up to `timeout_s`. Held already
+        by this object (a caller that syncs, then opens a workspace inside one hold): held on, not waited for."""
+        if self._held:
+            yield self
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -60,6 +64,10 @@ class Mirror:
         finally:
             self._held = False
             os.close(fd)  # closing the descriptor releases the flock
+
+    @property
+    def held(self) -> bool:
+        return self._held
 
     def sync(self, base: str) -> str:
         """Fetch the remote into the mirror (creating it the first time) and return `base`'s commit."""

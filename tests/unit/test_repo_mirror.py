@@ -158,6 +158,15 @@ def test_a_held_mirror_makes_the_next_holder_wait_then_fail_with_a_clear_error(p
             pass
 
 
+def test_one_hold_covers_a_sync_and_the_workspace_opened_inside_it(project, tmp_path):
+    mirror = project.mirror(tmp_path)
+    with mirror.locked():
+        base = mirror.sync("main")
+        workspace = RepoWorkspace.open(mirror, tmp_path / "ws", branch="aiteam/1-x", base="main", base_sha=base)
+        assert mirror.held  # the inner hold did not release the outer one
+    assert workspace.head() == base and not mirror.held
+
+
 def test_sync_without_the_lock_is_a_programming_error(project, tmp_path):
     with pytest.raises(RuntimeError, match="hold the mirror's lock"):
         project.mirror(tmp_path).sync("main")
