@@ -17,11 +17,10 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
+from agents.ci_paths import is_ci
+
 DEFAULT_MAX_LINES = 300
 DEFAULT_MAX_MODULES = 2
-CI = (".github/workflows/*", ".github/actions/*", ".gitlab-ci.yml", ".gitlab/ci/*", ".circleci/*", "Jenkinsfile",
-      ".travis.yml", "azure-pipelines.yml", ".buildkite/*", "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml",
-      ".woodpecker/*")  # at the root or in any directory
 DEPENDENCIES = ("requirements*.txt", "requirements*.in", "constraints*.txt", "pyproject.toml", "setup.py", "setup.cfg",
                 "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock", "environment.yml", "environment.yaml",
                 "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "go.mod", "go.sum", "Cargo.toml",
@@ -98,10 +97,6 @@ def module_of(path: str) -> str:
     if parts[0] == "src" and len(parts) > 1:
         parts = parts[1:]
     return parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
-
-
-def is_ci(path: str) -> bool:
-    return any(fnmatch.fnmatchcase("/" + path, "*/" + pattern) for pattern in CI)
 
 
 def is_dependency(path: str) -> bool:
