@@ -3,7 +3,7 @@
 A project is named by its path ("group/subgroup/name"), sent URL-encoded as GitLab's `:id` ("group%2Fsubgroup%2Fname"),
 or by its number. The token goes in the `PRIVATE-TOKEN` header, which GitLab takes from personal, project and group
 access tokens alike (`Authorization: Bearer` is OAuth's form); never in a URL. A merge request is a draft by the
-`Draft: ` title prefix, which every GitLab version since 13.x reads, where a `draft` parameter is not accepted by all.
+`Draft: ` title prefix, which GitLab reads in every current version, where a `draft` parameter is not accepted by all.
 """
 from __future__ import annotations
 

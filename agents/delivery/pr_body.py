@@ -90,7 +90,8 @@ def _ticket_line(host: str, repository: str, ticket: TicketRef | None) -> tuple[
     number = issue_number(ticket.key)
     if number and ticket.source == host and host in _CLOSING and _same_repository(host, repository, ticket):
         return (ours(f"{_CLOSING[host]} #{number}"),)
-    address = (ours(" "), link(ticket.url, ticket.url)) if link(ticket.url, ticket.url).href else ()
+    # Our words as the link's text: the address itself is the ticket's author's text and is not shown as markup
+    address = (ours(", "), link("open the ticket", ticket.url)) if link("", ticket.url).href else ()
     if ticket.source == "jira":
         return (ours("Jira: "), literal(ticket.key), *address)
     return (ours(f"Ticket ({ticket.source}): "), literal(ticket.key), *address)

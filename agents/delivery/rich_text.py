@@ -17,7 +17,8 @@ from typing import Any
 _BACKTICKS = re.compile(r"`+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")  # bidi overrides hide text too
 _REFERENCE = re.compile(r"([@#!~%$&])(?=\w)")  # mentions, issues, MRs, labels, milestones, snippets, epics
-_SAFE_HREF = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!$&'*+,;=%-]+$")  # no space, quote, bracket or parenthesis
+# No space, quote, bracket or parenthesis (the link could end early), no @ (credentials, or a mention where shown)
+_SAFE_HREF = re.compile(r"^https?://[A-Za-z0-9._~:/?#!$&'*+,;=%-]+$")
 ZERO_WIDTH_SPACE = "\u200b"
 
 

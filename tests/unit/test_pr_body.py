@@ -47,8 +47,7 @@ def test_an_issue_of_another_repository_is_linked_but_never_closed():
     text = body(TicketRef("github", "#12", "Total", "https://github.com/other/repo/issues/12"))
 
     assert "Fixes" not in text and "Closes" not in text
-    assert text.startswith("Ticket (github): `#12` [https://github.com/other/repo/issues/12]"
-                           "(https://github.com/other/repo/issues/12)")
+    assert text.startswith("Ticket (github): `#12`, [open the ticket](https://github.com/other/repo/issues/12)\n")
 
 
 def test_a_gitlab_issue_is_closed_by_the_merge_request():
@@ -60,14 +59,15 @@ def test_a_gitlab_issue_is_closed_by_the_merge_request():
 def test_a_jira_ticket_is_named_by_key_and_address_and_heads_the_title():
     text = body(TicketRef("jira", "PROJ-7", "Total is wrong", "https://acme.atlassian.net/browse/PROJ-7"))
 
-    assert text.startswith("Jira: `PROJ-7` [https://acme.atlassian.net/browse/PROJ-7](https://acme.atlassian.net/browse/PROJ-7)")
+    assert text.startswith("Jira: `PROJ-7`, [open the ticket](https://acme.atlassian.net/browse/PROJ-7)\n")
     assert change_title(TicketRef("jira", "PROJ-7", "Total is wrong"), "x") == "PROJ-7: Total is wrong"
 
 
-def test_a_ticket_address_that_could_break_out_of_its_link_is_not_linked():
-    text = body(TicketRef("api", "T-1", "t", "https://x.example/a)(javascript:alert(1)"))
-
-    assert text.startswith("Ticket (api): `T-1`\n") and "javascript" not in text
+def test_a_ticket_address_that_could_break_out_of_its_link_or_carry_a_user_is_not_linked():
+    for url in ("https://x.example/a)(javascript:alert(1)", "javascript:alert(1)", "https://x.example/a b",
+                "https://token@x.example/a", "https://x.example/@alice"):
+        text = body(TicketRef("api", "T-1", "t", url))
+        assert text.startswith("Ticket (api): `T-1`\n") and "javascript" not in text and "@" not in text, url
 
 
 def test_the_scope_and_the_tests_before_and_after_are_listed():
