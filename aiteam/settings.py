@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.delivery.api import api_url_problem
+from agents.delivery.api import url_list_problems
 from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_rate, env_str
 from aiteam.timeouts import StepTimeouts
 
@@ -261,7 +261,7 @@ AITEAM_GITLAB_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_GITLAB_URLS
 AITEAM_JIRA_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_JIRA_URLS").split(",") if v.strip()]
 for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEAM_GITLAB_URLS", AITEAM_GITLAB_URLS),
                      ("AITEAM_JIRA_URLS", AITEAM_JIRA_URLS)):
-    if _bad := [f"{url!r} {problem}" for url in _urls if (problem := api_url_problem(url))]:
+    if _bad := url_list_problems(_urls):
         raise ImproperlyConfigured(f"{_name}: {'; '.join(_bad)}")
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
 # Which git remotes a project's repo_url may name (agents/delivery/remotes.py): https or ssh to these hosts, or a

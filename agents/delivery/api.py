@@ -38,7 +38,11 @@ class HostError(DeliveryError):
     def __init__(self, message: str, *, status: int) -> None:
         super().__init__(message)
         self.status = status
-        self.retryable = status == 429 or status >= 500
+        self.retryable = status >= 500 or isinstance(self, RateLimited)
+
+
+class RateLimited(HostError):
+    """429, or GitHub's 403 with a Retry-After or no requests left (its primary and secondary rate limits)."""
 
 
 class TokenRefused(HostError):
@@ -74,6 +78,11 @@ def api_url_problem(url: str) -> str | None:
     if parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host)):
         return None
     return "is not https:// (plain http:// is allowed only to 127.0.0.1, ::1 or localhost)"
+
+
+def url_list_problems(urls: Iterable[str]) -> list[str]:
+    """Each entry of an operator's list of API URLs that breaks the rule, with why (for the settings' startup check)."""
+    return [f"{url!r} {problem}" for url in urls if (problem := api_url_problem(url))]
 
 
 def checked_api_url(url: str, allowed: Iterable[str], setting: str) -> str:
@@ -138,10 +147,22 @@ def _error(call: str, response: httpx.Response, secrets: tuple[str, ...]) -> Hos
     status = response.status_code
     kind: type[HostError] = {401: TokenRefused, 403: TokenRefused, 404: NotFound}.get(
         status, RequestRefused if status in (400, 409, 422) else HostError)
+    if status == 429 or (status == 403 and _rate_limited(response.headers)):
+        kind = RateLimited
     hint = {TokenRefused: " (the token was refused, or lacks the scope this call needs)",
-            NotFound: " (no such resource, or the token may not see it)"}.get(kind, "")
+            NotFound: " (no such resource, or the token may not see it)",
+            RateLimited: _retry_hint(response.headers)}.get(kind, "")
     text = scrub(_host_message(response), *secrets)[:MESSAGE_MAX_CHARS]
     return kind(f"{call}: {status} {text}{hint}", status=status)
+
+
+def _retry_hint(headers: httpx.Headers) -> str:
+    after = headers.get("retry-after", "")
+    return f" (rate limited; retry after {after}s)" if after.isdigit() else " (rate limited; retry later)"
+
+
+def _rate_limited(headers: httpx.Headers) -> bool:
+    return "retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
 
 
 def _host_message(response: httpx.Response) -> str:

@@ -17,7 +17,7 @@ from agents.delivery.api import ChangeRequest, HostError
 from agents.delivery.errors import DeliveryError, NoAnswer, scrub
 from agents.delivery.github import GitHubClient, GitHubSettings
 from agents.delivery.gitlab import GitLabClient, GitLabSettings
-from agents.delivery.jira import JiraClient, JiraSettings
+from agents.delivery.jira import JiraClient, JiraSettings, basic_credential
 from agents.delivery.pr_body import issue_number
 from agents.delivery.rich_text import Part, block, link, literal, ours, to_adf, to_markdown
 
@@ -57,7 +57,8 @@ def stopped(reason: str) -> list[Part]:
 
 def post_comment(settings: HostSettings, ticket_key: str, parts: list[Part]) -> CommentResult:
     """Post `parts` on ticket `ticket_key` ("#12" on GitHub and GitLab, "PROJ-7" on Jira); never raises."""
-    token = settings.token
+    secrets = [settings.token] + ([basic_credential(settings.email, settings.token)]
+                                  if isinstance(settings, JiraSettings) else [])
     try:
         result = _post(settings, ticket_key, parts)
     except NoAnswer as exc:
@@ -67,11 +68,11 @@ def post_comment(settings: HostSettings, ticket_key: str, parts: list[Part]) -> 
     except DeliveryError as exc:  # refused before any call (a bad key or URL): a person must change something
         result = CommentResult(ok=False, error=str(exc))
     except Exception as exc:  # a bug here must not stop a run that is otherwise fine: logged, reported
-        trace = scrub("".join(traceback.format_exception(exc)), token)  # scrubbed: an exception may quote anything
+        trace = scrub("".join(traceback.format_exception(exc)), *secrets)  # scrubbed: an exception may quote anything
         logger.error("ticket comment on %s failed unexpectedly:\n%s", type(settings).__name__, trace)
-        result = CommentResult(ok=False, error=scrub(f"unexpected {type(exc).__name__}: {exc}", token)[:500])
+        result = CommentResult(ok=False, error=scrub(f"unexpected {type(exc).__name__}: {exc}", *secrets)[:500])
     level = logging.INFO if result.ok else logging.WARNING
-    logger.log(level, "ticket comment on %s %s: %s", ticket_key, "posted" if result.ok else "failed",
+    logger.log(level, "ticket comment on %r %s: %s", ticket_key, "posted" if result.ok else "failed",
                result.url or result.error)
     return result
 

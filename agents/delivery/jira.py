@@ -31,7 +31,7 @@ class JiraClient:
     def __init__(self, email: str, token: str, *, site_url: str, timeout_s: float = 30.0) -> None:
         if not _EMAIL.match(email):
             raise DeliveryError("Jira's basic auth needs the account's e-mail address (no spaces or ':')")
-        credential = base64.b64encode(f"{email}:{token}".encode()).decode()
+        credential = basic_credential(email, token)
         headers = {"Authorization": f"Basic {credential}", "Accept": "application/json", "User-Agent": "aiteam-delivery"}
         self._api = JsonApi("Jira", f"{site_url.rstrip('/')}/rest/api/3", headers, secrets=[token, credential],
                             timeout_s=timeout_s)
@@ -57,3 +57,8 @@ class JiraClient:
 
     def __repr__(self) -> str:
         return f"JiraClient({self._api.base_url})"
+
+
+def basic_credential(email: str, token: str) -> str:
+    """The value after "Basic " (base64 of e-mail:token): a secret as much as the token, scrubbed like it."""
+    return base64.b64encode(f"{email}:{token}".encode()).decode()

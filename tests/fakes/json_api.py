@@ -23,7 +23,7 @@ class RecordedRequest:
 
 
 class JsonFake(Protocol):
-    def handle(self, request: RecordedRequest) -> tuple[int, Any]: ...
+    def handle(self, request: RecordedRequest) -> tuple[Any, ...]: ...  # (status, body) or (status, body, headers)
 
     def reply_delay(self, request: RecordedRequest) -> float: ...
 
@@ -47,11 +47,13 @@ def json_handler_for(fake: JsonFake) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             request = RecordedRequest(self.command, self.path, headers, _json_or_none(raw), raw)
-            status, body = fake.handle(request)
+            status, body, *more = fake.handle(request)  # a third item: headers to add to the answer
             time.sleep(fake.reply_delay(request))
             payload = body if isinstance(body, bytes) else json.dumps(body).encode()  # bytes: sent as they are
             try:
                 self.send_response(status)
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from agents.delivery.api import ApiUrlRefused, HostError, JsonApi, api_url_problem, checked_api_url
+from agents.delivery.api import (
+    ApiUrlRefused,
+    HostError,
+    JsonApi,
+    RateLimited,
+    TokenRefused,
+    api_url_problem,
+    checked_api_url,
+)
 from agents.delivery.gitlab import GitLabClient
 from tests.fakes.json_api import RecordedRequest, json_handler_for
 from tests.fakes.local_server import LocalServer
@@ -18,14 +26,14 @@ TOKEN = "tok-fakeTOKEN0123456789"
 
 
 class ScriptedHost(LocalServer):
-    """Answers every request with the next (status, body, headers) a test queued."""
+    """Answers every request with the next (status, body[, headers]) a test queued."""
 
     def __init__(self) -> None:
-        self.answers: list[tuple[int, Any]] = []
+        self.answers: list[tuple[Any, ...]] = []
         self.requests: list[RecordedRequest] = []
         super().__init__(json_handler_for(self), "scripted-host")
 
-    def handle(self, request: RecordedRequest) -> tuple[int, Any]:
+    def handle(self, request: RecordedRequest) -> tuple[Any, ...]:
         self.requests.append(request)
         return self.answers.pop(0)
 
@@ -112,3 +120,21 @@ def test_a_success_without_json_is_a_clear_error():
 def test_a_timeout_of_zero_is_refused():
     with pytest.raises(ValueError, match="timeout_s must be above 0"):
         JsonApi("GitHub", "https://api.github.com", {}, secrets=[], timeout_s=0)
+
+
+def test_rate_limits_are_retryable_and_a_plain_403_is_not():
+    with ScriptedHost() as host, JsonApi("GitHub", host.url, {}, secrets=[], timeout_s=5) as api:
+        host.answers += [(403, {"message": "You have exceeded a secondary rate limit"}, {"retry-after": "60"}),
+                         (403, {"message": "API rate limit exceeded"}, {"x-ratelimit-remaining": "0"}),
+                         (429, {"message": "Too Many Requests"}),
+                         (403, {"message": "Resource not accessible by integration"}, {"x-ratelimit-remaining": "4999"})]
+        errors = []
+        for _ in range(4):
+            with pytest.raises(HostError) as caught:
+                api.request("POST", "/repos/acme/shop/pulls", json={})
+            errors.append(caught.value)
+
+    assert [type(e) for e in errors] == [RateLimited, RateLimited, RateLimited, TokenRefused]
+    assert [e.retryable for e in errors] == [True, True, True, False]
+    assert "403 You have exceeded a secondary rate limit (rate limited; retry after 60s)" in str(errors[0])
+    assert str(errors[1]).endswith("403 API rate limit exceeded (rate limited; retry later)")

@@ -120,19 +120,27 @@ def test_a_comment_that_fails_returns_why_and_whether_to_retry_and_never_raises(
     assert (late.ok, late.status, late.retryable) == (False, None, True) and "ReadTimeout" in late.error
     assert (bad_key.ok, bad_key.retryable) == (False, False) and "not a Jira issue key" in bad_key.error
     assert unreachable.retryable and "ConnectError" in unreachable.error
-    assert "ticket comment on #99 failed: GitLab POST" in caplog.text
+    assert "ticket comment on '#99' failed: GitLab POST" in caplog.text
 
 
-def test_a_bug_inside_posting_is_a_failed_result_logged_without_the_token(github, monkeypatch, caplog):
-    def broken(*args, **kwargs):
-        raise RuntimeError(f"boom with {TOKEN}")
+def test_a_bug_inside_posting_is_a_failed_result_logged_without_the_token(github, jira, monkeypatch, caplog):
+    credential = base64.b64encode(f"{EMAIL}:{TOKEN}".encode()).decode()
 
-    monkeypatch.setattr("agents.delivery.github.GitHubClient.comment_on_issue", broken)
-    result = post_comment(GitHubSettings(repository="acme/shop", token=TOKEN, api_url=github.url, timeout_s=5), "#12",
-                          started(7, "b"))
+    def broken_github(*args, **kwargs):
+        raise RuntimeError(f"boom with {TOKEN} and Bearer {TOKEN}")
 
-    assert not result.ok and result.error == "unexpected RuntimeError: boom with ***"
-    assert "Traceback" in caplog.text and TOKEN not in caplog.text
+    def broken_jira(*args, **kwargs):
+        raise RuntimeError(f"boom with {TOKEN} and Basic {credential}")
+
+    monkeypatch.setattr("agents.delivery.github.GitHubClient.comment_on_issue", broken_github)
+    monkeypatch.setattr("agents.delivery.jira.JiraClient.add_comment", broken_jira)
+    on_github = post_comment(GitHubSettings(repository="acme/shop", token=TOKEN, api_url=github.url, timeout_s=5), "#12",
+                             started(7, "b"))
+    on_jira = post_comment(jira_settings(jira), "PROJ-7", started(7, "b"))
+
+    assert not on_github.ok and on_github.error == "unexpected RuntimeError: boom with *** and Bearer ***"
+    assert not on_jira.ok and on_jira.error == "unexpected RuntimeError: boom with *** and Basic ***"
+    assert "Traceback" in caplog.text and TOKEN not in caplog.text and credential not in caplog.text
 
 
 def test_tokens_never_appear_in_results_logs_or_requests_urls(github, gitlab, jira, caplog):
