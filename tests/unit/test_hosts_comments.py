@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from agents.delivery.api import ChangeRequest, NotFound, TokenRefused
+from agents.delivery.api import ChangeRequest, NotFound, RequestRefused, TokenRefused
 from agents.delivery.comments import change_opened, post_comment, started, stopped
 from agents.delivery.errors import DeliveryError
 from agents.delivery.github import GitHubSettings
@@ -65,11 +65,13 @@ def test_the_jira_client_maps_refusals_and_checks_the_key_before_any_call(jira):
     with JiraClient(EMAIL, TOKEN, site_url=jira.url, timeout_s=5) as client:
         with pytest.raises(NotFound, match="Issue does not exist or you do not have permission to see it"):
             client.add_comment("PROJ-99", to_adf(started(7, "b")))
+        with pytest.raises(RequestRefused, match="400 comment: Comment body is not valid: not a doc of version 1"):
+            client.add_comment("PROJ-7", {"type": "doc", "content": "plain text"})
         with pytest.raises(DeliveryError, match="not a Jira issue key"):
             client.add_comment("PROJ-7/../../admin", to_adf(started(7, "b")))
     with JiraClient(EMAIL, "wrong", site_url=jira.url, timeout_s=5) as wrong, pytest.raises(TokenRefused):
         wrong.add_comment("PROJ-7", to_adf(started(7, "b")))
-    assert [r.path for r in jira.requests] == ["/rest/api/3/issue/PROJ-99/comment", "/rest/api/3/issue/PROJ-7/comment"]
+    assert [r.path for r in jira.requests] == ["/rest/api/3/issue/PROJ-99/comment"] + ["/rest/api/3/issue/PROJ-7/comment"] * 2
 
 
 def test_each_host_gets_the_three_comments_in_its_own_format(github, gitlab, jira):
