@@ -4,11 +4,12 @@ nothing, and a brief is not triaged. A reviewer may override the triage over the
 starts."""
 import pytest
 
-from lifecycle.models import OutboxEvent, Requirement
+from lifecycle.models import OutboxEvent, Replay, Requirement
+from lifecycle.replay.runs import replay_start
 from tests import tickets
 from tests.answers import BA_STORIES, PO_CLEAR
 from tests.conftest import api_for
-from tests.flows import fresh, pending, submit, transitions
+from tests.flows import decide, fresh, pending, submit, transitions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/api/v1/requirements/"
@@ -104,3 +105,22 @@ def test_a_brief_is_not_triaged(alice):
     req = submit(alice)  # the bundled cassette: the demo's brief and answers, unchanged
     assert req.state == "user_stories_created"
     assert not req.steps.filter(key="po_triage").exists() and not req.transitions.filter(subject="triage").exists()
+
+
+def test_a_replay_of_a_ticket_run_triages_again_from_the_recording_and_matches(alice, rita, scripted, tmp_path,
+                                                                               settings):
+    settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
+    source = fresh(ticketed(alice, scripted, BUG, *tickets.BUG_FIX_RUN))
+    decide(pending(source, "deployment_approval"), rita, "approve")
+    assert fresh(source).state == "deployed"
+    replay = fresh(replay_start(source_id=source.pk, via="cli"))  # no answer queued: the recording answers
+    assert (replay.state, replay.playbook, replay.replay_run.verdict) == ("deployed", "bug_fix", Replay.Verdict.MATCHED)
+    assert transitions(replay, subject="triage") == [("new_feature", "triage", "bug_fix")]
+    assert replay.steps.order_by("id").first().key == "po_triage" and not replay.ticket_key
+
+
+def test_a_replay_of_an_answered_question_ends_answered_too(alice, scripted):
+    source = ticketed(alice, scripted, QUESTION)
+    replay = fresh(replay_start(source_id=source.pk, via="cli"))
+    assert replay.state == "cancelled" and replay.replay_run.verdict == Replay.Verdict.MATCHED
+    assert replay.transitions.get(event="cancel").metadata["reason"] == "answered"
