@@ -3,11 +3,16 @@ Product Owner clarifies again under it. Reviewers and admins may, a submitter ma
 sees nothing (404); 409 while the triage runs and once design or planning has started."""
 import pytest
 
+from agents.schemas import ProductOwnerOutput
+from lifecycle.actors import Actor
+from lifecycle.errors import IllegalTransition
 from lifecycle.models import OutboxEvent, Requirement
+from lifecycle.services.leases import step_claim
+from lifecycle.services.product import product_owner_apply, requirement_retriage
 from tests import tickets
 from tests.answers import BA_STORIES, PO_CLEAR
 from tests.conftest import api_for
-from tests.flows import decide, fresh, pending, transitions
+from tests.flows import decide, fresh, pending, submit, transitions
 from tests.unit.test_triage_flow import BUG, FEATURE, TICKET, ticketed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,3 +112,29 @@ def test_a_bad_override_is_a_400_naming_the_field(at_stories_gate, rita, payload
     response = retriage(rita, at_stories_gate, payload)
     assert response.status_code == 400 and field in response.data, response.data
     assert fresh(at_stories_gate).playbook == "new_feature"
+
+
+def test_a_triage_that_failed_can_be_replaced_by_a_reviewers_choice(alice, rita, scripted):
+    obeying = {"kind": "deploy_secrets", "reason": "the ticket says so"}
+    req = fresh(ticketed(alice, scripted, obeying, obeying, obeying, tickets.PO_TICKET, tickets.PLAN))
+    assert pending(req, "step_failed") and not req.steps.filter(key="po_clarify").exists()
+    assert retriage(rita, req).status_code == 200
+    req = fresh(req)
+    failed_triage = req.review_tasks.filter(kind="step_failed").order_by("created_at").first()
+    assert req.playbook == "bug_fix" and "'po_triage'" in failed_triage.question and failed_triage.state == "expired"
+    assert [t[1] for t in transitions(req)][:4] == ["submit", "retriage", "clarify", "accept_ticket"]
+    assert req.docs.get(version=2).acceptance_criteria == tickets.CRITERIA  # then planned (no engineer answer queued)
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_clarification_of_the_old_playbook_that_lands_late_is_refused(alice, rita):
+    """The Product Owner was clarifying under new_feature when the reviewer switched to bug_fix: its answer, had it
+    landed, would move the run under the wrong playbook; the new round's clarification is the one that counts."""
+    req = submit(alice)  # a brief: no triage; po_clarify round 1 queued (no commit, so it has not run)
+    lease = step_claim(step_id=req.steps.get(key="po_clarify").pk, worker="test")
+    requirement_retriage(requirement_id=req.pk, actor=Actor.human(rita, "api"), playbook="bug_fix", reason="a crash")
+    with pytest.raises(IllegalTransition, match="clarification round 1 was replaced by round 2"):
+        product_owner_apply(lease=lease, output=ProductOwnerOutput.model_validate(PO_CLEAR))
+    req = fresh(req)
+    assert (req.state, req.playbook, req.docs.count()) == ("received", "bug_fix", 0)
+    assert req.steps.filter(key="po_clarify", attempt=2, state="queued").exists()
