@@ -27,6 +27,7 @@ from agents.schemas import (
     Ticket,
     TicketPlanContext,
     TicketPlanOutput,
+    TriageContext,
 )
 from agents.schemas.engineering import engineer_may_not_write
 from lifecycle import step_keys
@@ -74,6 +75,13 @@ def acceptance_criteria_of(req: Requirement) -> list[AcceptanceCriterion]:
     if from_ticket(req):
         return translators.ticket_to_criteria(ticket_of(req))
     return translators.stories_to_criteria(approved_stories(req))
+
+
+def triage_context(requirement_id) -> TriageContext:
+    """The ticket as it came in: the Product Owner triages it before anything else is decided."""
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    return TriageContext(title=req.title, body=req.brief, source=req.ticket_source, key=req.ticket_key,
+                         project=req.project.name)
 
 
 def product_owner_context(requirement_id) -> ProductOwnerContext:

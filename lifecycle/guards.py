@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lifecycle import step_keys
 from lifecycle.playbooks import playbook_named
-from lifecycle.states import PENDING_REVIEW_STATES, ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
+from lifecycle.states import (
+    PENDING_REVIEW_STATES,
+    ArtifactKind,
+    Decision,
+    ReviewKind,
+    ReviewState,
+    StepState,
+    StoryState,
+)
 
 if TYPE_CHECKING:
     from lifecycle.models import Requirement
@@ -108,6 +117,13 @@ def delivery_succeeded(req: Requirement) -> bool:
 
 def playbook_writes_stories(req: Requirement) -> bool:
     return playbook_named(req.playbook).writes_stories
+
+
+def playbook_still_open(req: Requirement) -> bool:
+    """A reviewer may still change the playbook: the Product Owner's triage is not under way, and neither design
+    nor planning has started (their steps are scheduled once per requirement: a second start would find them)."""
+    busy_triage = req.steps.filter(key=step_keys.PO_TRIAGE, state__in=(StepState.QUEUED, StepState.RUNNING))
+    return not busy_triage.exists() and not req.steps.filter(key__in=(step_keys.ARCHITECT, step_keys.PLAN)).exists()
 
 
 def playbook_skips_stories(req: Requirement) -> bool:

@@ -54,6 +54,10 @@ BUG_FIX = Playbook("bug_fix", "Bug fix", ("clarify", "plan", "develop", "code_re
 PLAYBOOKS = {p.name: p for p in (NEW_FEATURE, BUG_FIX)}
 DEFAULT = NEW_FEATURE.name
 CHOICES = [(p.name, p.label) for p in PLAYBOOKS.values()]
+# The playbook each kind of ticket runs once the Product Owner has triaged it (agents/schemas/triage.py); a
+# question and an out-of-scope ticket run none. The model names the kind, this table the playbook. feature and
+# change take the whole flow until the playbook for changes to an existing repository exists (ADR 0034).
+TRIAGE_PLAYBOOKS = {"bug": BUG_FIX.name, "feature": NEW_FEATURE.name, "change": NEW_FEATURE.name}
 
 
 class UnknownPlaybook(DomainError):

@@ -35,6 +35,7 @@ from agents.roles import (
     PLAN_JOBS,
     QC_ENGINEER,
     TECH_ARCHITECT,
+    TRIAGER,
 )
 from agents.roles.base import Agent, AgentByContext
 from agents.schemas.constraints import with_constraints
@@ -114,6 +115,8 @@ def _deliver(lease: leases.Lease) -> dict:
 
 
 STEPS: dict[str, StepSpec] = {
+    step_keys.PO_TRIAGE: StepSpec(product.triage_apply, lambda lease: contexts.triage_context(lease.requirement_id),
+                                  TRIAGER),
     step_keys.PO_CLARIFY: StepSpec(product.product_owner_apply, lambda lease: contexts.product_owner_context(
         lease.requirement_id), CLARIFY_JOBS),
     step_keys.BA_STORIES: StepSpec(product.business_analyst_apply, lambda lease: contexts.business_analyst_context(

@@ -4,6 +4,7 @@ A key is a kind, optionally with what it works on: "engineer:T1" is the engineer
 """
 from __future__ import annotations
 
+PO_TRIAGE = "po_triage"  # a ticket's first step: its kind picks the playbook (a brief has none)
 PO_CLARIFY = "po_clarify"
 BA_STORIES = "ba_stories"
 ARCHITECT = "architect_spec"
@@ -18,13 +19,18 @@ QC_RUN = "qc_run"
 DEVOPS = "devops"
 DELIVER = "deliver"
 ROLE_OF_STEP = {
-    PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst", ARCHITECT: "tech_architect",
+    PO_TRIAGE: "product_owner", PO_CLARIFY: "product_owner", BA_STORIES: "business_analyst", ARCHITECT: "tech_architect",
     DESIGN_REVIEW: "tech_lead", PLAN: "tech_lead", ENGINEER: "senior_engineer", FIX: "senior_engineer",
     SELF_TEST: "sandbox", CODE_REVIEW: "tech_lead", QC_TESTS: "qc_engineer", QC_RUN: "sandbox",
     DEVOPS: "devops_engineer", DELIVER: "delivery",
 }
 SANDBOX_STEPS = {SELF_TEST, QC_RUN}
 DEFAULT_QUEUE_STEPS = {DELIVER}
+
+
+def first_step(*, ticket: bool) -> str:
+    """A ticket is triaged first; a brief goes straight to clarification (its playbook came with it)."""
+    return PO_TRIAGE if ticket else PO_CLARIFY
 
 
 def kind_of(key: str) -> str:

@@ -16,6 +16,7 @@ from agents.schemas import (
     TechnicalSpecOutput,
     TicketPlanContext,
     TicketPlanOutput,
+    TriageOutput,
 )
 
 PRODUCT_OWNER = Agent(
@@ -67,6 +68,11 @@ TICKET_CLARIFIER = Agent(
 TICKET_PLANNER = Agent(
     role="tech_lead", prompt="tech_lead_plan_ticket", output=TicketPlanOutput,
     task="Break the fix of this bug ticket into implementation tasks.",
+)
+# A ticket's first step (lifecycle/services/product.py triage_apply): its kind decides the playbook, or ends the run.
+TRIAGER = Agent(
+    role="product_owner", prompt="product_owner_triage", output=TriageOutput,
+    task="Triage this ticket: say what kind of work it asks for, or answer or refuse it.",
 )
 CLARIFY_JOBS = AgentByContext({ProductOwnerContext: PRODUCT_OWNER, BugTicketContext: TICKET_CLARIFIER})
 PLAN_JOBS = AgentByContext({PlanContext: PLANNER, TicketPlanContext: TICKET_PLANNER})

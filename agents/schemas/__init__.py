@@ -33,5 +33,6 @@ from agents.schemas.product import (
 )
 from agents.schemas.quality import AcceptanceCriterion, DevOpsContext, DevOpsOutput, QCContext, QCOutput
 from agents.schemas.tickets import BugTicketContext, BugTicketOutput, Ticket, TicketPlanContext, TicketPlanOutput
+from agents.schemas.triage import TriageContext, TriageOutput
 
 __all__ = sorted(name for name in dir() if name[:1].isupper())

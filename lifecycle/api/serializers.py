@@ -296,6 +296,13 @@ class FailureRouteOut(serializers.ModelSerializer):
                   "facts", "action"]
 
 
+class RetriageIn(StrictSerializer):
+    """A reviewer's override of the Product Owner's triage: the playbook to run, and why."""
+
+    playbook = serializers.ChoiceField(choices=playbooks.CHOICES)
+    reason = StrictCharField(max_length=2000, help_text="why the triage's playbook was wrong (in the audit trail)")
+
+
 class ReplayIn(StrictSerializer):
     """POST /requirements/{id}/replay/ takes no input: the recording decides everything."""
 

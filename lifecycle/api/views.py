@@ -16,6 +16,7 @@ from lifecycle.replay.runs import replay_start
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
+from lifecycle.services.product import requirement_retriage
 from lifecycle.services.projects import project_set_autonomous_deployments
 from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
@@ -86,6 +87,18 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         query.is_valid(raise_exception=True)
         routes = requirement.failure_routes.select_related("step").filter(**query.validated_data)
         return Response(s.FailureRouteOut(routes, many=True).data)
+
+    @extend_schema(request=s.RetriageIn, responses={200: s.RequirementOut, 409: CONFLICT})
+    @action(detail=True, methods=["post"])
+    def retriage(self, request, pk=None):
+        """Override the Product Owner's triage (reviewers and admins): run another playbook, clarified again under
+        it; 409 while the triage runs and once design or planning has started."""
+        requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
+        data = s.RetriageIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
+                                         context=self.get_serializer_context()).data)
 
     @extend_schema(request=s.ReplayIn, responses={202: s.RequirementOut, 409: CONFLICT})
     @action(detail=True, methods=["post"])

@@ -98,6 +98,12 @@ class Requirement(FSMModelMixin, models.Model):
     @transition(state, source=S.CLARIFIED, target=S.RECEIVED)
     def request_clarification(self) -> None: ...
 
+    # A reviewer overrides the triage (or a brief's playbook): back to received, where the Product Owner clarifies
+    # again under the new playbook. Not once design or planning has started (ADR 0034).
+    @transition(state, source=[S.RECEIVED, S.BLOCKED, S.CLARIFIED, S.USER_STORIES_CREATED], target=S.RECEIVED,
+                conditions=[guards.playbook_still_open])
+    def retriage(self) -> None: ...
+
     # --- stories -------------------------------------------------------------------
     # The story edges exist only in playbooks that write stories (new_feature).
     @transition(state, source=S.CLARIFIED, target=S.USER_STORIES_CREATED,

@@ -50,9 +50,10 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
         Requirement.objects.select_for_update().filter(pk=source.pk).values_list("pk").get()
         if Replay.objects.filter(requirement__replay_of=source, verdict=Replay.Verdict.RUNNING).exists():
             raise IllegalTransition(f"a replay of requirement {source.pk} is still running: wait for its comparison")
+        first_step, playbook = _start_of(source)
         replay = Requirement.objects.create(
             organization_id=source.organization_id, project=source.project, title=source.title, brief=source.brief,
-            playbook=source.playbook, prompt_bundle_id=source.prompt_bundle_id, run_settings=source.run_settings,
+            playbook=playbook, prompt_bundle_id=source.prompt_bundle_id, run_settings=source.run_settings,
             submitted_by=user, replay_of=source,
         )
         Replay.objects.create(requirement=replay, requested_by=user, via=via)
@@ -62,9 +63,18 @@ def replay_start(*, source_id: Any, user: Any = None, via: str = "cli") -> Requi
             metadata={"replay_of": str(source.pk)},
         )
         emit(replay, "RequirementReceived", {"round": replay.clarification_round})
-        scheduling.step_schedule(requirement_id=replay.pk, key=step_keys.PO_CLARIFY, attempt=replay.clarification_round)
+        scheduling.step_schedule(requirement_id=replay.pk, key=first_step, attempt=replay.clarification_round)
     log.info("replay %s of %s started (%s)", replay.pk, source.pk, via)
     return replay
+
+
+def _start_of(source: Requirement) -> tuple[str, str]:
+    """The first step and the playbook the source started with: a triaged ticket starts at its triage, with the
+    playbook it had before the triage chose one (its audit row says which), so the replay triages it again."""
+    if not source.steps.filter(key=step_keys.PO_TRIAGE).exists():
+        return step_keys.PO_CLARIFY, source.playbook
+    triage = source.transitions.filter(subject="triage").order_by("id").first()
+    return step_keys.PO_TRIAGE, triage.from_state if triage else source.playbook
 
 
 def run_at_rest(requirement: Requirement) -> bool:

@@ -20,7 +20,7 @@ from lifecycle.services.outbox import emit
 from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.services.scheduling import step_schedule
 from lifecycle.states import SUBMITTING_ROLES, RequirementState
-from lifecycle.step_keys import PO_CLARIFY
+from lifecycle.step_keys import first_step
 from lifecycle.tickets import Ticket, ticket_problems
 
 KEY_HEADER = "Idempotency-Key"
@@ -84,7 +84,8 @@ def requirement_record(*, project: Project, brief: str, title: str = "", submitt
             metadata=metadata or {},
         )
         emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
-        step_schedule(requirement_id=requirement.pk, key=PO_CLARIFY, attempt=requirement.clarification_round)
+        step_schedule(requirement_id=requirement.pk, key=first_step(ticket=ticket is not None),
+                      attempt=requirement.clarification_round)
     return requirement
 
 

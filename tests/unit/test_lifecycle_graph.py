@@ -45,6 +45,9 @@ TABLE = {
 WORKING = ["received", "clarified", "user_stories_created", "design_ready", "in_development", "in_review", "test_pending",
            "ready_to_deploy"]
 TABLE |= {(s, "exhaust_budget", "escalated") for s in WORKING} | {("escalated", "resume_budget", s) for s in WORKING}
+# A reviewer's override of the triage: back to received before design or planning starts (its guard holds until
+# an architect or plan step exists: tests/unit/test_triage_override.py).
+TABLE |= {(s, "retriage", "received") for s in ["received", "blocked", "clarified", "user_stories_created"]}
 # bug_fix writes no stories: every story edge is refused, and the clarified ticket goes to design_ready.
 STORY_EVENTS = {"create_stories", "reject_stories", "approve_design", "reopen_stories"}
 BUG_FIX_TABLE = {row for row in TABLE if row[1] not in STORY_EVENTS} | {("clarified", "accept_ticket", "design_ready")}

@@ -29,6 +29,7 @@ from agents.schemas import (
     QCContext,
     TechnicalSpecOutput,
     TicketPlanContext,
+    TriageContext,
 )
 from agents.schemas.quality import AcceptanceCriterion
 from agents.schemas.tickets import Ticket
@@ -46,6 +47,8 @@ NO_OP_RUNTEST = "import _pytest.python\n\n_pytest.python.Function.runtest = lamb
 
 PO = ProductOwnerContext(brief="A reading list for the command line.")
 TICKET = BugTicketContext(brief=tickets.TICKET)
+TRIAGE = TriageContext(body=tickets.TICKET, source="github", key="#42")
+TRIAGED_BUG = {"kind": "bug", "reason": "count_words crashes on empty input."}
 DESIGN = DesignReviewContext(requirements=[], spec=SPEC, round=1)
 PLAN = PlanContext(summary="s", components=[], interfaces=[], data_models=[], stories=["1. Add", "2. List"])
 TICKET_PLAN = TicketPlanContext(ticket=Ticket(summary="crash", acceptance_criteria=tickets.CRITERIA))
@@ -87,6 +90,12 @@ class Case:
 
 
 CASES = {
+    "triage_question_without_answer": Case(
+        "TriageOutput._answer_only_for_a_question", roles.TRIAGER, TRIAGE, {"kind": "question", "reason": "asks"},
+        TRIAGED_BUG, "a question needs its answer in `answer`"),
+    "triage_bug_with_answer": Case(
+        "TriageOutput._answer_only_for_a_question", roles.TRIAGER, TRIAGE, {**TRIAGED_BUG, "answer": "Upgrade."},
+        TRIAGED_BUG, "only a question has an answer; a bug ticket leaves `answer` empty"),
     "po_clear_without_objectives": Case(
         "ProductOwnerOutput._consistent", roles.PRODUCT_OWNER, PO, {**PO_CLEAR, "objectives": []}, PO_CLEAR,
         "a clear brief needs a summary and at least one objective"),

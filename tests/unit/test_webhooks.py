@@ -224,13 +224,14 @@ def test_no_secret_reaches_a_log_or_a_row(hooked, caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_webhook_run_without_a_submitter_goes_through_the_flow_to_a_reviewers_gate(hooked, rita, scripted):
-    """Eager Celery: the labelled issue's requirement is clarified and storied like a brief, and waits for the
-    organization's reviewer, whose decision moves it on."""
+    """Eager Celery: the labelled issue's requirement is triaged (a feature), clarified and storied like a brief,
+    and waits for the organization's reviewer, whose decision moves it on."""
+    scripted.enqueue({"kind": "feature", "reason": "New behaviour the project does not have."})
     scripted.enqueue(PO_CLEAR)
     scripted.enqueue(BA_STORIES)
     response = to_github(hooked, github_issue(), secret=SECRET)
     requirement = fresh(Requirement.objects.get(pk=response.json()["requirement"]))
     assert requirement.state == "user_stories_created" and requirement.submitted_by is None
-    assert BODY in requirement.llm_calls.get(role="product_owner").messages[0]["content"]
+    assert BODY in requirement.llm_calls.get(step__key="po_clarify").messages[0]["content"]
     decide(pending(requirement, "stories_approval"), rita, "approve")
     assert set(requirement.stories.values_list("state", flat=True)) == {"approved"}
