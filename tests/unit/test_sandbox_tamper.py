@@ -206,6 +206,65 @@ def _first_call(*args):
 """
 
 
+# Every kind of outcome an honest run can have, in pytest's own words.
+VARIETY = """\
+import pytest
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup")
+
+
+@pytest.fixture
+def breaks_after():
+    yield
+    raise RuntimeError("teardown")
+
+
+@pytest.mark.parametrize("word", ["a::b", "\u00e9", "x[1]"])
+def test_param(word):
+    assert word
+
+
+@pytest.mark.xfail(reason="known")
+def test_expected_to_fail():
+    assert False
+
+
+@pytest.mark.xfail(reason="fixed since")
+def test_unexpectedly_passes():
+    pass
+
+
+@pytest.mark.xfail(strict=True)
+def test_strict_xpass():
+    pass
+
+
+@pytest.mark.skip(reason="later")
+def test_skipped():
+    pass
+
+
+def test_setup_error(broken):
+    pass
+
+
+def test_fails_then_teardown_errors(breaks_after):
+    assert False
+
+
+def test_passes_then_teardown_errors(breaks_after):
+    pass
+
+
+class TestGroup:
+    def test_in_class(self):
+        pytest.skip("inside")
+"""
+
+
 def _project(tmp_path: Path, init: str = "", books: str = BOOKS, tests: str = TESTS) -> Path:
     source = tmp_path / "project"
     (source / "shelf").mkdir(parents=True)
@@ -239,6 +298,20 @@ def test_an_honest_passing_run_still_passes(tmp_path):
     report = _run(_project(tmp_path, books=fixed))
     assert report.ok and (report.passed, report.failed, report.tampered, report.exit_code) == (3, 0, [], 0)
     assert report.coverage_percent in (None, 100.0)  # the canaries are not measured either
+
+
+def test_an_honest_run_of_every_outcome_kind_agrees_with_its_junit_file(tmp_path):
+    """pytest's junit file has quirks (an xfail is a skip, a failure then a teardown error is two testcases);
+    the stream is read the same way, so an honest run is never called tampered for them."""
+    source = tmp_path / "project"
+    (source / "tests").mkdir(parents=True)
+    (source / "tests" / "test_variety.py").write_text(VARIETY)
+    (source / "tests" / "test_skipped_module.py").write_text(
+        "import pytest\n\npytest.skip('later', allow_module_level=True)\n\n\ndef test_never():\n    pass\n")
+    report = _run(source)
+    assert report.tampered == [] and (report.passed, report.failed, report.errors, report.skipped) == (4, 1, 3, 4)
+    assert report.exit_code == 1 and "2 failed, 4 passed, 3 skipped, 1 xfailed, 1 xpassed, 3 errors" in \
+        report.output_tail  # what pytest printed, the canaries counted out
 
 
 @pytest.mark.parametrize("init", [NO_OP_RUNTEST, MAKEREPORT_PLUGIN], ids=["no-op runtest", "makereport plugin"])
