@@ -2,7 +2,8 @@
 
 Output goes to a file in a separate root-only directory, never a pipe: a grandchild that
 keeps the descriptor open cannot make us block reading it, and the file is bounded by
-RLIMIT_FSIZE. We wait for the wrapper without reaping it (``waitid(WNOWAIT)``) so its
+RLIMIT_FSIZE. The one pipe, the tests' outcomes (stream.py), is read with a deadline and a
+bound. We wait for the wrapper without reaping it (``waitid(WNOWAIT)``) so its
 process-group id cannot be recycled before we kill the group.
 """
 from __future__ import annotations
