@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from agents.runner_reach import reach_findings
-from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
+from agents.schemas.engineering import engineer_may_not_write
 
 RULES = "E9,F"  # syntax errors and pyflakes: real defects, not taste
 
@@ -41,6 +41,6 @@ def runner_reach_findings(path: Path) -> list[str]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(n for n in filenames if n.endswith(".py")):
             relative = Path(dirpath, name).relative_to(root).as_posix()
-            if not relative.startswith(ENGINEER_MAY_NOT_WRITE) and not Path(dirpath, name).is_symlink():
+            if not engineer_may_not_write(relative) and not Path(dirpath, name).is_symlink():
                 files.append((relative, Path(dirpath, name).read_text(errors="replace")))
     return reach_findings(files)

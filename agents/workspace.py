@@ -102,9 +102,12 @@ class Workspace:
         return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
 
     def _git(self, *args: str) -> str:
+        # No global config either: with HOME at the workspace, git would read a `.gitconfig` the repository (or the
+        # model) wrote there as the user's own, and its core.hooksPath would run commands in the worker on commit.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path), "GIT_CONFIG_NOSYSTEM": "1",
-               "LANG": "C.UTF-8", **AUTHOR}
-        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, timeout=60)
+               "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8", **AUTHOR}
+        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True,
+                              errors="replace", timeout=60)  # a repository's file need not be UTF-8: its diff neither
         if done.returncode != 0:
             raise GitError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.delivery.api import url_list_problems
 from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_rate, env_str
 from aiteam.timeouts import StepTimeouts
 
@@ -252,8 +253,16 @@ AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "wor
 # AITEAM_GITHUB_TOKEN_ENVS is the older name, read when this one is not set.
 AITEAM_TOKEN_ENVS = [v.strip() for v in env_str(
     "AITEAM_TOKEN_ENVS", env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN,GITLAB_TOKEN")).split(",") if v.strip()]
-# Where a project's GitHub pull requests may be sent (comma-separated).
+# Where a project's pull requests, merge requests and ticket comments may be sent (comma-separated): GitHub API
+# URLs, GitLab instances (without /api/v4) and Jira Cloud sites (none by default: each site is its own host).
+# https only, but for a loopback address (the local fake host); checked here and again where a URL is used.
 AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
+AITEAM_GITLAB_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_GITLAB_URLS", "https://gitlab.com").split(",") if v.strip()]
+AITEAM_JIRA_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_JIRA_URLS").split(",") if v.strip()]
+for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEAM_GITLAB_URLS", AITEAM_GITLAB_URLS),
+                     ("AITEAM_JIRA_URLS", AITEAM_JIRA_URLS)):
+    if _bad := url_list_problems(_urls):
+        raise ImproperlyConfigured(f"{_name}: {'; '.join(_bad)}")
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
 # Which git remotes a project's repo_url may name (agents/delivery/remotes.py): https or ssh to these hosts, or a
 # local path under this root that is the project's own <organization id>/<project id>.git (empty: no local path).

@@ -28,7 +28,7 @@ from agents.schemas import (
     TicketPlanContext,
     TicketPlanOutput,
 )
-from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE
+from agents.schemas.engineering import engineer_may_not_write
 from lifecycle import step_keys
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
@@ -153,7 +153,7 @@ def fix_context(requirement_id, attempt: int) -> FixContext:
     newer_review = review and (not report or review.created_at > report.created_at)
     notes = _review_notes(review) if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
-    own = [f for f in workspace_files(req.pk) if not f.path.startswith(ENGINEER_MAY_NOT_WRITE)]
+    own = [f for f in workspace_files(req.pk) if not engineer_may_not_write(f.path)]
     return FixContext(
         attempt=attempt, files=own, failing_tests=failed.get("failing_tests", []),
         output_tail=failed.get("output_tail", "")[-6000:], review_notes=notes, guidance=_guidance(req),

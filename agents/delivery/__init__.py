@@ -3,6 +3,7 @@
 Pure Python (no Django): the caller builds a DeliveryPlan from the project's settings and stores
 ``DeliveryResult.to_dict()`` as the delivery's record.
 """
+from agents.delivery.credentials import HostAuth
 from agents.delivery.errors import DeliveryError, strip_credentials
 from agents.delivery.git_remote import ensure_bare_remote
 from agents.delivery.github import GitHubClient, GitHubSettings
@@ -11,6 +12,6 @@ from agents.delivery.saga import CompensationRecord, DeliveryPlan, DeliveryResul
 
 __all__ = [
     "ensure_bare_remote",
-    "CompensationRecord", "DeliveryError", "DeliveryPlan", "DeliveryResult", "GitHubClient", "GitHubSettings",
+    "CompensationRecord", "DeliveryError", "DeliveryPlan", "DeliveryResult", "GitHubClient", "GitHubSettings", "HostAuth",
     "Remote", "RemoteRefused", "deliver", "remote_refusal", "strip_credentials",
 ]

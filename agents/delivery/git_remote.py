@@ -9,7 +9,11 @@ agent is never passed on (a tenant's remote must not push with the operator's ke
 
 Pushes name the exact commit and never force: a remote branch that moved elsewhere is
 somebody's work, reported as an error, never overwritten. Undoing uses
-``--force-with-lease`` on the commit we pushed, for the same reason.
+``--force-with-lease`` on the commit we pushed, for the same reason, and so does replacing our own
+earlier push (a rework that reset the branch): only when the remote still holds what we pushed.
+
+A host token (``HostAuth``) reaches git through its environment only (``agents.delivery.credentials``):
+never in an argument, a URL or a config file, and scrubbed from every error message.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.delivery.credentials import HostAuth, git_env, scrub_auth
 from agents.delivery.errors import DeliveryError, strip_credentials
 from agents.delivery.remotes import Remote
 from agents.workspace import AUTHOR
@@ -41,23 +46,32 @@ class PushOutcome:
         return self.previous is None
 
 
-def push_branch(workspace: Path, branch: str, remote: Remote, *, base: str = "main") -> PushOutcome:
-    """Make the remote's `branch` point at the workspace's `branch`; a no-op when it already does."""
-    outcome = inspect_push(workspace, branch, remote, base=base)
+def push_branch(workspace: Path, branch: str, remote: Remote, *, base: str = "main", auth: HostAuth | None = None,
+                last_pushed: str | None = None) -> PushOutcome:
+    """Make the remote's `branch` point at the workspace's `branch`; a no-op when it already does. `last_pushed`:
+    the commit our previous delivery of this branch pushed, which this push may replace (see push_commit)."""
+    outcome = inspect_push(workspace, branch, remote, base=base, auth=auth)
     if not outcome.already_there:
-        push_commit(workspace, branch, remote, outcome.commit)
+        push_commit(workspace, branch, remote, outcome.commit, auth=auth,
+                    replacing=last_pushed if last_pushed and outcome.previous == last_pushed else None)
     return outcome
 
 
-def inspect_push(workspace: Path, branch: str, remote: Remote, *, base: str = "main") -> PushOutcome:
+def inspect_push(workspace: Path, branch: str, remote: Remote, *, base: str = "main",
+                 auth: HostAuth | None = None) -> PushOutcome:
     """What push_branch would do, without doing it: lets a caller register the undo before the push happens."""
     commit = local_commit(workspace, branch)
-    heads = remote_branches(workspace, remote)
+    heads = remote_branches(workspace, remote, auth=auth)
     return PushOutcome(branch, commit, heads.get(branch), branch_commits(workspace, commit, heads.get(base)))
 
 
-def push_commit(workspace: Path, branch: str, remote: Remote, commit: str) -> None:
-    _push(workspace, remote, f"{commit}:refs/heads/{branch}")
+def push_commit(workspace: Path, branch: str, remote: Remote, commit: str, *, auth: HostAuth | None = None,
+                replacing: str | None = None) -> None:
+    """Without `replacing`, a plain push: git refuses one that is not a fast-forward. With it (a commit we pushed
+    before), the remote branch may be moved off it, but only while it still points there: a commit someone
+    added since makes the lease fail, and the push is refused rather than dropping their work."""
+    lease = (branch, replacing) if replacing else None
+    _push(workspace, remote, f"{commit}:refs/heads/{branch}", lease=lease, auth=auth)
 
 
 def local_commit(workspace: Path, branch: str) -> str:
@@ -67,21 +81,28 @@ def local_commit(workspace: Path, branch: str) -> str:
         raise DeliveryError(f"the workspace {workspace} has no branch {branch!r} with a commit") from None
 
 
-def delete_branch(workspace: Path, branch: str, remote: Remote, *, expected: str) -> None:
-    """Delete the remote branch if it still points at `expected` (the commit we pushed); gone already is fine."""
-    if branch in remote_branches(workspace, remote):
-        _push(workspace, remote, f":refs/heads/{branch}", lease=(branch, expected))
+def delete_branch(workspace: Path, branch: str, remote: Remote, *, expected: str, auth: HostAuth | None = None) -> bool:
+    """Delete the remote branch if it still points at `expected` (the commit we pushed); gone already is fine.
+    False when there was nothing to undo (the saga then records nothing)."""
+    if branch not in remote_branches(workspace, remote, auth=auth):
+        return False
+    _push(workspace, remote, f":refs/heads/{branch}", lease=(branch, expected), auth=auth)
+    return True
 
 
-def restore_branch(workspace: Path, branch: str, remote: Remote, *, to: str, expected: str) -> None:
-    """Move the remote branch back from `expected` (the commit we pushed) to `to` (where it was before us)."""
-    if remote_branches(workspace, remote).get(branch) != to:
-        _push(workspace, remote, f"{to}:refs/heads/{branch}", lease=(branch, expected))
+def restore_branch(workspace: Path, branch: str, remote: Remote, *, to: str, expected: str,
+                   auth: HostAuth | None = None) -> bool:
+    """Move the remote branch back from `expected` (the commit we pushed) to `to` (where it was before us).
+    False when it is there already: the push never landed, nothing to undo."""
+    if remote_branches(workspace, remote, auth=auth).get(branch) == to:
+        return False
+    _push(workspace, remote, f"{to}:refs/heads/{branch}", lease=(branch, expected), auth=auth)
+    return True
 
 
-def remote_branches(workspace: Path, remote: Remote) -> dict[str, str]:
+def remote_branches(workspace: Path, remote: Remote, *, auth: HostAuth | None = None) -> dict[str, str]:
     """{branch name: commit} of the remote's heads (`git ls-remote --heads`)."""
-    out = _remote_git(workspace, remote, ["ls-remote", "--heads"])
+    out = remote_git(workspace, remote, ["ls-remote", "--heads"], auth=auth)
     pairs = (line.split("\t", 1) for line in out.splitlines() if "\t" in line)
     return {ref.removeprefix("refs/heads/"): sha for sha, ref in pairs}
 
@@ -109,34 +130,40 @@ def _has_commit(workspace: Path, sha: str) -> bool:
     return True
 
 
-def _push(workspace: Path, remote: Remote, refspec: str, *, lease: tuple[str, str] | None = None) -> None:
+def _push(workspace: Path, remote: Remote, refspec: str, *, lease: tuple[str, str] | None = None,
+          auth: HostAuth | None = None) -> None:
     options = [f"--force-with-lease=refs/heads/{lease[0]}:{lease[1]}"] if lease else []
-    _remote_git(workspace, remote, ["push", "--porcelain", *options], refspec)
+    remote_git(workspace, remote, ["push", "--porcelain", *options], refspec, auth=auth)
 
 
-def _remote_git(workspace: Path, remote: Remote, command: list[str], *after: str) -> str:
-    """`git <command> -- <url> <after>`, once the remote passed the operator's rule, with only its schemes allowed."""
+def remote_git(cwd: Path, remote: Remote, command: list[str], *after: str, auth: HostAuth | None = None,
+               timeout_s: float = GIT_TIMEOUT_S) -> str:
+    """`git <command> -- <url> <after>` in `cwd`, once the remote passed the operator's rule, with only its schemes
+    allowed and the token (if any) in the environment. The one way every module here talks to a remote."""
     url = remote.checked_url()  # raises RemoteRefused before git starts
-    return _git(workspace, *command, "--", url, *after, config=remote.git_config())
+    return _git(cwd, *command, "--", url, *after, config=remote.git_config(), env=git_env(url, auth), auth=auth,
+                timeout_s=timeout_s)
 
 
-def _git(workspace: Path, *args: str, config: tuple[str, ...] = ()) -> str:
+def _git(workspace: Path, *args: str, config: tuple[str, ...] = (), env: dict[str, str] | None = None,
+         auth: HostAuth | None = None, timeout_s: float = GIT_TIMEOUT_S) -> str:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace), "GIT_CONFIG_NOSYSTEM": "1",
-        "LANG": "C.UTF-8", "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails at once instead of waiting on a tty
+        "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8",
+        "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails at once instead of waiting on a tty
         # no agent, not even one a user ssh config names: a tenant's remote must not use the operator's keys in it
-        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o IdentityAgent=none", **AUTHOR,
+        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o IdentityAgent=none", **AUTHOR, **(env or {}),
     }
     try:
         done = subprocess.run(["git", *config, *args], cwd=workspace, env=env, capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S)
+                              timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DeliveryError(strip_credentials(f"git {args[0]}: {exc}")) from None
+        raise DeliveryError(scrub_auth(f"git {args[0]}: {exc}", auth)) from None
     if done.returncode != 0:
         # --porcelain reports rejected refs ("!" lines) on stdout, the reason for a failed connection on stderr.
         rejected = [line for line in done.stdout.splitlines() if line.startswith("!")]
         detail = "\n".join([*rejected, done.stderr.strip()]).strip() or f"exit code {done.returncode}"
-        raise DeliveryError(strip_credentials(f"git {_describe(args)}: {detail}"))
+        raise DeliveryError(scrub_auth(f"git {_describe(args)}: {detail}", auth))
     return done.stdout
 
 

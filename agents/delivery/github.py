@@ -1,7 +1,7 @@
-"""The three calls of GitHub's REST API that delivery needs: find, open and close a pull request.
+"""The calls of GitHub's REST API that delivery needs: find, open and close a pull request, comment on an issue.
 
-The token goes into the Authorization header and nowhere else: not into reprs, log lines or
-error messages (error text is scrubbed of it in case a response echoes it back).
+The token goes into the Authorization header and nowhere else: not into reprs, log lines or error messages (error
+text is scrubbed of it in case a response echoes it back; agents/delivery/api.py).
 """
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-import httpx
-
-from agents.delivery.errors import DeliveryError, NoAnswer, scrub
+from agents.delivery.api import ChangeRequest, JsonApi, RequestRefused
+from agents.delivery.errors import DeliveryError
 
 DEFAULT_API_URL = "https://api.github.com"
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -23,18 +22,18 @@ class GitHubSettings:
     token: str = field(repr=False)
     api_url: str = DEFAULT_API_URL
     timeout_s: float = 30.0
+    draft: bool = False  # open pull requests as drafts
 
 
 class GitHubClient:
     def __init__(self, token: str, *, api_url: str = DEFAULT_API_URL, timeout_s: float = 30.0) -> None:
-        self._token = token
         headers = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": "aiteam-delivery",
         }
-        self._http = httpx.Client(base_url=api_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._api = JsonApi("GitHub", api_url, headers, secrets=[token], timeout_s=timeout_s)
 
     @classmethod
     def from_settings(cls, settings: GitHubSettings) -> GitHubClient:
@@ -43,18 +42,36 @@ class GitHubClient:
     def find_open_pull(self, repo: str, head_branch: str) -> dict[str, Any] | None:
         """The open pull request from `head_branch` of `repo` itself (GitHub filters by "owner:branch")."""
         owner = _checked(repo).split("/")[0]
-        pulls = self._request("GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{head_branch}", "state": "open"})
+        pulls = self._api.request("GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{head_branch}", "state": "open"})
         return pulls[0] if pulls else None
 
-    def open_pull(self, repo: str, head: str, base: str, title: str, body: str) -> dict[str, Any]:
-        payload = {"head": head, "base": base, "title": title, "body": body}
-        return self._request("POST", f"/repos/{_checked(repo)}/pulls", json=payload)
+    def open_pull(self, repo: str, head: str, base: str, title: str, body: str, *, draft: bool = False) -> dict[str, Any]:
+        payload: dict[str, Any] = {"head": head, "base": base, "title": title, "body": body}
+        if draft:  # sent only when asked: plans without drafts refuse the field even when it is false
+            payload["draft"] = True
+        return self._api.request("POST", f"/repos/{_checked(repo)}/pulls", json=payload)
+
+    def ensure_pull(self, repo: str, head: str, base: str, title: str, body: str, *,
+                    draft: bool = False) -> ChangeRequest:
+        """The open pull request from `head`, opened unless one already is: calling it again opens none."""
+        if found := self.find_open_pull(repo, head):
+            return _change_request(found, reused=True)
+        try:
+            return _change_request(self.open_pull(repo, head, base, title, body, draft=draft), reused=False)
+        except RequestRefused as exc:  # 422 "already exists": another run opened it between the lookup and the POST
+            if exc.status == 422 and (found := self.find_open_pull(repo, head)):
+                return _change_request(found, reused=True)
+            raise
 
     def close_pull(self, repo: str, number: int) -> dict[str, Any]:
-        return self._request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}", json={"state": "closed"})
+        return self._api.request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}", json={"state": "closed"})
+
+    def comment_on_issue(self, repo: str, number: int, body: str) -> dict[str, Any]:
+        """A comment on issue (or pull request) `number`; GitHub answers 201 with the comment and its html_url."""
+        return self._api.request("POST", f"/repos/{_checked(repo)}/issues/{int(number)}/comments", json={"body": body})
 
     def close(self) -> None:
-        self._http.close()
+        self._api.close()
 
     def __enter__(self) -> Self:
         return self
@@ -63,19 +80,7 @@ class GitHubClient:
         self.close()
 
     def __repr__(self) -> str:
-        return f"GitHubClient({self._http.base_url})"
-
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:  # connection refused, timeout, ...: the exception text holds no header
-            raise NoAnswer(scrub(f"GitHub {method} {path}: {type(exc).__name__}: {exc}", self._token)) from None
-        if not response.is_success:
-            raise DeliveryError(scrub(f"GitHub {method} {path}: {response.status_code} {_message(response)}", self._token))
-        try:
-            return response.json() if response.content else None
-        except ValueError:
-            raise DeliveryError(f"GitHub {method} {path}: {response.status_code} with a body that is not JSON") from None
+        return f"GitHubClient({self._api.base_url})"
 
 
 def _checked(repo: str) -> str:
@@ -84,15 +89,6 @@ def _checked(repo: str) -> str:
     return repo
 
 
-def _message(response: httpx.Response) -> str:
-    """GitHub's error body: {"message": ..., "errors": [{"message": ...} | {"resource", "field", "code"}]}."""
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text[:300] or response.reason_phrase
-    if not isinstance(data, dict):
-        return str(data)[:300]
-    details = [e.get("message") or " ".join(str(e.get(k, "")) for k in ("resource", "field", "code")).strip()
-               for e in data.get("errors") or [] if isinstance(e, dict)]
-    message = str(data.get("message") or response.reason_phrase)
-    return f"{message} ({'; '.join(details)})" if details else message
+def _change_request(pull: dict[str, Any], *, reused: bool) -> ChangeRequest:
+    return ChangeRequest(number=int(pull["number"]), url=str(pull.get("html_url", "")),
+                         draft=bool(pull.get("draft", False)), reused=reused)

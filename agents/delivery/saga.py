@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.delivery import git_remote
+from agents.delivery.credentials import HostAuth
 from agents.delivery.errors import DeliveryError, NoAnswer, strip_credentials
 from agents.delivery.github import GitHubClient, GitHubSettings
 from agents.delivery.remotes import Remote, RemoteRefused
@@ -38,6 +39,8 @@ class DeliveryPlan:
     github: GitHubSettings | None = None  # None: push only, no pull request
     title: str = ""
     body: str = ""
+    auth: HostAuth | None = None  # the host token for an https remote, handed to git through its environment only
+    last_pushed: str = ""  # the commit this branch's previous delivery pushed: the only one this push may replace
 
 
 @dataclass(frozen=True)
@@ -100,21 +103,25 @@ def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> Deliver
 
 
 def _push(plan: DeliveryPlan, result: DeliveryResult, saga: _Saga) -> str:
-    ws, branch, remote = plan.workspace, plan.branch, plan.remote
+    ws, branch, remote, auth = plan.workspace, plan.branch, plan.remote, plan.auth
     remote.checked_url()  # a refused remote fails before any git command starts (git_remote checks each call again)
-    outcome = git_remote.inspect_push(ws, branch, remote, base=plan.base)
+    outcome = git_remote.inspect_push(ws, branch, remote, base=plan.base, auth=auth)
     result.head_commit, result.pushed_commits = outcome.commit, outcome.commits
     result.already_on_remote = outcome.already_there
     if outcome.already_there:
         return f"{branch} already at {outcome.commit[:12]} on the remote"
     # Registered before pushing: a push that fails after the remote took it (a timeout) is still undone.
     if outcome.previous is None:
-        saga.register("delete remote branch", lambda: git_remote.delete_branch(ws, branch, remote, expected=outcome.commit))
+        saga.register("delete remote branch",
+                      lambda: git_remote.delete_branch(ws, branch, remote, expected=outcome.commit, auth=auth))
     else:
         previous = outcome.previous
-        saga.register("restore remote branch",
-                      lambda: git_remote.restore_branch(ws, branch, remote, to=previous, expected=outcome.commit))
-    git_remote.push_commit(ws, branch, remote, outcome.commit)
+        saga.register("restore remote branch", lambda: git_remote.restore_branch(
+            ws, branch, remote, to=previous, expected=outcome.commit, auth=auth))
+    # Our own earlier push may be replaced (a rework reset the branch), under a lease on it; anything else on the
+    # remote branch is someone's work: a plain push, which git refuses unless it only adds to it.
+    ours = bool(plan.last_pushed) and outcome.previous == plan.last_pushed
+    git_remote.push_commit(ws, branch, remote, outcome.commit, auth=auth, replacing=plan.last_pushed if ours else None)
     return f"pushed {branch} at {outcome.commit[:12]} ({len(outcome.commits)} commits)"
 
 

@@ -16,6 +16,7 @@ from agents.llm.base import (
     Provider,
     ToolSpec,
 )
+from agents.prompts import framed
 
 T = TypeVar("T", bound=BaseModel)
 DEFAULT_MAX_REPAIRS = 2
@@ -78,9 +79,11 @@ def _raise_if_stopped_early(stop_reason: str, *, role: str, max_tokens: int) -> 
 
 
 def _repair_turn(response: LLMResponse, tool: ToolSpec, problem: str) -> list[dict]:
-    """Echo the model's answer and tell it, as a tool error, what to fix."""
+    """Echo the model's answer and tell it, as a tool error, what to fix. The problems quote the answer (and, for
+    edits, the repository's lines), so they go back framed as data like every other untrusted text (ADR 27)."""
     tool_use = next((b for b in response.content if b.get("type") == "tool_use"), None)
-    text = f"Your {tool.name} input was invalid: {problem}. Call {tool.name} again with corrected input."
+    text = framed(f"Your {tool.name} input was invalid. Call {tool.name} again with corrected input. The problems, "
+                  "as a JSON list of where and what:", problem)
     if tool_use is None:
         return [{"role": "assistant", "content": response.content or [{"type": "text", "text": "(no answer)"}]},
                 {"role": "user", "content": text}]

@@ -46,7 +46,7 @@ import os
 import resource
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,12 +97,14 @@ def bwrap_available() -> bool:
     return bwrap.available()
 
 
-def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits, uid: int = SANDBOX_UID) -> Wrapped:
+def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits, uid: int = SANDBOX_UID,
+         read_only: Sequence[Path] = ()) -> Wrapped:
     """The argv that runs command under every layer this host allows, as `uid` where privileges can be dropped.
-    Raises SandboxUnavailable when neither bubblewrap nor the privilege drop apply, unless
+    read_only: more directories the run needs and may not change (a repository's prepared venv), bound like the
+    interpreter. Raises SandboxUnavailable when neither bubblewrap nor the privilege drop apply, unless
     AITEAM_SANDBOX_ALLOW_UNISOLATED is on."""
     contained = bwrap_available()
-    interpreter = _interpreter_paths()
+    interpreter = _outermost([*_interpreter_paths(), *read_only])
     drop = can_drop_privileges(interpreter, [*interpreter, scratch], contained=contained)
     if not (contained or drop):
         _refuse_unless_allowed()
@@ -115,9 +117,9 @@ def wrap(command: list[str], *, scratch: Path, limits: SandboxLimits, uid: int =
     return Wrapped(inside, _describe(contained, interpreter, drop, uid), drop)
 
 
-def runs_as(uid: int, scratch: Path) -> int:
-    """The uid the command of ``wrap(..., uid=uid)`` will have, and so who must own its scratch copy."""
-    interpreter = _interpreter_paths()
+def runs_as(uid: int, scratch: Path, read_only: Sequence[Path] = ()) -> int:
+    """The uid the command of ``wrap(..., uid=uid, read_only=...)`` will have, and so who must own its scratch copy."""
+    interpreter = _outermost([*_interpreter_paths(), *read_only])
     drop = can_drop_privileges(interpreter, [*interpreter, scratch], contained=bwrap_available())
     return uid if drop else os.geteuid()
 

@@ -58,24 +58,71 @@ def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, comma
     streamed as each test ended, which must agree with the junit file, show the canaries as planted and account
     for every test the project's files define (canary.py); otherwise the report is ``tampered`` and not ok.
     """
+    return _run(Path(source_dir), limits, command, None)[0]
+
+
+@dataclass(frozen=True)
+class RepoTests:
+    """An existing repository's own tests: pytest from its prepared venv (agents/environments), under the
+    repository's own pytest configuration, with the runner's canaries collected beside them."""
+
+    venv: Path  # bound read-only; its python runs pytest, its bin/ leads PATH, its pytest plugins load
+    args: tuple[str, ...] = ()  # the repository's pytest options (agents/environments/testcmd.py)
+    paths: tuple[str, ...] = (".",)  # what pytest collects, relative to the root
+    pythonpath: tuple[str, ...] = (".",)  # importable roots, relative: the checkout's code, not an installed copy
+    expected: tuple[str, ...] = ()  # test ids the report must mention (a ticket's reproduction tests)
+
+
+@dataclass(frozen=True)
+class RepoRun:
+    report: TestReport
+    outcomes: dict[str, str]  # every reported test id -> "passed", "failed", "errors" or "skipped"; canaries out
+
+
+def run_repository_tests(source_dir: Path, tests: RepoTests, *, limits: SandboxLimits = DEFAULT_LIMITS) -> RepoRun:
+    """run_tests for a repository's own tests, with every test's outcome (the report keeps only capped lists)."""
+    report, outcomes = _run(Path(source_dir), limits, None, tests)
+    return RepoRun(report, outcomes)
+
+
+def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
+         repo: RepoTests | None) -> tuple[TestReport, dict[str, str]]:
     root = sandbox_root()
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
-    expected = expected_tests(Path(source_dir)) if command is None else []  # read before the code under test runs
+    # read before the code under test runs; a repository's configuration decides what it collects, so only the
+    # tests its caller names are required there (the baseline's comparison finds any other that went missing)
+    expected = [] if command is not None else list(repo.expected) if repo else expected_tests(source_dir)
+    read_only = [repo.venv] if repo else []
     try:
         # a uid of the run's own (slots.py): its process limit is not shared with concurrent runs
         with slots.run_slot(root, wait_s=limits.timeout_s) as uid:
-            _populate(scratch, Path(source_dir), uid)
+            _populate(scratch, source_dir, uid, read_only)
             canary = plant(scratch) if command is None else None
-            measure = command is None and importlib.util.find_spec("coverage") is not None
-            argv = command or default_command(scratch, coverage=measure, canary=canary)
-            run = _execute(argv, scratch, limits, uid, plugin_dir=scratch / canary.directory if canary else None)
-            run, outcome, tampered = _judged(run, scratch, canary, expected)
+            measure = command is None and repo is None and importlib.util.find_spec("coverage") is not None
+            argv = command or (repository_command(scratch, repo, canary) if repo
+                               else default_command(scratch, coverage=measure, canary=canary))
+            run = _execute(argv, scratch, limits, uid, venv=repo.venv if repo else None,
+                           plugin_dir=scratch / canary.directory if canary else None)
+            run, outcome, tampered, outcomes = _judged(run, scratch, canary, expected)
             percent = _coverage(scratch, limits, uid) if measure and not run.timed_out else None
-        return _report(run, outcome, percent, tampered)
+        return _report(run, outcome, percent, tampered), outcomes
     except slots.NoFreeSlot as exc:
         raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
+
+
+def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -> list[str]:
+    """pytest of the venv, with the repository's configuration (its tests need its settings and plugins) and
+    options, and these pinned after them: the report's path, no cache, the root, the importable roots and the
+    outcome plugin (-p, as in default_command). The canary file is named on the command line: pytest collects a
+    named file whatever its python_files says."""
+    importable = " ".join(str(scratch / path) for path in tests.pythonpath)
+    planted = [f"{canary.directory}/{canary.module}.py"] if canary else []
+    plugin = ["-p", canary.plugin] if canary else []
+    return [str(tests.venv / "bin" / "python"), *PYTHON_FLAGS, "-m", "pytest", *tests.args, f"--rootdir={scratch}",
+            "-o", f"pythonpath={importable}", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}",
+            *plugin, "--", *tests.paths, *planted]
 
 
 def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | None = None) -> list[str]:
@@ -116,11 +163,11 @@ def sandbox_root() -> Path:
     return root
 
 
-def _populate(scratch: Path, source_dir: Path, uid: int) -> None:
+def _populate(scratch: Path, source_dir: Path, uid: int, read_only: list[Path]) -> None:
     # symlinks=True: following a link as root would copy files the sandbox uid may not read.
     shutil.copytree(source_dir, scratch, symlinks=True, dirs_exist_ok=True, ignore=_NOT_COPIED)
     (scratch / "tmp").mkdir(exist_ok=True)
-    owner = isolation.runs_as(uid, scratch)
+    owner = isolation.runs_as(uid, scratch, read_only)
     if owner != os.geteuid():  # without the drop, root without capabilities could not write a tree it gave away
         _chown_tree(scratch, owner)
 
@@ -132,17 +179,18 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
-def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int, *,
+def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int, *, venv: Path | None = None,
              plugin_dir: Path | None = None) -> _Run:
-    """plugin_dir: where outcome_plugin.py's copy is (importable through PYTHONPATH: -p imports it before
-    pytest's pythonpath setting applies); the run then gets the write end of an outcome pipe."""
-    wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid)
+    """venv: a repository's, bound read-only (RepoTests). plugin_dir: where outcome_plugin.py's copy is (importable
+    through PYTHONPATH: -p imports it before pytest's pythonpath setting applies); the run then gets the write end
+    of an outcome pipe."""
+    wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid, read_only=[venv] if venv else [])
     marker = secrets.token_hex(8)
     outdir = Path(tempfile.mkdtemp(prefix="out-", dir=sandbox_root()))
     pipe = OutcomePipe() if plugin_dir else None
     try:
         log_path = outdir / "output.log"
-        env = isolation.environment(scratch, marker)
+        env = _environment(scratch, marker, venv)
         if pipe and plugin_dir:
             env |= {"PYTHONPATH": str(plugin_dir), **pipe.environment()}
         with open(log_path, "wb") as out:
@@ -171,6 +219,17 @@ def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int,
         if pipe:
             pipe.close()
         shutil.rmtree(outdir, ignore_errors=True)
+
+
+def _environment(scratch: Path, marker: str, venv: Path | None) -> dict[str, str]:
+    env = isolation.environment(scratch, marker)
+    if venv is not None:
+        # The repository's venv replaces the worker's on PATH (a test that runs `python` gets the repository's),
+        # and its pytest plugins are the repository's own (pytest-django, say), which its tests rely on.
+        env["PATH"] = ":".join([str(venv / "bin"), *env["PATH"].split(":")[1:]])
+        env["VIRTUAL_ENV"] = str(venv)
+        del env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    return env
 
 
 def _wait_unreaped(pid: int, timeout_s: float) -> bool:
@@ -244,21 +303,24 @@ def _coverage(scratch: Path, limits: SandboxLimits, uid: int) -> float | None:
 
 
 def _judged(run: _Run, scratch: Path, canary: Canary | None,
-            expected: list[str]) -> tuple[_Run, JunitOutcome | None, list[str]]:
-    """The run, its project's outcome and why it cannot be believed. A custom command's junit file, if it wrote
-    one, is all there is. A default run is read from its outcome stream and its exit code derived from it: the
+            expected: list[str]) -> tuple[_Run, JunitOutcome | None, list[str], dict[str, str]]:
+    """The run, its project's outcome, why it cannot be believed, and every project test's outcome (pytest's node
+    id → kind). A custom command's junit file, if it wrote one, is all there is (and no per-test outcomes are
+    kept). A default or repository run is read from its outcome stream and its exit code derived from it: the
     process's own is 1 for the failing canary, and code under test can set it (os._exit) after its tests failed.
     A tampered run's output is left as it was, for whoever looks; otherwise the canaries are scrubbed from it."""
     cases = read_cases(scratch / REPORT_NAME)
     if canary is None:
-        return run, (None if cases is None else outcome_of(cases, scratch)), []
+        return run, (None if cases is None else outcome_of(cases, scratch)), [], {}
     streamed = parse(run.streamed, overflowed=run.overflowed)
     killed = run.timed_out or _signal_number(run.exit_code) > 0
     outcome, tampered = judged(streamed, cases, canary, expected, ended_by_itself=not killed)
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
     run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
-    return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary))), outcome, tampered
+    outcomes = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
+    return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary))), outcome, tampered, \
+        outcomes
 
 
 def _streamed_exit_code(run: _Run, outcome: JunitOutcome, streamed: Streamed, killed: bool) -> int:

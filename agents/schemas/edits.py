@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from agents.edits import check_answer, path_problem
 from agents.schemas.base import Strict
-from agents.schemas.engineering import ENGINEER_MAY_NOT_WRITE, LOADED_ON_THEIR_OWN, _shadows_runner
+from agents.schemas.engineering import LOADED_ON_THEIR_OWN, _shadows_runner, engineer_may_not_write
 
 MAX_BLOCK_CHARS = 20_000
 MAX_NEW_FILE_CHARS = 100_000  # as a whole file of a new project (SourceFile)
@@ -56,7 +56,7 @@ class EditsOutput(Strict):
         if not paths:
             raise ValueError("an answer must change something: give at least one block, new file or deletion")
         # the same limits as whole-file answers: a ticket's text cannot widen what the engineer may write
-        foreign = sorted({p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or _shadows_runner(p)
+        foreign = sorted({p for p in paths if engineer_may_not_write(p) or _shadows_runner(p)
                           or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN})
         if foreign:
             raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")

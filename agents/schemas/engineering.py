@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from agents.ci_paths import devops_owned
 from agents.runner_reach import reach_findings
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, safe_path
@@ -13,8 +14,13 @@ from agents.schemas.design import Interface, PlannedTask, TechnicalSpecOutput, s
 # QC's acceptance tests and the CI workflow are checks on the engineer's work, not the engineer's to edit;
 # nor are files Python or pytest load on their own, which could change how the tests run (the sandbox runs
 # pytest with its own configuration, so a project's pytest.ini, tox.ini or setup.cfg cannot).
-ENGINEER_MAY_NOT_WRITE = ("tests/acceptance/", ".github/")
+ACCEPTANCE_TESTS = "tests/acceptance/"
 LOADED_ON_THEIR_OWN = ("conftest.py", "sitecustomize.py", "usercustomize.py")
+
+
+def engineer_may_not_write(path: str) -> bool:
+    """QC's acceptance tests, or a CI service's configuration (agents.ci_paths: it can reach the CI's secrets)."""
+    return path.startswith(ACCEPTANCE_TESTS) or devops_owned(path)
 # Top-level modules that would stand in for the test runner's own (pytest, coverage and what they import).
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "coverage"})
 # Where an interpreter finds modules on its own: the user site (HOME is the sandbox's scratch dir, so
@@ -82,7 +88,7 @@ class EngineerOutput(Strict):
         paths = [f.path for f in files]
         if len(set(paths)) != len(paths):
             raise ValueError("each path at most once")
-        foreign = [p for p in paths if p.startswith(ENGINEER_MAY_NOT_WRITE) or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN
+        foreign = [p for p in paths if engineer_may_not_write(p) or p.rsplit("/", 1)[-1] in LOADED_ON_THEIR_OWN
                    or _shadows_runner(p)]
         if foreign:
             raise ValueError(f"these belong to QC or DevOps (or could change how tests run): {foreign}")

@@ -12,6 +12,8 @@ class WebhookDelivery(models.Model):
     source = models.CharField(max_length=10, choices=[(source, source) for source in WEBHOOK_SOURCES])
     delivery_id = models.CharField(max_length=200, help_text="X-GitHub-Delivery, GitLab's Idempotency-Key or event "
                                                              "UUID, X-Atlassian-Webhook-Identifier")
+    body_sha256 = models.CharField(max_length=64, help_text="SHA-256 of the signed body: the delivery id is not "
+                                                            "signed, so a replayed body is known by this")
     event = models.CharField(max_length=100, help_text="what it reported, e.g. issues.labeled")
     requirement = models.ForeignKey("lifecycle.Requirement", null=True, on_delete=models.SET_NULL,
                                     related_name="webhook_deliveries")
@@ -20,7 +22,9 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "source", "delivery_id"],
-                                               name="one_row_per_webhook_delivery")]
+                                               name="one_row_per_webhook_delivery"),
+                       models.UniqueConstraint(fields=["project", "source", "body_sha256"],
+                                               name="one_row_per_webhook_body")]
 
     def __str__(self) -> str:
         return f"{self.source} {self.delivery_id}"

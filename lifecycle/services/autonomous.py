@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agents.ci_paths import devops_owned
 from agents.schemas import SourceFile
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
@@ -25,8 +26,6 @@ log = logging.getLogger("aiteam.progress")
 AUTONOMOUS = Actor.policy("autonomous")
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
-# Where a change could reach the CI's secrets and tokens: a person reads any change there.
-CI_PATHS = (".github/workflows/", ".github/actions/")
 SECRETS = "secrets."
 
 
@@ -62,7 +61,7 @@ def deployment_hold(task: ReviewTask) -> str:
 
 def ci_hold(changed: list[SourceFile]) -> str:
     """Why a change to these files needs a person: a CI workflow it adds or edits, above all one using secrets."""
-    ci = [f for f in changed if f.path.startswith(CI_PATHS)]
+    ci = [f for f in changed if devops_owned(f.path)]
     using_secrets = [f.path for f in ci if SECRETS in f.content]
     if using_secrets:
         return f"the change's CI workflows use {SECRETS} ({', '.join(using_secrets)})"

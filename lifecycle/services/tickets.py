@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from lifecycle import playbooks
 from lifecycle.models import Project, Requirement, WebhookDelivery
@@ -33,6 +34,7 @@ class Delivery:
     source: str
     delivery_id: str
     event: str
+    body_sha256: str  # the signed body's digest: the delivery id is not signed, so repeats are also known by it
 
 
 def ticket_submit(*, user: Any, ticket: Ticket, project: Project | None = None, playbook: str = playbooks.DEFAULT,
@@ -48,18 +50,21 @@ def ticket_submit(*, user: Any, ticket: Ticket, project: Project | None = None, 
 
 def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticket) -> tuple[Requirement | None, str]:
     """The ticket a verified delivery reported: (its new requirement, "created"), (the ticket's live one, "live"),
-    or (None, "repeat") when this delivery id was handled before."""
+    or (None, "repeat") when this delivery id, or this very body, was handled before. The host signs the body, not
+    the delivery id: a captured body sent again under a new id, after the first run ended, is still a repeat."""
     try:
         with transaction.atomic():
             row = WebhookDelivery.objects.create(project=project, source=delivery.source,
-                                                 delivery_id=delivery.delivery_id, event=delivery.event, started_run=False)
+                                                 delivery_id=delivery.delivery_id, body_sha256=delivery.body_sha256,
+                                                 event=delivery.event, started_run=False)
             requirement, outcome = _once_per_ticket(project, ticket, lambda: (requirement_record(
                 project=project, brief=ticket.brief, title=ticket.title, via=delivery.source, actor_role=WEBHOOK_ACTOR,
                 ticket=ticket, metadata={"delivery": delivery.delivery_id, "event": delivery.event}), True))
             row.requirement, row.started_run = requirement, outcome == "created"
             row.save(update_fields=["requirement", "started_run"])
     except IntegrityError:
-        seen = WebhookDelivery.objects.filter(project=project, source=delivery.source, delivery_id=delivery.delivery_id)
+        seen = WebhookDelivery.objects.filter(Q(delivery_id=delivery.delivery_id) | Q(body_sha256=delivery.body_sha256),
+                                              project=project, source=delivery.source)
         if not seen.exists():
             raise
         return None, "repeat"

@@ -13,7 +13,8 @@ def hmac_sha256_valid(secret: str, body: bytes, header: str | None) -> bool:
     if not secret or not header or not header.startswith(PREFIX):
         return False
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, header[len(PREFIX):].strip().lower())
+    # bytes: compare_digest refuses str with non-ASCII characters (a TypeError, a 500 to anyone who sends one)
+    return hmac.compare_digest(expected.encode(), header[len(PREFIX):].strip().lower().encode())
 
 
 def token_valid(secret: str, header: str | None) -> bool:

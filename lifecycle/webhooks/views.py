@@ -7,6 +7,7 @@ longer than a brief may be, say), so the host's delivery log shows why.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import secrets
@@ -53,9 +54,9 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
         return JsonResponse({"detail": str(exc)}, status=400)
     if reading.ticket is None:
         return _answer(source, project, reading.event, f"ignored: {reading.ignored}")
+    delivery = Delivery(source, delivery_id, reading.event, hashlib.sha256(body).hexdigest())
     try:
-        requirement, outcome = webhook_ticket_accept(
-            project=project, delivery=Delivery(source, delivery_id, reading.event), ticket=reading.ticket)
+        requirement, outcome = webhook_ticket_accept(project=project, delivery=delivery, ticket=reading.ticket)
     except DomainError as exc:
         return JsonResponse({"detail": str(exc)}, status=422)
     return _answer(source, project, reading.event, outcome, requirement.pk if requirement else None)

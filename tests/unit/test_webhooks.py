@@ -56,6 +56,18 @@ def test_a_repeated_delivery_is_accepted_and_does_nothing(hooked):
     assert first.json()["requirement"] == str(Requirement.objects.get().pk)
 
 
+def test_a_captured_body_replayed_under_a_new_delivery_id_is_a_repeat_even_after_its_run_ended(hooked):
+    """The host signs the body, not the delivery id: whoever captured one delivery could otherwise start a new run
+    with it whenever the ticket's last run has ended."""
+    first = to_github(hooked, github_issue(), secret=SECRET, delivery="d-1").json()
+    Requirement.objects.filter(pk=first["requirement"]).update(state="cancelled")
+    replay = to_github(hooked, github_issue(), secret=SECRET, delivery="d-forged")
+    assert replay.status_code == 202 and replay.json() == {"detail": "repeat", "requirement": None}
+    assert Requirement.objects.count() == 1 and WebhookDelivery.objects.count() == 1
+    relabelled = to_github(hooked, github_issue(updated_at="2026-11-28T09:00:00Z"), secret=SECRET, delivery="d-2")
+    assert relabelled.json()["detail"] == "created"  # a real new event differs in its body
+
+
 def test_another_delivery_of_the_same_issue_finds_its_live_requirement(hooked):
     first = to_github(hooked, github_issue(), secret=SECRET, delivery="d-1").json()
     again = to_github(hooked, github_comment(), secret=SECRET, event="issue_comment", delivery="d-2").json()
@@ -106,7 +118,8 @@ def refused(response) -> bool:
         "detail": "the signature is missing or does not match this project's webhook secret"}
 
 
-@pytest.mark.parametrize("signature", ["", "sha256=" + "0" * 64, "sha1=abc", "sha256=zz", f"sha256={'a' * 63}"])
+@pytest.mark.parametrize("signature", ["", "sha256=" + "0" * 64, "sha1=abc", "sha256=zz", f"sha256={'a' * 63}",
+                                       "sha256=" + "é" * 64])  # non-ASCII: once a TypeError, a 500 to anyone
 def test_a_missing_or_bad_signature_is_401_and_starts_nothing(hooked, signature):
     assert refused(to_github(hooked, github_issue(), secret=SECRET, signature=signature))
     assert not Requirement.objects.exists() and not WebhookDelivery.objects.exists()

@@ -1,0 +1,98 @@
+"""The calls of GitLab's REST API (v4) that delivery needs: find, open and close a merge request, comment on an issue.
+
+A project is named by its path ("group/subgroup/name"), sent URL-encoded as GitLab's `:id` ("group%2Fsubgroup%2Fname"),
+or by its number. The token goes in the `PRIVATE-TOKEN` header, which GitLab takes from personal, project and group
+access tokens alike (`Authorization: Bearer` is OAuth's form); never in a URL. A merge request is a draft by the
+`Draft: ` title prefix, which GitLab reads in every current version, where a `draft` parameter is not accepted by all.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Self
+from urllib.parse import quote
+
+from agents.delivery.api import ChangeRequest, JsonApi, RequestRefused
+from agents.delivery.errors import DeliveryError
+
+DEFAULT_URL = "https://gitlab.com"
+_PROJECT = re.compile(r"^(?:[0-9]+|[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)$")
+_DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s)", re.IGNORECASE)  # GitLab's own draft prefixes
+
+
+@dataclass(frozen=True)
+class GitLabSettings:
+    project: str  # "group/name" or the project's number
+    token: str = field(repr=False)
+    url: str = DEFAULT_URL  # the instance, without /api/v4
+    timeout_s: float = 30.0
+    draft: bool = True
+
+
+class GitLabClient:
+    def __init__(self, token: str, *, url: str = DEFAULT_URL, timeout_s: float = 30.0) -> None:
+        headers = {"PRIVATE-TOKEN": token, "Accept": "application/json", "User-Agent": "aiteam-delivery"}
+        self._api = JsonApi("GitLab", f"{url.rstrip('/')}/api/v4", headers, secrets=[token], timeout_s=timeout_s)
+
+    @classmethod
+    def from_settings(cls, settings: GitLabSettings) -> GitLabClient:
+        return cls(settings.token, url=settings.url, timeout_s=settings.timeout_s)
+
+    def find_open_merge_request(self, project: str, source_branch: str) -> dict[str, Any] | None:
+        found = self._api.request("GET", f"{_base(project)}/merge_requests",
+                                  params={"source_branch": source_branch, "state": "opened"})
+        return found[0] if found else None
+
+    def open_merge_request(self, project: str, source: str, target: str, title: str, description: str, *,
+                           draft: bool = True) -> dict[str, Any]:
+        payload = {"source_branch": source, "target_branch": target, "title": draft_title(title, draft),
+                   "description": description}
+        return self._api.request("POST", f"{_base(project)}/merge_requests", json=payload)
+
+    def ensure_merge_request(self, project: str, source: str, target: str, title: str, description: str, *,
+                             draft: bool = True) -> ChangeRequest:
+        """The open merge request from `source`, opened unless one already is: calling it again opens none."""
+        if found := self.find_open_merge_request(project, source):
+            return _change_request(found, reused=True)
+        try:
+            return _change_request(self.open_merge_request(project, source, target, title, description, draft=draft),
+                                   reused=False)
+        except RequestRefused as exc:  # 409 "Another open merge request already exists": opened meanwhile
+            if exc.status == 409 and (found := self.find_open_merge_request(project, source)):
+                return _change_request(found, reused=True)
+            raise
+
+    def close_merge_request(self, project: str, iid: int) -> dict[str, Any]:
+        return self._api.request("PUT", f"{_base(project)}/merge_requests/{int(iid)}", json={"state_event": "close"})
+
+    def comment_on_issue(self, project: str, iid: int, body: str) -> dict[str, Any]:
+        """A note on issue `iid` (the number people see, not GitLab's global id); 201 with the note."""
+        return self._api.request("POST", f"{_base(project)}/issues/{int(iid)}/notes", json={"body": body})
+
+    def close(self) -> None:
+        self._api.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GitLabClient({self._api.base_url})"
+
+
+def draft_title(title: str, draft: bool) -> str:
+    """`title` with GitLab's `Draft: ` prefix when a draft is wanted (once); unchanged otherwise."""
+    return f"Draft: {title}" if draft and not _DRAFT.match(title) else title
+
+
+def _base(project: str) -> str:
+    if not _PROJECT.match(project) or ".." in project:
+        raise DeliveryError(f"not a GitLab project (group/name or a number): {project!r}")
+    return f"/projects/{quote(project, safe='')}"
+
+
+def _change_request(mr: dict[str, Any], *, reused: bool) -> ChangeRequest:
+    return ChangeRequest(number=int(mr["iid"]), url=str(mr.get("web_url", "")),
+                         draft=bool(mr.get("draft", mr.get("work_in_progress", False))), reused=reused)

@@ -1,0 +1,134 @@
+"""The repository's own configuration files, read as data (never executed): pytest's settings, tox's commands,
+a Makefile's ``test`` recipe, manage.py's settings module, and aiteam's own ``.aiteam.toml``.
+
+Every reader returns None (or empty) for a file that is missing or does not parse: detection then moves on to
+the next clue, as pytest itself would not find a broken section either.
+"""
+from __future__ import annotations
+
+import configparser
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AITEAM_FILE = ".aiteam.toml"
+# Where pytest looks for its configuration in the root, in its own order of precedence.
+_INI_SECTIONS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
+                 ("setup.cfg", "tool:pytest"))
+_SETTINGS_MODULE = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
+_MAX_BYTES = 1024**2  # a configuration file larger than this is not one a human wrote
+
+
+@dataclass(frozen=True)
+class PytestConfig:
+    source: str  # "pytest.ini", "pyproject.toml [tool.pytest.ini_options]", ...
+    testpaths: tuple[str, ...]
+    pythonpath: tuple[str, ...]
+
+
+def read_text(path: Path) -> str | None:
+    """A regular file of the checkout (not a link out of it), as text; None otherwise."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BYTES:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_toml(path: Path) -> dict[str, Any] | None:
+    text = read_text(path)
+    try:
+        return tomllib.loads(text) if text is not None else None
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def read_ini(path: Path) -> configparser.ConfigParser | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    return parser
+
+
+def pytest_config(root: Path) -> PytestConfig | None:
+    """pytest's settings where pytest would take them from: pytest.ini (even empty) first, then pyproject.toml's
+    [tool.pytest.ini_options], then tox.ini's [pytest], then setup.cfg's [tool:pytest]."""
+    for name, section in _INI_SECTIONS[:2]:
+        if (parser := read_ini(root / name)) is not None:
+            return _from_ini(name, parser, section)
+    table = ((read_toml(root / "pyproject.toml") or {}).get("tool") or {}).get("pytest") or {}
+    options = table.get("ini_options")
+    if isinstance(options, dict):
+        return PytestConfig("pyproject.toml [tool.pytest.ini_options]", _listed(options.get("testpaths")),
+                            _listed(options.get("pythonpath")))
+    for name, section in _INI_SECTIONS[2:]:
+        parser = read_ini(root / name)
+        if parser is not None and parser.has_section(section):
+            return _from_ini(f"{name} [{section}]", parser, section)
+    return None
+
+
+def _from_ini(source: str, parser: configparser.ConfigParser, section: str) -> PytestConfig:
+    values = parser[section] if parser.has_section(section) else {}
+    return PytestConfig(source, _listed(values.get("testpaths")), _listed(values.get("pythonpath")))
+
+
+def _listed(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list):
+        return tuple(str(item) for item in value)
+    return ()
+
+
+def tox_commands(root: Path) -> list[str]:
+    """The commands of tox.ini's [testenv] (the default environment's), one per line, continuations joined."""
+    parser = read_ini(root / "tox.ini")
+    if parser is None or not parser.has_section("testenv"):
+        return []
+    raw = parser["testenv"].get("commands", "")
+    return [line.strip() for line in raw.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def makefile_recipe(root: Path, target: str = "test") -> list[str]:
+    """The recipe lines of the Makefile's `target` rule (tab-indented lines after `target:`)."""
+    text = read_text(root / "Makefile") or read_text(root / "makefile") or ""
+    lines = text.splitlines()
+    rule = re.compile(rf"^{re.escape(target)}\s*:(?!=)")
+    for index, line in enumerate(lines):
+        if rule.match(line):
+            recipe = []
+            for follow in lines[index + 1:]:
+                if not follow.startswith("\t"):
+                    break
+                recipe.append(follow.strip())
+            return recipe
+    return []
+
+
+def django_settings_module(root: Path) -> str | None:
+    """What manage.py sets DJANGO_SETTINGS_MODULE to (``os.environ.setdefault(...)``), read, not run."""
+    match = _SETTINGS_MODULE.search(read_text(root / "manage.py") or "")
+    return match.group(1) if match else None
+
+
+def aiteam_command(root: Path) -> str | None:
+    """``[tests] command`` of the repository's .aiteam.toml. A file that is there but wrong is an error, not a
+    silent fallback: whoever wrote it meant something."""
+    path = root / AITEAM_FILE
+    if not path.exists():
+        return None
+    data = read_toml(path)
+    command = ((data or {}).get("tests") or {}).get("command") if isinstance(data, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError(f"{AITEAM_FILE} must be TOML with a [tests] table whose command is a non-empty string, "
+                         'e.g.\n[tests]\ncommand = "pytest tests"')
+    return command

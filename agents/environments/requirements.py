@@ -1,0 +1,145 @@
+"""What a repository's environment is made of: its dependency files (whose bytes key the cached venv) and the
+requirements read from them, as data. Nothing of the repository is executed here: setup.py is hashed, not run.
+
+The repository itself is not installed: its tests import the checkout (the runner puts it on the path), so the
+code after a change is what they test, and the venv stays valid while only code changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+import sys
+from pathlib import Path
+
+from agents.environments import pyconfig
+
+KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
+_ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "pdm.lock",
+               "uv.lock")
+_ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "constraints*.txt", "requirements/*.txt")
+_GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
+# pip options in a requirements file that would send the install to another package source than the operator's
+_SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
+_SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  # "-e .", ".[dev]": the repo itself
+_INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
+
+
+class BadDependencies(ValueError):
+    """A dependency file aiteam will not install from (another package source, a file outside the checkout)."""
+
+
+def dependency_files(root: Path) -> list[str]:
+    """The dependency files of the checkout's root, relative and sorted (links out of it are not followed)."""
+    found = {name for name in _ROOT_FILES if _regular(root / name)}
+    for pattern in _ROOT_GLOBS:
+        found |= {path.relative_to(root).as_posix() for path in root.glob(pattern) if _regular(path)}
+    return sorted(found)
+
+
+def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = ()) -> str:
+    """sha256 of the dependency files' names and bytes, the interpreter, and `extra` (the runner's own needs)."""
+    digest = hashlib.sha256()
+    interpreter = [KEY_VERSION, platform.python_implementation(), platform.machine(), *map(str, sys.version_info[:3])]
+    for part in [*interpreter, *extra]:
+        digest.update(part.encode() + b"\0")
+    for name in files:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def collect_requirements(root: Path, files: list[str]) -> tuple[list[str], list[str]]:
+    """(requirement lines for one pip install, notes for a human): requirements files (their -r/-c includes
+    inlined, the repository itself left out), pyproject.toml's and setup.cfg's dependencies with their test and
+    dev extras, poetry.lock's and Pipfile.lock's pins."""
+    lines: list[str] = []
+    notes: list[str] = []
+    for name in files:
+        if name.endswith((".txt", ".in")):
+            lines += _requirements_file(root, root / name, seen=set())
+    lines += _pyproject(root) + _setup_cfg(root) + _poetry_lock(root) + _pipfile_lock(root)
+    if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
+        notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
+                     "requirements file")
+    return list(dict.fromkeys(lines)), notes
+
+
+def _requirements_file(root: Path, path: Path, *, seen: set[Path]) -> list[str]:
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise BadDependencies(f"{path.relative_to(root)} includes a file outside the repository")
+    if resolved in seen:
+        return []
+    seen.add(resolved)
+    text = pyconfig.read_text(path)
+    if text is None:
+        raise BadDependencies(f"{path.relative_to(root)} is not a readable file of the repository")
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#") or _SELF.match(line):
+            continue
+        if _SOURCE_OPTIONS.match(line):
+            raise BadDependencies(f"{path.relative_to(root)} names its own package source ({line.split()[0]}): "
+                                  "packages come only from the sources the operator configured")
+        if include := _INCLUDE.match(line):
+            lines += _requirements_file(root, path.parent / include.group(2), seen=seen)
+        elif line.startswith(("-e", "--editable", ".", "/", "file:")):
+            raise BadDependencies(f"{path.relative_to(root)}: {line!r} installs from a local path, which aiteam "
+                                  "does not support yet (the repository itself, '.', is skipped)")
+        else:
+            lines.append(line)
+    return lines
+
+
+def _pyproject(root: Path) -> list[str]:
+    data = pyconfig.read_toml(root / "pyproject.toml") or {}
+    project = data.get("project") or {}
+    lines = _strings(project.get("dependencies"))
+    extras = project.get("optional-dependencies") or {}
+    groups = data.get("dependency-groups") or {}
+    for name in _GROUPS:
+        lines += _strings(extras.get(name)) + _strings(groups.get(name))  # an include-group table is skipped
+    return lines
+
+
+def _setup_cfg(root: Path) -> list[str]:
+    parser = pyconfig.read_ini(root / "setup.cfg")
+    if parser is None:
+        return []
+    lines = _ini_list(parser.get("options", "install_requires", fallback=""))
+    for name in _GROUPS:
+        lines += _ini_list(parser.get("options.extras_require", name, fallback=""))
+    return lines
+
+
+def _poetry_lock(root: Path) -> list[str]:
+    packages = (pyconfig.read_toml(root / "poetry.lock") or {}).get("package") or []
+    return [f"{p['name']}=={p['version']}" for p in packages
+            if isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("version"), str)]
+
+
+def _pipfile_lock(root: Path) -> list[str]:
+    try:
+        data = json.loads(pyconfig.read_text(root / "Pipfile.lock") or "{}")
+    except json.JSONDecodeError:
+        return []
+    lines = []
+    for section in ("default", "develop"):
+        for name, spec in (data.get(section) or {}).items():
+            if isinstance(spec, dict) and isinstance(spec.get("version"), str):
+                lines.append(f"{name}{spec['version']}")
+    return lines
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _ini_list(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()

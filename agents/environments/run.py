@@ -1,0 +1,38 @@
+"""A repository's tests in the sandbox, with its prepared environment: one run, and the baseline's two."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.environments.baseline import Baseline, baseline_from
+from agents.environments.prepare import Environment
+from agents.environments.testcmd import TestCommand
+from agents.sandbox.isolation import SandboxLimits
+from agents.sandbox.report import TestReport
+from agents.sandbox.runner import DEFAULT_LIMITS, RepoRun, RepoTests, run_repository_tests
+
+
+@dataclass(frozen=True)
+class BaselineRuns:
+    baseline: Baseline
+    reports: tuple[TestReport, TestReport]  # for the gate page: durations, output, isolation, tampering
+
+
+def repo_tests(command: TestCommand, environment: Environment, *, expected: Iterable[str] = ()) -> RepoTests:
+    return RepoTests(venv=environment.venv, args=command.args, paths=command.paths, pythonpath=command.pythonpath,
+                     expected=tuple(expected))
+
+
+def run_repository(checkout: Path, command: TestCommand, environment: Environment, *,
+                   limits: SandboxLimits = DEFAULT_LIMITS, expected: Iterable[str] = ()) -> RepoRun:
+    """One sandboxed run of the checkout's tests. expected: tests the report must mention (reproductions)."""
+    return run_repository_tests(checkout, repo_tests(command, environment, expected=expected), limits=limits)
+
+
+def run_baseline(checkout: Path, command: TestCommand, environment: Environment, *,
+                 limits: SandboxLimits = DEFAULT_LIMITS) -> BaselineRuns:
+    """The base commit's tests, twice: what differs between the runs is flaky."""
+    first = run_repository(checkout, command, environment, limits=limits)
+    second = run_repository(checkout, command, environment, limits=limits)
+    return BaselineRuns(baseline_from(first.outcomes, second.outcomes), (first.report, second.report))

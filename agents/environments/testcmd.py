@@ -1,0 +1,290 @@
+"""How a Python repository runs its tests, turned into a pytest run whose JUnit report gives each test's outcome.
+
+Order: the project's setting, then ``.aiteam.toml`` (``[tests] command = "..."``) in the repository, then what
+the repository shows: a pytest configuration, tox.ini's ``[testenv] commands``, Django's ``manage.py``, a Makefile
+``test`` target, test files pytest collects by name, unittest discovery. tox and make are read, not run: tox
+would build its own environments (with network) and a recipe may do anything; the pytest, unittest or
+``manage.py test`` line inside them is what counts. Every form runs under pytest (unittest's TestCase natively,
+Django's through pytest-django), so results are read per test from one JUnit format, never from log text.
+
+Read the command at the base commit and keep it for the run after the change: a change to the repository's own
+configuration must not decide how that change is judged.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from agents.environments import pyconfig
+
+# Other ecosystems' project files, named in the refusal of a repository that is not Python.
+_OTHER_KINDS = {"package.json": "JavaScript", "go.mod": "Go", "Cargo.toml": "Rust", "pom.xml": "Java (Maven)",
+                "build.gradle": "Java (Gradle)", "build.gradle.kts": "Kotlin (Gradle)", "Gemfile": "Ruby",
+                "composer.json": "PHP", "mix.exs": "Elixir", "CMakeLists.txt": "C/C++ (CMake)", "Package.swift": "Swift"}
+_PYTHON_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "tox.ini", "manage.py",
+                 "pytest.ini")
+_SKIPPED_DIRS = frozenset({"node_modules", "venv", "build", "dist", "site-packages", "__pycache__"})
+_MAX_FILES = 20_000  # files looked at when searching the tree; a repository larger than that is read in part
+# Options that would stop the run early, run only part of it, or write the report elsewhere: the comparison
+# with the baseline needs every test's outcome in aiteam's own report.
+_REFUSED = {"-x": "stops at the first failure", "--exitfirst": "stops at the first failure",
+            "--maxfail": "stops after some failures", "--lf": "runs only last failures",
+            "--last-failed": "runs only last failures", "--ff": "reorders by last failures",
+            "--sw": "stops at a failure", "--stepwise": "stops at a failure", "--co": "runs nothing",
+            "--collect-only": "runs nothing", "--junitxml": "moves the report", "--junit-xml": "moves the report",
+            "--pdb": "waits for a debugger", "--rootdir": "is pinned by the runner"}
+_TAKES_VALUE = frozenset({"-k", "-m", "-o", "--override-ini", "-p", "-c", "--config-file", "--ds", "--dc",
+                          "--deselect", "--ignore", "--ignore-glob", "--tb", "-W", "--confcutdir", "--basetemp",
+                          "--import-mode", "--durations", "--log-level", "-r", "--capture", "-n", "--dist"})
+_DJANGO_VALUED = frozenset({"--parallel", "-v", "--verbosity", "--testrunner", "--tag", "--exclude-tag", "-k",
+                            "-p", "--pattern", "-t", "--top-level-directory", "--pythonpath", "--settings"})
+_PYTHONS = ("python", "python3", "py", "{envpython}", "$(PYTHON)", "$(PY)", "${PYTHON}", "$PYTHON")
+
+
+class NotPython(ValueError):
+    """The repository is not a Python one: aiteam prepares and tests only those so far."""
+
+
+class BadTestCommand(ValueError):
+    """A test command (the project's, or the repository's .aiteam.toml) that aiteam cannot run per test."""
+
+
+@dataclass(frozen=True)
+class TestCommand:
+    __test__ = False  # a Test* class: keep pytest from collecting it where it is imported
+
+    runner: str  # what the repository uses: "pytest", "unittest" or "django" (pytest runs all three)
+    paths: tuple[str, ...]  # what pytest collects, relative to the root
+    args: tuple[str, ...]  # pytest options
+    pythonpath: tuple[str, ...]  # importable roots, relative to the root
+    source: str  # where it was found, for the gate page: "project setting", "pytest.ini", "Makefile test", ...
+    shown: str  # the command as written there
+    plugins: tuple[str, ...] = ()  # distributions the environment needs beyond pytest
+
+
+def detect_test_command(root: Path, *, configured: str | None = None) -> TestCommand:
+    """The repository's test command; NotPython for another kind of repository, BadTestCommand for a command
+    (set for the project or in .aiteam.toml) that aiteam cannot run."""
+    ensure_python(root)
+    if configured and configured.strip():
+        return parse_command(root, configured, source="project setting")
+    try:
+        written = pyconfig.aiteam_command(root)
+    except ValueError as exc:
+        raise BadTestCommand(str(exc)) from exc
+    if written:
+        return parse_command(root, written, source=pyconfig.AITEAM_FILE)
+    for clue in (_from_pytest_config, _from_tox, _from_django, _from_makefile, _from_file_names):
+        if (found := clue(root)) is not None:
+            return found
+    return _pytest(root, [], source="no test files yet: pytest over the repository", shown="pytest")
+
+
+def ensure_python(root: Path) -> None:
+    if any((root / name).is_file() for name in _PYTHON_FILES) or any(root.glob("requirements*.txt")):
+        return
+    others = [f"{name} ({kind})" for name, kind in _OTHER_KINDS.items() if (root / name).exists()]
+    if others or next(_files(root, ".py"), None) is None:
+        found = ", ".join(others) or "no Python file"
+        raise NotPython(f"aiteam prepares and tests Python repositories only; this one has {found} and no Python "
+                        "project file (pyproject.toml, setup.py, setup.cfg, requirements*.txt, manage.py)")
+
+
+def parse_command(root: Path, text: str, *, source: str) -> TestCommand:
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise BadTestCommand(f"{source}: cannot split {text!r} into words ({exc})") from exc
+    found = _recognized(root, words, source=source, shown=text)
+    if found is None:
+        raise BadTestCommand(
+            f"{source}: {text!r} is not a test command aiteam can run per test. Use pytest [options] [paths], "
+            "python -m pytest, python -m unittest [discover ...], python manage.py test [labels], tox or make test")
+    return found
+
+
+def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested: bool = False) -> TestCommand | None:
+    if not words:
+        return None
+    head, rest = os.path.basename(words[0]), words[1:]
+    if head == "coverage" and rest[:1] == ["run"] and "-m" in rest:
+        head, rest = "python", rest[rest.index("-m"):]
+    if head in _PYTHONS or head.startswith("python3."):
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            head, rest = rest[1], rest[2:]
+        elif rest and os.path.basename(rest[0]) == "manage.py":
+            head, rest = "manage.py", rest[1:]
+    if head in ("pytest", "py.test"):
+        return _pytest(root, rest, source=source, shown=shown)
+    if head == "unittest":
+        return _unittest(root, rest, source=source, shown=shown)
+    if head in ("manage.py", "django-admin") and rest[:1] == ["test"]:
+        return _django(root, rest[1:], source=source, shown=shown)
+    if not nested and head == "tox":
+        return _first(root, pyconfig.tox_commands(root), source=f"{source} → tox.ini [testenv] commands")
+    if not nested and head == "make" and [w for w in rest if not w.startswith("-")] in ([], ["test"]):
+        return _first(root, pyconfig.makefile_recipe(root), source=f"{source} → Makefile test")
+    return None
+
+
+def _first(root: Path, lines: list[str], *, source: str) -> TestCommand | None:
+    """The first pytest, unittest or manage.py test among lines of a tox or make recipe (`a && b` split)."""
+    for line in lines:
+        for part in line.replace("&&", ";").split(";"):
+            cleaned = part.strip().lstrip("@-+").replace("{posargs}", "").replace("{toxinidir}", ".").strip()
+            try:
+                words = shlex.split(cleaned)
+            except ValueError:
+                continue
+            if (found := _recognized(root, words, source=source, shown=cleaned, nested=True)) is not None:
+                return found
+    return None
+
+
+def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
+    args, paths = _split_pytest(root, words, source)
+    config = pyconfig.pytest_config(root)
+    if not paths:
+        paths = [*config.testpaths] if config and config.testpaths else ["."]
+    # --maxfail=0 after the configuration's addopts: an `-x` there would otherwise cut the baseline short
+    return TestCommand("pytest", tuple(paths), (*args, "--maxfail=0"), _importable(root, config), source, shown)
+
+
+def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str], list[str]]:
+    args: list[str] = []
+    paths: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        option = word.split("=", 1)[0]
+        if option in _REFUSED or (word == "-p" and words[index + 1:index + 2] == ["no:junitxml"]):
+            why = _REFUSED.get(option, "turns off the report")
+            raise BadTestCommand(f"{source}: pytest option {word} {why}; aiteam needs every test's outcome")
+        if not word.startswith("-"):
+            paths.append(_inside(root, word, source))
+        elif option in _TAKES_VALUE and "=" not in word:
+            args += words[index:index + 2]
+            index += 1
+        else:
+            args.append(word)
+        index += 1
+    return args, paths
+
+
+def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
+    flags = {"-s": "start", "--start-directory": "start", "-p": "pattern", "--pattern": "pattern",
+             "-t": "top", "--top-level-directory": "top"}
+    if words and words[0] != "discover" and not words[0].startswith("-"):  # named modules, classes or methods
+        paths = tuple(_dotted_to_node(root, name, source) for name in words)
+        return TestCommand("unittest", paths, ("--maxfail=0",), (".",), source, shown)
+    found: dict[str, str] = {}
+    positional = ["start", "pattern", "top"]
+    rest = words[1:] if words[:1] == ["discover"] else words
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word in flags and index + 1 < len(rest):
+            found[flags[word]] = rest[index + 1]
+            index += 1
+        elif not word.startswith("-") and positional:
+            found.setdefault(positional.pop(0), word)
+        index += 1
+    start = _inside(root, found.get("start", "."), source)
+    top = _inside(root, found.get("top", start), source)
+    return TestCommand("unittest", (start,), ("-o", f"python_files={found.get('pattern', 'test*.py')}",
+                                              "--maxfail=0"), tuple(dict.fromkeys([".", top])), source, shown)
+
+
+def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
+    settings = next((w.split("=", 1)[1] for w in words if w.startswith("--settings=")), None)
+    if "--settings" in words[:-1]:
+        settings = words[words.index("--settings") + 1]
+    settings = settings or pyconfig.django_settings_module(root)
+    if not settings:
+        raise BadTestCommand(f"{source}: manage.py test, but manage.py sets no DJANGO_SETTINGS_MODULE and the "
+                             "command gives no --settings")
+    labels = [w for i, w in enumerate(words) if not w.startswith("-") and (i == 0 or words[i - 1] not in _DJANGO_VALUED)]
+    paths = tuple(_dotted_to_node(root, label, source) for label in labels) or (".",)
+    # Django's runner collects test*.py; pytest-django sets Django up from --ds and gives each test its database
+    return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", "--maxfail=0"),
+                       (".",), source, shown, plugins=("pytest-django",))
+
+
+def _from_pytest_config(root: Path) -> TestCommand | None:
+    config = pyconfig.pytest_config(root)
+    return None if config is None else _pytest(root, [], source=config.source, shown="pytest")
+
+
+def _from_tox(root: Path) -> TestCommand | None:
+    return _first(root, pyconfig.tox_commands(root), source="tox.ini [testenv] commands")
+
+
+def _from_django(root: Path) -> TestCommand | None:
+    if not (root / "manage.py").is_file():
+        return None
+    return _django(root, [], source="manage.py", shown="python manage.py test")
+
+
+def _from_makefile(root: Path) -> TestCommand | None:
+    return _first(root, pyconfig.makefile_recipe(root), source="Makefile test")
+
+
+def _from_file_names(root: Path) -> TestCommand | None:
+    """Test files by name: pytest's (test_*.py, *_test.py) when conftest.py or pytest is in sight, else
+    unittest's discovery (test*.py)."""
+    tests = [path for path in _files(root, ".py") if path.name.startswith("test")]
+    if not tests:
+        return None
+    pytest_named = [p for p in tests if p.name.startswith("test_") or p.name.endswith("_test.py")]
+    uses_pytest = (root / "conftest.py").is_file() or any("pytest" in (pyconfig.read_text(p) or "")
+                                                         for p in pytest_named[:200])
+    if uses_pytest:
+        return _pytest(root, [], source=f"{pytest_named[0].relative_to(root)} (pytest's file names)", shown="pytest")
+    return _unittest(root, ["discover"], source="unittest discovery", shown="python -m unittest discover")
+
+
+def _inside(root: Path, word: str, source: str) -> str:
+    """A path (or pytest node id) of the repository, relative: nothing outside the checkout may be run."""
+    path = PurePosixPath(word.split("::", 1)[0])
+    if path.is_absolute() or ".." in path.parts:
+        raise BadTestCommand(f"{source}: {word!r} is outside the repository")
+    return word
+
+
+def _dotted_to_node(root: Path, name: str, source: str) -> str:
+    """unittest's and Django's dotted labels ("app.tests.test_x.TestA.test_b") as pytest paths or node ids."""
+    if "/" in name or name.endswith(".py") or name == ".":
+        return _inside(root, name, source)
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        base = "/".join(parts[:cut])
+        if (root / f"{base}.py").is_file():
+            return "::".join([f"{base}.py", *parts[cut:]])
+        if cut == len(parts) and (root / base).is_dir():
+            return base
+    raise BadTestCommand(f"{source}: test label {name!r} names no module or package of the repository")
+
+
+def _importable(root: Path, config: pyconfig.PytestConfig | None) -> tuple[str, ...]:
+    """The root, src/ for a src layout, and what the repository's pytest configuration adds (its own
+    `pythonpath` is overridden by the runner's, so it is carried over)."""
+    src = root / "src"
+    layout = ["src"] if src.is_dir() and not (src / "__init__.py").exists() else []
+    extra = [path for path in (config.pythonpath if config else ()) if path not in (".", "src")
+             and not PurePosixPath(path).is_absolute() and ".." not in PurePosixPath(path).parts]
+    return tuple(dict.fromkeys([".", *layout, *extra]))
+
+
+def _files(root: Path, suffix: str) -> Iterator[Path]:
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        for name in sorted(filenames):
+            seen += 1
+            if seen > _MAX_FILES:
+                return
+            if name.endswith(suffix):
+                yield Path(dirpath, name)

@@ -1,0 +1,155 @@
+"""Tests before and after a change: the baseline's two runs mark flaky tests, pass-to-pass catches a change that
+breaks or drops a passing test, fail-to-pass holds a bug's reproduction test to failing first and passing after.
+The comparison is pure (first tests); the last ones run a real repository in the sandbox."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agents.environments import (
+    PackageSources,
+    baseline_from,
+    compare,
+    detect_test_command,
+    prepare_environment,
+    run_repository,
+)
+from agents.environments.wheels import repack_installed
+from agents.sandbox import SandboxLimits
+
+pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
+LIMITS = SandboxLimits(timeout_s=60, cpu_s=30, memory_bytes=1024**3, max_output_chars=8000)
+P, F, E = "passed", "failed", "errors"
+
+
+def test_a_test_whose_outcome_differs_between_the_base_runs_is_flaky():
+    baseline = baseline_from({"t::a": P, "t::b": P, "t::c": F, "t::d": P}, {"t::a": P, "t::b": F, "t::c": F})
+
+    assert baseline.flaky == ("t::b", "t::d") and baseline.passing == ("t::a",)
+
+
+def test_pass_to_pass_lists_what_now_fails_and_what_disappeared_but_not_flaky_tests():
+    baseline = baseline_from({"t::a": P, "t::b": P, "t::flaky": P, "t::c": F},
+                             {"t::a": P, "t::b": P, "t::flaky": F, "t::c": F})
+
+    result = compare(baseline, {"t::a": F, "t::flaky": F, "t::c": P, "t::new": P})
+
+    assert (result.broken, result.disappeared, result.fixed, result.added) == (("t::a",), ("t::b",), ("t::c",),
+                                                                               ("t::new",))
+    assert not result.ok and result.before == {P: 3, F: 1, E: 0, "skipped": 0}
+
+
+def test_a_module_that_no_longer_imports_breaks_its_tests_rather_than_hiding_them():
+    baseline = baseline_from({"tests/test_a.py::test_x": P}, {"tests/test_a.py::test_x": P})
+
+    result = compare(baseline, {"tests/test_a.py": E})
+
+    assert result.broken == ("tests/test_a.py::test_x",) and result.disappeared == ()
+
+
+@pytest.mark.parametrize(("at_base", "after", "ok"), [
+    ({"tests/test_bug.py": E}, {"tests/test_bug.py::test_bug": P}, True),  # imported what did not exist yet
+    ({"tests/test_bug.py::test_bug": F}, {"tests/test_bug.py::test_bug": P}, True),
+    ({"tests/test_bug.py::test_bug": P}, {"tests/test_bug.py::test_bug": P}, False),  # reproduces nothing
+    ({}, {"tests/test_bug.py::test_bug": P}, False),  # never ran at base
+    ({"tests/test_bug.py::test_bug": F}, {"tests/test_bug.py::test_bug": F}, False),  # not fixed
+])
+def test_fail_to_pass_needs_a_failure_at_base_and_a_pass_after(at_base, after, ok):
+    result = compare(baseline_from({}, {}), after, reproductions=["tests/test_bug.py::test_bug"],
+                     reproductions_at_base=at_base)
+
+    assert result.reproductions[0].ok is ok and result.ok is ok
+
+
+# --- real runs -------------------------------------------------------------------------------------------------
+
+CALC = "def add(a, b):\n    return a + b\n\n\ndef mean(values):\n    return sum(values) // len(values)\n"
+TESTS = """\
+    from pathlib import Path
+
+    from calc import add, mean
+
+
+    def test_add():
+        assert add(2, 3) == 5
+
+
+    def test_mean_of_equal_values():
+        assert mean([2, 2]) == 2
+
+
+    def test_depends_on_a_coin():
+        assert Path(__file__).with_name("coin.txt").read_text() == "heads"
+
+
+    def test_known_failure():
+        assert add(0.1, 0.2) == 0.3
+    """
+REPRODUCTION = "from calc import mean\n\n\ndef test_mean_keeps_fractions():\n    assert mean([1, 2]) == 1.5\n"
+REPRO_ID = "tests/test_mean_bug.py::test_mean_keeps_fractions"
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    """A repository with a bug (mean floors), its base runs' environment, and the two base runs' outcomes: the
+    coin file is turned over between them, as a test that depends on the outside world would see it."""
+    root = tmp_path_factory.mktemp("repo")
+    (root / "tests").mkdir()
+    (root / "calc.py").write_text(CALC)
+    (root / "tests" / "test_calc.py").write_text(textwrap.dedent(TESTS))
+    runner = repack_installed(tmp_path_factory.mktemp("runner"), ["pytest"])[0].parent
+    environment = prepare_environment(root, cache_dir=tmp_path_factory.getbasetemp() / "repo-envs",
+                                      sources=PackageSources(runner_wheels=runner))
+    command = detect_test_command(root)
+    runs = []
+    for side in ("heads", "tails"):
+        (root / "tests" / "coin.txt").write_text(side)
+        runs.append(run_repository(root, command, environment, limits=LIMITS))
+    return root, command, environment, baseline_from(runs[0].outcomes, runs[1].outcomes)
+
+
+def _changed(root: Path, tmp_path: Path, files: dict[str, str]) -> Path:
+    copy = tmp_path / "changed"
+    shutil.copytree(root, copy)
+    for name, text in files.items():
+        (copy / name).write_text(text)
+    return copy
+
+
+def test_the_base_runs_mark_the_coin_test_flaky_and_keep_the_others(repository):
+    _, _, _, baseline = repository
+
+    assert baseline.flaky == ("tests/test_calc.py::test_depends_on_a_coin",)
+    assert baseline.passing == ("tests/test_calc.py::test_add", "tests/test_calc.py::test_mean_of_equal_values")
+    assert baseline.outcomes["tests/test_calc.py::test_known_failure"] == F
+
+
+def test_a_fix_with_its_reproduction_passes_the_comparison(repository, tmp_path):
+    root, command, environment, baseline = repository
+    with_reproduction = _changed(root, tmp_path / "base", {"tests/test_mean_bug.py": REPRODUCTION})
+    fixed = _changed(with_reproduction, tmp_path / "after", {"calc.py": CALC.replace("//", "/")})
+
+    at_base = run_repository(with_reproduction, command, environment, limits=LIMITS)
+    after = run_repository(fixed, command, environment, limits=LIMITS, expected=[REPRO_ID])
+    result = compare(baseline, after.outcomes, reproductions=[REPRO_ID], reproductions_at_base=at_base.outcomes)
+
+    assert result.ok, result.to_dict()
+    assert result.reproductions[0].at_base == F and result.reproductions[0].after == P
+    assert after.outcomes["tests/test_calc.py::test_depends_on_a_coin"] == F  # flaky: it judges nothing
+    assert result.added == (REPRO_ID,) and after.report.tampered == []
+
+
+def test_a_change_that_breaks_and_drops_passing_tests_is_stopped(repository, tmp_path):
+    root, command, environment, baseline = repository
+    tests = textwrap.dedent(TESTS).replace("def test_mean_of_equal_values", "def _no_longer_a_test")
+    broken = _changed(root, tmp_path, {"calc.py": CALC.replace("a + b", "a - b"), "tests/test_calc.py": tests})
+
+    after = run_repository(broken, command, environment, limits=LIMITS)
+    result = compare(baseline, after.outcomes)
+
+    assert result.broken == ("tests/test_calc.py::test_add",)
+    assert result.disappeared == ("tests/test_calc.py::test_mean_of_equal_values",)
+    assert not result.ok

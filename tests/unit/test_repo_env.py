@@ -1,0 +1,277 @@
+"""A repository's environment, built offline from local wheels, and its tests run in the sandbox with it.
+
+Real venvs (pip from the worker, --no-index), real sandbox runs. Building a venv is the slow part, so each is
+built once per module: one for repositories with a dependency file, one for those with none.
+"""
+from __future__ import annotations
+
+import shutil
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agents.environments import (
+    BadDependencies,
+    InstallFailed,
+    PackageSources,
+    detect_test_command,
+    prepare_environment,
+    run_repository,
+)
+from agents.environments.prepare import READY
+from agents.environments.requirements import collect_requirements, dependency_files, environment_key
+from agents.environments.wheels import repack_installed, write_wheel
+from agents.sandbox import SandboxLimits, bwrap_available
+
+pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
+LIMITS = SandboxLimits(timeout_s=60, cpu_s=30, memory_bytes=1024**3, max_output_chars=8000)
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable here (not installed, or not root)")
+SECRET = "s3cr3t-token-for-the-log-test"
+
+
+def _repo(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory) -> PackageSources:
+    """No index: a wheel of a small dependency the test writes, and the worker's pytest repacked."""
+    base = tmp_path_factory.mktemp("wheels")
+    write_wheel(base / "deps", "tinydep", "1.0", {
+        "tinydep/__init__.py": b"def double(x):\n    return 2 * x\n",
+        # a pytest plugin, as pytest-django is one: the repository's tests rely on what it provides
+        "tinydep/plugin.py": b"import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n",
+        "tinydep-1.0.dist-info/entry_points.txt": b"[pytest11]\ntinydep = tinydep.plugin\n"})
+    repack_installed(base / "runner", ["pytest"])
+    return PackageSources(find_links=(base / "deps",), runner_wheels=base / "runner")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """One cache for the session's repository modules (one xdist group): a venv built by one is reused by the
+    next, as on a worker."""
+    return tmp_path_factory.getbasetemp() / "repo-envs"
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A port on the host's loopback that accepts connections: the sandbox must not reach it."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def src_repo(tmp_path_factory, listener) -> Path:
+    return _repo(tmp_path_factory.mktemp("src-repo"), {
+        "requirements.txt": "tinydep==1.0\n",
+        "pyproject.toml": """\
+            [project]
+            name = "calc"
+            version = "0.1"
+            [tool.pytest.ini_options]
+            testpaths = ["tests"]
+            addopts = "-x"
+            """,
+        "src/calc/__init__.py": "from tinydep import double\n\n\ndef quad(x):\n    return double(double(x))\n",
+        "tests/test_calc.py": f"""\
+            import socket
+            import sys
+            from pathlib import Path
+
+            import pytest
+
+            from calc import quad
+
+
+            def test_wrong():
+                assert quad(1) == 5
+
+
+            def test_quad_uses_the_dependency():
+                assert quad(2) == 8
+
+
+            def test_uses_the_dependencys_pytest_plugin(two):
+                assert quad(two) == 8
+
+
+            def test_cannot_write_the_venv():
+                for target in (Path(sys.prefix) / "planted", Path(sys.prefix) / "lib" / "planted.py"):
+                    with pytest.raises(OSError):
+                        target.write_text("x")
+
+
+            def test_cannot_reach_the_hosts_loopback():
+                with pytest.raises(OSError):
+                    socket.create_connection(("127.0.0.1", {listener}), timeout=2)
+            """,
+    })
+
+
+@pytest.fixture(scope="module")
+def src_env(src_repo, cache, sources):
+    return prepare_environment(src_repo, cache_dir=cache, sources=sources)
+
+
+@pytest.fixture(scope="module")
+def plain_env(tmp_path_factory, cache, sources):
+    """The venv of repositories without dependency files, built over what a crashed build left behind."""
+    empty = tmp_path_factory.mktemp("no-deps")
+    home = cache / f"env-{environment_key(empty, [], extra=('pytest',))[:24]}"
+    (home / READY).unlink(missing_ok=True)  # built already by another module, or not: either way, unfinished
+    leftover = home / "venv" / "half-installed"
+    leftover.parent.mkdir(parents=True, exist_ok=True)
+    leftover.write_text("a build that died before writing its marker")
+    return prepare_environment(empty, cache_dir=cache, sources=sources), leftover
+
+
+def test_a_src_layout_repository_runs_its_tests_with_its_dependency(src_repo, src_env):
+    command = detect_test_command(src_repo)
+
+    run = run_repository(src_repo, command, src_env, limits=LIMITS)
+
+    assert src_env.requirements == ("tinydep==1.0",) and not src_env.reused
+    assert run.outcomes["tests/test_calc.py::test_quad_uses_the_dependency"] == "passed"
+    assert run.outcomes["tests/test_calc.py::test_uses_the_dependencys_pytest_plugin"] == "passed"
+    # addopts' -x would have stopped at test_wrong, the first test: every later test still ran
+    assert run.outcomes["tests/test_calc.py::test_wrong"] == "failed" and len(run.outcomes) == 5
+    assert run.report.tampered == [] and "ro /usr" in run.report.isolation
+
+
+def test_the_run_cannot_write_the_venv(src_repo, src_env):
+    run = run_repository(src_repo, detect_test_command(src_repo), src_env, limits=LIMITS)
+
+    assert run.outcomes["tests/test_calc.py::test_cannot_write_the_venv"] == "passed"
+    assert str(src_env.venv) in run.report.isolation  # bound: listed among the read-only paths
+
+
+@needs_bwrap
+def test_the_run_still_has_no_network(src_repo, src_env):
+    run = run_repository(src_repo, detect_test_command(src_repo), src_env, limits=LIMITS)
+
+    assert run.outcomes["tests/test_calc.py::test_cannot_reach_the_hosts_loopback"] == "passed"
+
+
+def test_a_second_prepare_reuses_the_venv_without_installing(src_repo, src_env, cache, sources):
+    log = src_env.venv.parent / "install.log"
+    before = log.stat().st_mtime_ns
+
+    again = prepare_environment(src_repo, cache_dir=cache, sources=sources)
+
+    assert again.reused and again.venv == src_env.venv and again.duration_s < 0.5
+    assert log.stat().st_mtime_ns == before
+
+
+def test_a_crashed_build_is_not_reused(plain_env):
+    environment, leftover = plain_env
+
+    assert not environment.reused and not leftover.exists()
+    assert (environment.venv.parent / READY).is_file()
+
+
+def test_a_unittest_repository_reports_each_test_through_pytest(tmp_path, plain_env, cache, sources):
+    root = _repo(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n", "tests/__init__.py": "",
+                            "tests/tests_calc.py": """\
+        import unittest
+
+        from calc import add
+
+
+        class AddTests(unittest.TestCase):
+            def test_adds(self):
+                self.assertEqual(add(1, 2), 3)
+
+            def test_wrong(self):
+                self.assertEqual(add(1, 1), 3)
+        """})
+    command = detect_test_command(root)
+
+    run = run_repository(root, command, prepare_environment(root, cache_dir=cache, sources=sources), limits=LIMITS)
+
+    assert command.runner == "unittest"
+    assert run.outcomes == {"tests/tests_calc.py::AddTests::test_adds": "passed",
+                            "tests/tests_calc.py::AddTests::test_wrong": "failed"}
+
+
+def test_a_repository_conftest_that_passes_everything_is_caught_by_the_canaries(tmp_path, plain_env, cache, sources):
+    root = _repo(tmp_path, {"conftest.py": """\
+        import pytest
+
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            outcome.get_result().outcome = "passed"
+        """, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n"})
+
+    run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
+                         limits=LIMITS)
+
+    assert run.report.tampered and not run.report.ok
+    assert run.outcomes == {"test_it.py::test_wrong": "passed"}  # what the forged report says, judged above
+
+
+def test_a_reproduction_test_missing_from_the_report_is_tampering(tmp_path, plain_env, cache, sources):
+    root = _repo(tmp_path, {"test_it.py": "def test_there():\n    pass\n"})
+
+    run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
+                         limits=LIMITS, expected=["test_it.py::test_reproduces_the_bug"])
+
+    assert run.report.tampered == ["1 test(s) the project's files define are missing from the report, first: "
+                                   "test_it.py::test_reproduces_the_bug"]
+
+
+def test_a_failed_install_gives_the_log_tail_without_secrets_and_is_not_marked_ready(tmp_path, cache, sources,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("AITEAM_FAKE_API_TOKEN", SECRET)
+    root = _repo(tmp_path, {"requirements.txt": f"{SECRET}==1.0\n", "app.py": ""})
+
+    with pytest.raises(InstallFailed, match="installing the requirements failed") as failure:
+        prepare_environment(root, cache_dir=cache, sources=sources)
+
+    assert "No matching distribution found for ***==1.0" in failure.value.log_tail
+    assert SECRET not in failure.value.log_tail and len(failure.value.log_tail) <= 4000
+    assert not list(cache.glob(f"env-{environment_key(root, ['requirements.txt'], ('pytest',))[:24]}/{READY}"))
+
+
+def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, sources):
+    root = _repo(tmp_path, {"requirements.txt": "--extra-index-url https://example.invalid/simple\nrequests\n"})
+
+    with pytest.raises(BadDependencies, match="names its own package source"):
+        prepare_environment(root, cache_dir=cache, sources=sources)
+
+
+def test_requirements_are_read_from_every_dependency_file_without_running_any(tmp_path):
+    root = _repo(tmp_path, {
+        "requirements.txt": "-e .\n-r requirements/test.txt\nattrs>=23  # comment\n",
+        "requirements/test.txt": "-r ../requirements.txt\nhypothesis\n",
+        "pyproject.toml": '[project]\ndependencies = ["click"]\n[project.optional-dependencies]\n'
+                          'test = ["pytest-mock"]\ndocs = ["sphinx"]\n',
+        "setup.cfg": "[options]\ninstall_requires =\n    six; python_version < '3.12'\n",
+        "poetry.lock": '[[package]]\nname = "idna"\nversion = "3.7"\n',
+        "setup.py": "raise SystemExit('never run')\n"})
+    files = dependency_files(root)
+
+    requirements, notes = collect_requirements(root, files)
+
+    assert files == ["poetry.lock", "pyproject.toml", "requirements.txt", "requirements/test.txt", "setup.cfg",
+                     "setup.py"]
+    assert requirements == ["hypothesis", "attrs>=23", "click", "pytest-mock", "six; python_version < '3.12'",
+                            "idna==3.7"]
+    assert notes == []
+
+
+def test_the_key_follows_the_dependency_files_bytes(tmp_path):
+    root = _repo(tmp_path, {"requirements.txt": "attrs\n"})
+    first = environment_key(root, ["requirements.txt"])
+    (root / "requirements.txt").write_text("attrs==23.1\n")
+
+    assert environment_key(root, ["requirements.txt"]) != first
+    shutil.copy(root / "requirements.txt", root / "copy.txt")
+    assert environment_key(root, ["requirements.txt"]) == environment_key(root, ["requirements.txt"])

@@ -1,0 +1,184 @@
+"""How a repository's test command is found and turned into a pytest run (agents/environments/testcmd.py).
+Files only: nothing runs here (test_repo_env.py runs what these commands become)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agents.environments import BadTestCommand, NotPython, detect_test_command
+
+
+def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_the_project_setting_wins_over_the_repository_file_and_its_configuration(tmp_path):
+    root = _repo(tmp_path, {".aiteam.toml": '[tests]\ncommand = "pytest tests/unit"\n',
+                            "pytest.ini": "[pytest]\ntestpaths = tests\n", "tests/unit/test_a.py": ""})
+
+    command = detect_test_command(root, configured="python -m pytest -q tests/unit/test_a.py")
+
+    assert (command.source, command.paths) == ("project setting", ("tests/unit/test_a.py",))
+    assert command.args[0] == "-q"
+
+
+def test_the_repository_file_wins_over_detection(tmp_path):
+    root = _repo(tmp_path, {".aiteam.toml": '[tests]\ncommand = "pytest tests/unit"\n',
+                            "pytest.ini": "[pytest]\ntestpaths = tests\n", "tests/unit/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.source, command.paths) == (".aiteam.toml", ("tests/unit",))
+
+
+def test_a_repository_file_without_a_command_is_an_error_that_shows_the_format(tmp_path):
+    root = _repo(tmp_path, {".aiteam.toml": "[tests]\nrun = 'pytest'\n", "setup.py": ""})
+
+    with pytest.raises(BadTestCommand, match=r'\[tests\]\ncommand = "pytest tests"'):
+        detect_test_command(root)
+
+
+@pytest.mark.parametrize(("name", "text", "source"), [
+    ("pytest.ini", "[pytest]\ntestpaths = tests\npythonpath = lib\n", "pytest.ini"),
+    ("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["lib"]\n',
+     "pyproject.toml [tool.pytest.ini_options]"),
+    ("setup.cfg", "[tool:pytest]\ntestpaths = tests\npythonpath = lib\n", "setup.cfg [tool:pytest]"),
+    ("tox.ini", "[pytest]\ntestpaths = tests\npythonpath = lib\n", "tox.ini [pytest]"),
+])
+def test_pytest_configuration_gives_the_paths_and_the_importable_roots(tmp_path, name, text, source):
+    root = _repo(tmp_path, {name: text, "tests/test_a.py": "", "manage.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.source, command.paths) == ("pytest", source, ("tests",))
+    assert command.pythonpath == (".", "lib")  # the runner overrides pythonpath, so the repository's is carried
+    assert command.args[-1] == "--maxfail=0"  # an -x in the configuration's addopts cannot cut the run short
+
+
+def test_a_src_layout_makes_src_importable(tmp_path):
+    root = _repo(tmp_path, {"setup.cfg": "[metadata]\nname = x\n", "src/calc/__init__.py": "",
+                            "tests/test_calc.py": "import pytest\n"})
+
+    command = detect_test_command(root)
+
+    assert command.pythonpath == (".", "src") and command.paths == (".",)
+
+
+def test_tox_commands_are_read_not_run(tmp_path):
+    root = _repo(tmp_path, {"tox.ini": """\
+        [testenv]
+        deps = pytest
+        commands =
+            coverage run -m pytest {posargs} -q tests
+        """, "tests/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.paths, command.source) == ("pytest", ("tests",), "tox.ini [testenv] commands")
+
+
+def test_manage_py_runs_django_tests_through_pytest_django_with_its_settings(tmp_path):
+    root = _repo(tmp_path, {"manage.py": """\
+        import os, sys
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shop.settings")
+        """, "shop/__init__.py": "", "shop/tests.py": ""})
+
+    command = detect_test_command(root)
+
+    assert command.runner == "django" and command.plugins == ("pytest-django",)
+    assert "--ds=shop.settings" in command.args and "python_files=test*.py" in command.args
+
+
+def test_django_labels_become_paths(tmp_path):
+    root = _repo(tmp_path, {"manage.py": "", "shop/__init__.py": "", "shop/tests.py": ""})
+
+    command = detect_test_command(root, configured="./manage.py test --parallel 4 shop.tests.CartTests "
+                                                   "--settings=shop.dev")
+
+    assert command.paths == ("shop/tests.py::CartTests",) and "--ds=shop.dev" in command.args
+
+
+def test_a_makefile_test_target_is_read_for_its_runner(tmp_path):
+    root = _repo(tmp_path, {"Makefile": "lint:\n\truff .\n\ntest:\n\t@. venv/bin/activate && $(PYTHON) -m unittest "
+                                        "discover -s tests -p 'check_*.py'\n", "tests/check_a.py": "", "a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.source, command.paths) == ("unittest", "Makefile test", ("tests",))
+    assert "python_files=check_*.py" in command.args and command.pythonpath == (".", "tests")
+
+
+def test_plain_unittest_files_are_discovered_as_unittest_would(tmp_path):
+    root = _repo(tmp_path, {"calc.py": "", "tests/__init__.py": "",
+                            "tests/tests_calc.py": "import unittest\n\nclass T(unittest.TestCase):\n    pass\n"})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.paths) == ("unittest", (".",))
+    assert "python_files=test*.py" in command.args  # unittest's pattern, wider than pytest's test_*.py
+
+
+def test_unittest_names_become_node_ids(tmp_path):
+    root = _repo(tmp_path, {"setup.py": "", "tests/__init__.py": "", "tests/test_calc.py": ""})
+
+    command = detect_test_command(root, configured="python -m unittest tests.test_calc.AddTests.test_one")
+
+    assert command.paths == ("tests/test_calc.py::AddTests::test_one",)
+
+
+def test_pytest_files_with_a_conftest_are_pytest(tmp_path):
+    root = _repo(tmp_path, {"conftest.py": "", "pkg/test_one.py": "def test_x():\n    pass\n"})
+
+    assert detect_test_command(root).runner == "pytest"
+
+
+@pytest.mark.parametrize(("command", "why"), [
+    ("pytest -x tests", "stops at the first failure"),
+    ("pytest --junitxml=out.xml", "moves the report"),
+    ("pytest -p no:junitxml", "turns off the report"),
+    ("python -m pytest --lf", "runs only last failures"),
+])
+def test_options_that_would_hide_outcomes_are_refused(tmp_path, command, why):
+    root = _repo(tmp_path, {"setup.py": ""})
+
+    with pytest.raises(BadTestCommand, match=why):
+        detect_test_command(root, configured=command)
+
+
+@pytest.mark.parametrize("command", ["pytest /etc", "pytest ../other/tests", "python -m unittest ../x"])
+def test_paths_outside_the_repository_are_refused(tmp_path, command):
+    root = _repo(tmp_path, {"setup.py": ""})
+
+    with pytest.raises(BadTestCommand, match="outside the repository"):
+        detect_test_command(root, configured=command)
+
+
+def test_a_command_aiteam_cannot_read_per_test_is_refused_with_the_forms_it_can(tmp_path):
+    root = _repo(tmp_path, {"setup.py": ""})
+
+    with pytest.raises(BadTestCommand, match=r"'nose2 -v' is not a test command .* python -m unittest"):
+        detect_test_command(root, configured="nose2 -v")
+
+
+def test_a_repository_that_is_not_python_is_refused_naming_what_was_found(tmp_path):
+    root = _repo(tmp_path, {"package.json": "{}", "go.mod": "module x\n", "scripts/build.py": ""})
+
+    with pytest.raises(NotPython, match=r"package.json \(JavaScript\), go.mod \(Go\)"):
+        detect_test_command(root)
+
+
+def test_an_empty_repository_is_refused(tmp_path):
+    with pytest.raises(NotPython, match="no Python file"):
+        detect_test_command(_repo(tmp_path, {"README.md": "hello"}))
+
+
+def test_python_files_alone_make_a_python_repository_and_pytest_runs_them_all(tmp_path):
+    command = detect_test_command(_repo(tmp_path, {"tool.py": "print(1)\n"}))
+
+    assert (command.runner, command.paths) == ("pytest", (".",)) and "no test files yet" in command.source
