@@ -4,10 +4,11 @@ The engineer's code runs inside the process that runs its tests and writes their
 report (a no-op ``Function.runtest``, a plugin that rewrites outcomes, a rewritten junit file). The runner's
 canaries (``agents/sandbox/canary.py``) catch tampering that does not single them out; this check refuses, at
 review, the plain ways in: pytest's internals and hooks, the interpreter's module table, frames, ``builtins``,
-exit hooks, code built from strings, and strings naming the runner's parts. Product code has no business with
-any of it; tests may use pytest's public API (``raises``, ``mark``, fixtures, ...) and patch ``builtins`` (say,
-``input``). A deny-list: a name assembled at run time and resolved by a helper it does not list gets past it,
-which is why the canaries exist (ADR 25 says what each catches).
+exit hooks and finalizers, signal handlers, redirected descriptors and streams, code built from strings, and
+strings naming the runner's parts. Product code has no business with any of it; tests may use pytest's public API
+(``raises``, ``mark``, fixtures, ...), patch ``builtins`` (say, ``input``) and replace ``sys.stdout``. A deny-list:
+a name assembled at run time and resolved by a helper it does not list gets past it, which is why the canaries and
+the outcome stream exist (ADR 25 says what each catches).
 """
 from __future__ import annotations
 
@@ -24,13 +25,21 @@ TEST_API = frozenset({
     "deprecated_call", "MonkeyPatch", "FixtureRequest", "CaptureFixture", "LogCaptureFixture", "TempPathFactory",
     "RaisesGroup", "RaisesExc",
 })
-# (module, attribute): the interpreter's module table, import hooks, tracing, frames, the live heap, a hard exit.
+# (module, attribute): the interpreter's module table, import hooks, tracing, frames, the live heap, a hard exit;
+# code that runs after the tests (finalizers, exit hooks, collection callbacks) and descriptor redirection, which
+# could rewrite a report after the fact or blind the runner's outcome pipe.
 REACH_ATTRIBUTES = frozenset({
     ("sys", "modules"), ("sys", "meta_path"), ("sys", "path_hooks"), ("sys", "settrace"), ("sys", "setprofile"),
     ("sys", "_getframe"), ("sys", "addaudithook"), ("os", "_exit"), ("gc", "get_objects"), ("gc", "get_referrers"),
     ("inspect", "stack"), ("inspect", "currentframe"), ("inspect", "getouterframes"), ("threading", "settrace"),
     ("importlib", "import_module"), ("importlib", "__import__"),
+    ("weakref", "finalize"), ("threading", "_register_atexit"), ("gc", "callbacks"), ("os", "dup"), ("os", "dup2"),
+    ("os", "closerange"),
 })
+# Product code has no need to take over signals or replace the interpreter's streams; a test may (a handler under
+# test, a captured stdout).
+PRODUCT_ONLY_ATTRIBUTES = frozenset({("signal", "signal"), ("signal", "setitimer")})
+STREAMS = frozenset({"stdout", "stderr", "__stdout__", "__stderr__"})
 # Attributes that lead into frames, closures and the runner's objects whatever they are reached through.
 REACH_NAMES = frozenset({
     "__globals__", "__subclasses__", "__code__", "__closure__", "__builtins__", "f_back", "f_globals", "f_locals",
@@ -38,8 +47,9 @@ REACH_NAMES = frozenset({
 })
 CODE_FROM_STRINGS = frozenset({"exec", "eval", "compile", "__import__", "__builtins__"})
 # Strings that name the runner's parts or its report, lower-cased; product code may not even say "pytest".
-TEST_STRINGS = ("_pytest", "junit", "report.xml", "runtest", "makereport", "pluginmanager", "conftest")
-PRODUCT_STRINGS = (*TEST_STRINGS, "pytest")
+TEST_STRINGS = ("_pytest", "junit", "report.xml", "runtest", "makereport", "pluginmanager", "conftest", "~aiteam",
+                "aiteam_outcome")
+PRODUCT_STRINGS = (*TEST_STRINGS, "pytest", "/proc/self/fd")
 
 
 def is_test_file(path: str) -> bool:
@@ -64,7 +74,7 @@ def _reaches(tree: ast.Module, *, test: bool) -> Iterator[tuple[int, str]]:
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
     for node in ast.walk(tree):
-        what = _import(node, test) or _attribute(node, test) or _name(node) or _hook(node)
+        what = _import(node, test) or _attribute(node, test) or _name(node) or _hook(node) or _replaced(node, test)
         if not what and isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             what = _string(node.value, test)
         if what:
@@ -83,7 +93,7 @@ def _import(node: ast.AST, test: bool) -> str:
         pairs = {(node.module, alias.name) for alias in node.names}
         if top == "pytest" and test and all(name in TEST_API for _, name in pairs):
             return ""
-        if top in forbidden or pairs & REACH_ATTRIBUTES:
+        if top in forbidden or pairs & (REACH_ATTRIBUTES | (frozenset() if test else PRODUCT_ONLY_ATTRIBUTES)):
             return f"imports from {node.module} what reaches into the test runner or the interpreter"
     return ""
 
@@ -95,10 +105,23 @@ def _attribute(node: ast.AST, test: bool) -> str:
         return f"reaches for .{node.attr}"
     if isinstance(node.value, ast.Name):
         owner = node.value.id
-        if (owner, node.attr) in REACH_ATTRIBUTES:
+        if (owner, node.attr) in REACH_ATTRIBUTES or (not test and (owner, node.attr) in PRODUCT_ONLY_ATTRIBUTES):
             return f"uses {owner}.{node.attr}"
         if owner == "pytest" and not (test and node.attr in TEST_API):
             return f"uses pytest.{node.attr}, which is the runner's, not its API for tests"
+    return ""
+
+
+def _replaced(node: ast.AST, test: bool) -> str:
+    """Product code assigning sys.stdout or sys.stderr (reading them is fine): the runner's output is not its to
+    take over."""
+    if test or not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return ""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for part in (part for target in targets for part in ast.walk(target)):  # also `sys.stdout, x = ...`
+        if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "sys" \
+                and part.attr in STREAMS:
+            return f"replaces sys.{part.attr}"
     return ""
 
 

@@ -1,11 +1,12 @@
-"""Canary tests the runner adds to every default run, and the check that the report tells the truth about them.
+"""Canary tests the runner adds to every default run, and the check that the run tells the truth about them.
 
-The code under test runs in the process that runs pytest and writes the junit report, so it can turn every test
-into a pass (a no-op ``Function.runtest``, a hook that rewrites reports, a rewritten junit file, a fake one and
-``os._exit(0)``). Such tampering also touches what the runner added: one canary must pass, the other must fail
-with a nonce drawn for this run. A report in which the failing canary passed, either canary is missing, or the
-failure does not carry the nonce was not written by honest tests, whatever else it says. Nor may a test the
-project's files define (``expected.py``) be missing from it.
+The code under test runs in the process that runs pytest, so it can turn every test into a pass before its outcome
+is reported (a no-op ``Function.runtest``, a hook that rewrites reports). Outcomes are taken from the stream the
+runner's plugin writes as each test ends (``stream.py``), which later code cannot take back; the junit file must
+agree with it. Tampering before the report also touches what the runner added: one canary must pass, the other
+must fail with a nonce drawn for this run. A run in which the failing canary passed, either canary is missing,
+or the failure does not carry the nonce was not reported by honest tests, whatever else it says. Nor may a test
+the project's files define (``expected.py``) be missing from it.
 
 The canaries live in a root-owned directory of the scratch copy, named to sort last (pytest runs files before
 directories, and names in order): a patch the code installs only while its tests run is in place when they run.
@@ -20,7 +21,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.sandbox.report import Case, JunitOutcome, junit_test_id, outcome_of
+from agents.sandbox.report import Case, JunitOutcome
+from agents.sandbox.stream import Streamed, disagreements, outcome_of
 
 CANARY_DIR_PREFIX = "~aiteam-"  # "~" sorts after letters and digits; a generated path cannot hold one
 _SOURCE = '''"""Added by aiteam's test runner to check the report: not part of the project."""
@@ -35,6 +37,7 @@ def {must_fail}():
 '''
 
 
+_PLUGIN = Path(__file__).with_name("outcome_plugin.py")
 _SUMMARY = re.compile(r"^(=* ?)((?:\d+ \w+(?:, )?)+) in (\d.*)$")  # "== 1 failed, 2 passed in 0.1s =="
 
 
@@ -45,63 +48,78 @@ class Canary:
     must_pass: str
     must_fail: str
     nonce: str
+    plugin: str  # the module name of outcome_plugin.py's copy, in the same directory
 
-    @property
-    def classname(self) -> str:
-        """The junit classname of both canaries (pytest's "dir.module")."""
-        return f"{self.directory}.{self.module}"
+    def node_id(self, name: str) -> str:
+        return f"{self.directory}/{self.module}.py::{name}"
+
+    def owns(self, node_id: str) -> bool:
+        return node_id.startswith(f"{self.directory}/")
 
 
 def plant(scratch: Path) -> Canary:
     """Write this run's canaries into the populated scratch dir, owned by the worker: the run's uid can read them,
     not change them."""
     names = [f"test_{secrets.token_hex(6)}" for _ in range(3)]
-    canary = Canary(f"{CANARY_DIR_PREFIX}{secrets.token_hex(6)}", names[0], names[1], names[2], secrets.token_hex(16))
+    canary = Canary(f"{CANARY_DIR_PREFIX}{secrets.token_hex(6)}", names[0], names[1], names[2], secrets.token_hex(16),
+                    f"aiteam_outcomes_{secrets.token_hex(6)}")
     folder = scratch / canary.directory
     folder.mkdir(mode=0o755)
-    path = folder / f"{canary.module}.py"
-    path.write_text(_SOURCE.format(must_pass=canary.must_pass, must_fail=canary.must_fail, nonce=canary.nonce))
-    path.chmod(0o444)
+    source = _SOURCE.format(must_pass=canary.must_pass, must_fail=canary.must_fail, nonce=canary.nonce)
+    for name, text in ((canary.module, source), (canary.plugin, _PLUGIN.read_text())):
+        path = folder / f"{name}.py"
+        path.write_text(text)
+        path.chmod(0o444)
     return canary
 
 
-def judged(cases: list[Case] | None, canary: Canary | None, expected: list[str],
-           project: Path) -> tuple[JunitOutcome | None, list[str]]:
-    """The project's outcome (canaries left out of its figures) and why the report cannot be believed (none:
-    []). Not judged: no report (the run died, and the missing report fails it anyway), or no canaries planted (a
-    custom command, which need not collect them)."""
-    if cases is None or canary is None:
-        return (None if cases is None else outcome_of(cases, project)), []
-    own = [case for case in cases if case.classname != canary.classname]
-    ours = [case for case in cases if case.classname == canary.classname]
-    if _interrupted(own):  # pytest stops at a collection error before running anything: nothing to compare
-        return outcome_of(own, project), []
-    return outcome_of(own, project), _canary_reasons(canary, ours) + _missing(expected, own, project)
+def judged(streamed: Streamed, cases: list[Case] | None, canary: Canary, expected: list[str], *,
+           ended_by_itself: bool) -> tuple[JunitOutcome, list[str]]:
+    """The project's outcome as streamed (canaries left out of its figures) and why the run cannot be believed
+    (none: []). ended_by_itself: neither timed out nor killed by a signal. A run that did not get through its
+    session is judged only on what the stream shows; pytest stops at a collection error before running anything,
+    so then there are no canaries to compare."""
+    own = [test for test in streamed.outcomes if not canary.owns(test)]
+    reasons = list(streamed.forged)
+    if not streamed.finished:
+        if streamed.started and ended_by_itself:
+            reasons.append("the run exited by itself in the middle of pytest's session: the outcome stream was cut "
+                           f"after {len(streamed.outcomes)} test(s) and never reached the end of the session")
+        return outcome_of(streamed, own), reasons
+    if cases is None:
+        reasons.append("the junit report is missing or unreadable though pytest ended its session")
+    else:
+        reasons += disagreements(streamed, cases)
+    if not _interrupted(streamed, own):
+        reasons += _canary_reasons(canary, streamed) + _missing(expected, own)
+    return outcome_of(streamed, own), reasons
 
 
-def _interrupted(cases: list[Case]) -> bool:
-    return any(not case.classname and case.kind in ("failed", "errors") for case in cases)
+def _interrupted(streamed: Streamed, own: list[str]) -> bool:
+    return any("::" not in test and streamed.outcomes[test] == "errors" for test in own)
 
 
-def _canary_reasons(canary: Canary, cases: list[Case]) -> list[str]:
+def _canary_reasons(canary: Canary, streamed: Streamed) -> list[str]:
     reasons = []
     for name, outcome in ((canary.must_pass, "passed"), (canary.must_fail, "failed")):
-        found = [case for case in cases if case.name == name]
-        if len(found) != 1:
-            reasons.append(f"the runner's canary test that must have {outcome} is reported {len(found)} times")
-        elif found[0].kind != outcome:
-            reasons.append(f"the runner's canary test that must have {outcome} is reported {found[0].kind}")
-        elif outcome == "failed" and canary.nonce not in found[0].message:
+        found = streamed.outcomes.get(canary.node_id(name))
+        if found is None:
+            reasons.append(f"the runner's canary test that must have {outcome} is not reported")
+        elif found != outcome:
+            reasons.append(f"the runner's canary test that must have {outcome} is reported {found}")
+        elif outcome == "failed" and canary.nonce not in streamed.messages.get(canary.node_id(name), ""):
             reasons.append("the runner's failing canary is reported without this run's nonce")
-    if len(cases) > 2:
-        reasons.append(f"the report holds {len(cases) - 2} canary test(s) the runner did not add")
+    extra = [test for test in streamed.outcomes if canary.owns(test)
+             and test not in (canary.node_id(canary.must_pass), canary.node_id(canary.must_fail))]
+    if extra:
+        reasons.append(f"the run reports {len(extra)} canary test(s) the runner did not add")
     return reasons
 
 
-def _missing(expected: list[str], cases: list[Case], project: Path) -> list[str]:
-    """The expected tests the report does not mention. A module-level entry (its import failed, or it skipped
+def _missing(expected: list[str], own: list[str]) -> list[str]:
+    """The expected tests the stream does not mention. A module-level entry (its import failed, or it skipped
     itself) stands for all of that module's tests."""
-    reported = {junit_test_id(case.classname, case.name, project).split("[", 1)[0] for case in cases}
+    reported = {test.split("[", 1)[0] for test in own}
     missing = [test for test in expected if test not in reported and test.split("::", 1)[0] not in reported]
     if not missing:
         return []

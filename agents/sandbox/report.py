@@ -90,7 +90,7 @@ def read_untrusted(path: Path, max_bytes: int = MAX_READ_BYTES) -> bytes | None:
 
 @dataclass(frozen=True)
 class Case:
-    """One testcase of a junit file, as written: what the canary check reads before ids are derived."""
+    """One testcase of a junit file, as written: what a default run's outcome stream is checked against."""
 
     classname: str
     name: str

@@ -2,7 +2,8 @@
 
 Output goes to a file in a separate root-only directory, never a pipe: a grandchild that
 keeps the descriptor open cannot make us block reading it, and the file is bounded by
-RLIMIT_FSIZE. We wait for the wrapper without reaping it (``waitid(WNOWAIT)``) so its
+RLIMIT_FSIZE. The one pipe, the tests' outcomes (stream.py), is read with a deadline and a
+bound. We wait for the wrapper without reaping it (``waitid(WNOWAIT)``) so its
 process-group id cannot be recycled before we kill the group.
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ from agents.sandbox import isolation, slots
 from agents.sandbox.canary import Canary, judged, plant, scrubbed
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
-from agents.sandbox.report import Case, JunitOutcome, TestReport, junit_test_id, read_cases, read_untrusted
+from agents.sandbox.report import JunitOutcome, TestReport, outcome_of, read_cases, read_untrusted
+from agents.sandbox.stream import OutcomePipe, Streamed, parse
 
 REPORT_NAME = ".report.xml"
 _COVERAGE_JSON = ".coverage.json"
@@ -44,14 +46,17 @@ class _Run:
     duration_s: float
     output_tail: str
     isolation: str
+    streamed: bytes = b""  # what the run's outcome plugin wrote to the worker's pipe (stream.py)
+    overflowed: bool = False
 
 
 def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, command: list[str] | None = None) -> TestReport:
     """Copy source_dir to a fresh scratch dir, run its tests there (pytest unless command is given), report.
 
     A custom command runs with cwd = the scratch dir and is scored from ``.report.xml`` there, if it writes one.
-    The default one also runs the runner's canaries, and its report must account for every test the project's
-    files define (canary.py): otherwise the report is ``tampered`` and not ok.
+    The default one also runs the runner's canaries and its outcome plugin: outcomes are taken from what the plugin
+    streamed as each test ended, which must agree with the junit file, show the canaries as planted and account
+    for every test the project's files define (canary.py); otherwise the report is ``tampered`` and not ok.
     """
     return _run(Path(source_dir), limits, command, None)[0]
 
@@ -96,12 +101,11 @@ def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
             measure = command is None and repo is None and importlib.util.find_spec("coverage") is not None
             argv = command or (repository_command(scratch, repo, canary) if repo
                                else default_command(scratch, coverage=measure, canary=canary))
-            run = _execute(argv, scratch, limits, uid, venv=repo.venv if repo else None)
-            cases = read_cases(scratch / REPORT_NAME)
-            outcome, tampered = judged(cases, canary, expected, scratch)
-            outcomes = _per_test(cases, canary, scratch)
+            run = _execute(argv, scratch, limits, uid, venv=repo.venv if repo else None,
+                           plugin_dir=scratch / canary.directory if canary else None)
+            run, outcome, tampered, outcomes = _judged(run, scratch, canary, expected)
             percent = _coverage(scratch, limits, uid) if measure and not run.timed_out else None
-        return _report(_without_canary(run, outcome, canary, tampered), outcome, percent, tampered), outcomes
+        return _report(run, outcome, percent, tampered), outcomes
     except slots.NoFreeSlot as exc:
         raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
@@ -110,18 +114,15 @@ def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
 
 def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -> list[str]:
     """pytest of the venv, with the repository's configuration (its tests need its settings and plugins) and
-    options, and these pinned after them: the report's path, no cache, the root, the importable roots. The
-    canary file is named on the command line: pytest collects a named file whatever its python_files says."""
+    options, and these pinned after them: the report's path, no cache, the root, the importable roots and the
+    outcome plugin (-p, as in default_command). The canary file is named on the command line: pytest collects a
+    named file whatever its python_files says."""
     importable = " ".join(str(scratch / path) for path in tests.pythonpath)
     planted = [f"{canary.directory}/{canary.module}.py"] if canary else []
+    plugin = ["-p", canary.plugin] if canary else []
     return [str(tests.venv / "bin" / "python"), *PYTHON_FLAGS, "-m", "pytest", *tests.args, f"--rootdir={scratch}",
             "-o", f"pythonpath={importable}", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}",
-            "--", *tests.paths, *planted]
-
-
-def _per_test(cases: list[Case] | None, canary: Canary | None, scratch: Path) -> dict[str, str]:
-    own = [case for case in cases or [] if canary is None or case.classname != canary.classname]
-    return {junit_test_id(case.classname, case.name, scratch): case.kind for case in own}
+            *plugin, "--", *tests.paths, *planted]
 
 
 def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | None = None) -> list[str]:
@@ -131,8 +132,10 @@ def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | N
     src layout (no src/__init__.py: a package named src stays a package, and its modules do not shadow the
     standard library's); PYTHON_FLAGS keep the project directory and its user site-packages off sys.path
     until pytest is running, so a project module cannot stand in for pytest itself. Called once the scratch
-    copy is populated (and the canaries planted: they are collected with the project's tests, not measured)."""
+    copy is populated (and the canaries planted: they are collected with the project's tests, not measured, and
+    the outcome plugin beside them is loaded with -p)."""
     omit = [f"--omit={scratch / canary.directory}/*"] if canary else []
+    plugin = ["-p", canary.plugin] if canary else []
     runner = ["-m", "coverage", "run", f"--rcfile={os.devnull}", "--source=.", *omit, "-m", "pytest"] if coverage \
         else ["-m", "pytest"]
     # --confcutdir: with -c, pytest looks for conftest.py files up to the config file's directory (/dev), and
@@ -142,7 +145,7 @@ def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | N
     importable = [scratch, src] if src.is_dir() and not (src / "__init__.py").exists() else [scratch]
     return [sys.executable, *PYTHON_FLAGS, *runner, "-c", os.devnull, f"--rootdir={scratch}", f"--confcutdir={scratch}",
             "-o", f"pythonpath={' '.join(map(str, importable))}", "-q", "-p", "no:cacheprovider",
-            f"--junitxml={scratch / REPORT_NAME}"]
+            f"--junitxml={scratch / REPORT_NAME}", *plugin]
 
 
 def sandbox_root() -> Path:
@@ -176,20 +179,31 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
-def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int, *, venv: Path | None = None) -> _Run:
+def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int, *, venv: Path | None = None,
+             plugin_dir: Path | None = None) -> _Run:
+    """venv: a repository's, bound read-only (RepoTests). plugin_dir: where outcome_plugin.py's copy is (importable
+    through PYTHONPATH: -p imports it before pytest's pythonpath setting applies); the run then gets the write end
+    of an outcome pipe."""
     wrapped = isolation.wrap(command, scratch=scratch, limits=limits, uid=uid, read_only=[venv] if venv else [])
     marker = secrets.token_hex(8)
     outdir = Path(tempfile.mkdtemp(prefix="out-", dir=sandbox_root()))
+    pipe = OutcomePipe() if plugin_dir else None
     try:
         log_path = outdir / "output.log"
+        env = _environment(scratch, marker, venv)
+        if pipe and plugin_dir:
+            env |= {"PYTHONPATH": str(plugin_dir), **pipe.environment()}
         with open(log_path, "wb") as out:
             started = time.monotonic()
-            # preexec_fn is unsafe in threaded parents; sandbox workers are prefork, one task per process.
+            # preexec_fn is unsafe in threaded parents; sandbox workers are prefork, one task per process (and the
+            # pipe's reader thread starts after the fork).
             proc = subprocess.Popen(
-                wrapped.argv, cwd=scratch, env=_environment(scratch, marker, venv),
+                wrapped.argv, cwd=scratch, env=env, pass_fds=(pipe.write_fd,) if pipe else (),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, preexec_fn=isolation.rlimit_setter(limits),
             )
+            if pipe:
+                pipe.reading()
             try:
                 timed_out = not _wait_unreaped(proc.pid, limits.timeout_s)
             finally:  # also when the worker itself is interrupted (e.g. a Celery soft time limit)
@@ -198,8 +212,12 @@ def _execute(command: list[str], scratch: Path, limits: SandboxLimits, uid: int,
                 _kill_marked(marker)
             duration = time.monotonic() - started
         tail = output_tail(log_path, limits.max_output_chars)
-        return _Run(proc.returncode, timed_out, round(duration, 3), tail, wrapped.description)
+        streamed = pipe.collected() if pipe else b""
+        return _Run(proc.returncode, timed_out, round(duration, 3), tail, wrapped.description, streamed,
+                    bool(pipe and pipe.overflowed))
     finally:
+        if pipe:
+            pipe.close()
         shutil.rmtree(outdir, ignore_errors=True)
 
 
@@ -284,13 +302,33 @@ def _coverage(scratch: Path, limits: SandboxLimits, uid: int) -> float | None:
         return None
 
 
-def _without_canary(run: _Run, outcome: JunitOutcome | None, canary: Canary | None, tampered: list[str]) -> _Run:
-    """The run as the project's own tests made it. pytest exits 1 for the failing canary: when none of the
-    project's tests failed, that 1 was ours. A tampered run's output is left as it was, for whoever looks."""
-    if canary is None or outcome is None or tampered:
-        return run
-    ours_only = run.exit_code == 1 and not (outcome.failed or outcome.errors)
-    return replace(run, exit_code=0 if ours_only else run.exit_code, output_tail=scrubbed(run.output_tail, canary))
+def _judged(run: _Run, scratch: Path, canary: Canary | None,
+            expected: list[str]) -> tuple[_Run, JunitOutcome | None, list[str], dict[str, str]]:
+    """The run, its project's outcome, why it cannot be believed, and every project test's outcome (pytest's node
+    id → kind). A custom command's junit file, if it wrote one, is all there is (and no per-test outcomes are
+    kept). A default or repository run is read from its outcome stream and its exit code derived from it: the
+    process's own is 1 for the failing canary, and code under test can set it (os._exit) after its tests failed.
+    A tampered run's output is left as it was, for whoever looks; otherwise the canaries are scrubbed from it."""
+    cases = read_cases(scratch / REPORT_NAME)
+    if canary is None:
+        return run, (None if cases is None else outcome_of(cases, scratch)), [], {}
+    streamed = parse(run.streamed, overflowed=run.overflowed)
+    killed = run.timed_out or _signal_number(run.exit_code) > 0
+    outcome, tampered = judged(streamed, cases, canary, expected, ended_by_itself=not killed)
+    if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
+        outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
+    run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
+    outcomes = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
+    return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary))), outcome, tampered, \
+        outcomes
+
+
+def _streamed_exit_code(run: _Run, outcome: JunitOutcome, streamed: Streamed, killed: bool) -> int:
+    if killed or not streamed.finished:
+        return run.exit_code  # all there is (a cut stream is tampered, or the run died)
+    if streamed.exitstatus in (2, 3, 4):  # pytest's interrupted, internal error, usage error: more than "failed"
+        return streamed.exitstatus
+    return 1 if outcome.failed or outcome.errors else 0
 
 
 def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | None, tampered: list[str]) -> TestReport:
@@ -309,8 +347,7 @@ def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | N
 def _killed_reason(run: _Run) -> str:
     if run.timed_out:
         return "timeout"
-    # Negative: killed directly; 128+n: reported by the namespace's sh init. pytest itself exits 0-5.
-    signum = -run.exit_code if run.exit_code < 0 else run.exit_code - 128 if run.exit_code > 128 else 0
+    signum = _signal_number(run.exit_code)
     reasons = {
         signal.SIGXCPU: "cpu",
         signal.SIGXFSZ: "file size",
@@ -319,3 +356,9 @@ def _killed_reason(run: _Run) -> str:
         signal.SIGKILL: "memory",
     }
     return reasons.get(signum, f"signal {signum}") if signum > 0 else ""
+
+
+def _signal_number(exit_code: int) -> int:
+    """The signal that killed the run, 0 if none. Negative: killed directly; 128+n: reported by the namespace's
+    init. pytest itself exits 0-5."""
+    return -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else 0

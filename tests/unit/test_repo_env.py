@@ -227,6 +227,50 @@ def test_a_reproduction_test_missing_from_the_report_is_tampering(tmp_path, plai
                                    "test_it.py::test_reproduces_the_bug"]
 
 
+def test_a_repository_whose_code_rewrites_the_junit_at_exit_is_tampered_with_its_true_outcomes(
+        tmp_path, plain_env, cache, sources):
+    # ADR 25's reviewer attack, in a repository run: the module the tests import drops every failure but the
+    # canaries' from the junit file at interpreter exit, after pytest wrote it
+    root = _repo(tmp_path, {"shelf.py": """\
+        import os
+        import re
+        import weakref
+
+
+        def half(x):
+            return x // 3
+
+
+        def _green():
+            for name in os.listdir("."):
+                if name.endswith(".xml"):
+                    with open(name) as handle:
+                        text = handle.read()
+                    def keep(match):
+                        return match.group(0) if 'classname="~' in match.group(0) else \\
+                            re.sub(r"<failure.*?</failure>", "", match.group(0), flags=re.S)
+                    with open(name, "w") as handle:
+                        handle.write(re.sub(r"<testcase .*?(?:/>|</testcase>)", keep, text, flags=re.S))
+
+
+        class _Anchor:
+            pass
+
+
+        _anchor = _Anchor()
+        weakref.finalize(_anchor, _green)
+        """, "test_shelf.py": "from shelf import half\n\n\ndef test_half():\n    assert half(4) == 2\n\n\n"
+                              "def test_zero():\n    assert half(0) == 0\n"})
+
+    run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
+                         limits=LIMITS)
+
+    assert [reason.split(":")[0] for reason in run.report.tampered] == [
+        "the junit report disagrees with the streamed outcomes on 1 test(s)"]
+    assert not run.report.ok and run.report.exit_code == 1 and run.report.failed == 1
+    assert run.outcomes == {"test_shelf.py::test_half": "failed", "test_shelf.py::test_zero": "passed"}
+
+
 def test_a_failed_install_gives_the_log_tail_without_secrets_and_is_not_marked_ready(tmp_path, cache, sources,
                                                                                      monkeypatch):
     monkeypatch.setenv("AITEAM_FAKE_API_TOKEN", SECRET)

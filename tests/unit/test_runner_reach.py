@@ -11,6 +11,7 @@ import pytest
 
 from agents.lint import runner_reach_findings
 from agents.runner_reach import reach_findings
+from tests.unit.test_sandbox_tamper import REVIEWERS_FINALIZE  # the attack's source, run for real there
 
 PRODUCT = "readinglist/__init__.py"
 ATTACKS = {
@@ -28,6 +29,19 @@ ATTACKS = {
     "a hook": ("def pytest_runtest_makereport(item, call):\n    pass\n", "defines the pytest hook"),
     "product imports pytest": ("import pytest\n", "imports pytest"),
     "builtins patched": ("import builtins\nbuiltins.print = lambda *a: None\n", "imports builtins"),
+    "finalizer at exit": ("import weakref\nweakref.finalize(object, print)\n", "uses weakref.finalize"),
+    "finalizer imported": ("from weakref import finalize\n", "imports from weakref what reaches"),
+    "threading's exit hook": ("import threading\nthreading._register_atexit(print)\n",
+                              "uses threading._register_atexit"),
+    "gc callback": ("import gc\ngc.callbacks.append(lambda phase, info: None)\n", "uses gc.callbacks"),
+    "signal handler": ("import signal\nsignal.signal(signal.SIGTERM, print)\n", "uses signal.signal"),
+    "descriptor redirected": ("import os\nos.dup2(os.open('/dev/null', os.O_WRONLY), 1)\n", "uses os.dup2"),
+    "descriptor copied": ("import os\nsaved = os.dup(3)\n", "uses os.dup"),
+    "descriptors closed": ("import os\nos.closerange(3, 1024)\n", "uses os.closerange"),
+    "stdout replaced": ("import io\nimport sys\nsys.stdout = io.StringIO()\n", "replaces sys.stdout"),
+    "stderr replaced in a tuple": ("import sys\nsys.stderr, x = None, 1\n", "replaces sys.stderr"),
+    "the outcome pipe found": ("import os\nfds = os.listdir('/proc/self/fd')\n", "('/proc/self/fd')"),
+    "the canaries named": ("def spared(name):\n    return name.startswith('~aiteam-')\n", "('~aiteam')"),
 }
 
 
@@ -35,6 +49,20 @@ ATTACKS = {
 def test_product_code_that_reaches_into_the_runner_is_refused(code, said):
     findings = reach_findings([(PRODUCT, code)])
     assert findings and all(f.startswith(f"{PRODUCT}:") for f in findings) and any(said in f for f in findings), findings
+
+
+def test_the_reviewers_exit_time_rewrite_of_the_report_is_now_refused():
+    """It passed this check before: plain literals only, nothing of pytest named (the stream catches it anyway)."""
+    assert reach_findings([("shelf/books.py", REVIEWERS_FINALIZE)]) == ["shelf/books.py:28: uses weakref.finalize"]
+
+
+def test_a_test_may_handle_signals_and_capture_streams_but_not_redirect_descriptors():
+    fine = ("import signal\nimport sys\n\n\ndef test_handler():\n    signal.signal(signal.SIGUSR1, print)\n"
+            "    sys.stdout = sys.__stdout__\n")
+    assert reach_findings([("tests/test_a.py", fine)]) == []
+    assert reach_findings([("tests/test_a.py", "import os\n\n\ndef test_x():\n    os.dup2(1, 2)\n")]) == [
+        "tests/test_a.py:5: uses os.dup2"]
+    assert reach_findings([(PRODUCT, "import sys\n\nprint('x', file=sys.stderr)\nout = sys.stdout\n")]) == []
 
 
 def test_a_test_file_may_use_pytests_api_but_not_its_internals():

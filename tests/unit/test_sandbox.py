@@ -527,7 +527,7 @@ def test_a_report_symlinked_to_a_device_is_ignored(tmp_path):
 
     report, elapsed = _run(source)
 
-    assert not report.ok and report.passed == 0
+    assert not report.ok and report.tampered == ["the junit report is missing or unreadable though pytest ended its session"]
     assert elapsed < 5
 
 
