@@ -143,6 +143,25 @@ class JsonApi:
         return f"JsonApi({self.host}, {self.base_url})"
 
 
+class HostClient:
+    """What every host's client (GitHub, GitLab, Jira) shares: its JsonApi in `_api`, closed by `close` or a
+    `with` block, and a repr that names the host's URL, never its credential."""
+
+    _api: JsonApi
+
+    def close(self) -> None:
+        self._api.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._api.base_url})"
+
+
 def _error(call: str, response: httpx.Response, secrets: tuple[str, ...]) -> HostError:
     status = response.status_code
     kind: type[HostError] = {401: TokenRefused, 403: TokenRefused, 404: NotFound}.get(

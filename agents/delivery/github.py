@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
-from agents.delivery.api import ChangeRequest, JsonApi, RequestRefused
+from agents.delivery.api import ChangeRequest, HostClient, JsonApi, RequestRefused
 from agents.delivery.errors import DeliveryError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -25,7 +25,7 @@ class GitHubSettings:
     draft: bool = False  # open pull requests as drafts
 
 
-class GitHubClient:
+class GitHubClient(HostClient):
     def __init__(self, token: str, *, api_url: str = DEFAULT_API_URL, timeout_s: float = 30.0) -> None:
         headers = {
             "Authorization": f"Bearer {token}",
@@ -69,18 +69,6 @@ class GitHubClient:
     def comment_on_issue(self, repo: str, number: int, body: str) -> dict[str, Any]:
         """A comment on issue (or pull request) `number`; GitHub answers 201 with the comment and its html_url."""
         return self._api.request("POST", f"/repos/{_checked(repo)}/issues/{int(number)}/comments", json={"body": body})
-
-    def close(self) -> None:
-        self._api.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"GitHubClient({self._api.base_url})"
 
 
 def _checked(repo: str) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 from urllib.parse import quote
 
-from agents.delivery.api import ChangeRequest, JsonApi, RequestRefused
+from agents.delivery.api import ChangeRequest, HostClient, JsonApi, RequestRefused
 from agents.delivery.errors import DeliveryError
 
 DEFAULT_URL = "https://gitlab.com"
@@ -29,7 +29,7 @@ class GitLabSettings:
     draft: bool = True
 
 
-class GitLabClient:
+class GitLabClient(HostClient):
     def __init__(self, token: str, *, url: str = DEFAULT_URL, timeout_s: float = 30.0) -> None:
         headers = {"PRIVATE-TOKEN": token, "Accept": "application/json", "User-Agent": "aiteam-delivery"}
         self._api = JsonApi("GitLab", f"{url.rstrip('/')}/api/v4", headers, secrets=[token], timeout_s=timeout_s)
@@ -68,18 +68,6 @@ class GitLabClient:
     def comment_on_issue(self, project: str, iid: int, body: str) -> dict[str, Any]:
         """A note on issue `iid` (the number people see, not GitLab's global id); 201 with the note."""
         return self._api.request("POST", f"{_base(project)}/issues/{int(iid)}/notes", json={"body": body})
-
-    def close(self) -> None:
-        self._api.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"GitLabClient({self._api.base_url})"
 
 
 def draft_title(title: str, draft: bool) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
-from agents.delivery.api import JsonApi
+from agents.delivery.api import HostClient, JsonApi
 from agents.delivery.errors import DeliveryError
 
 KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,49}-[1-9][0-9]{0,9}$")  # PROJ-7, as ticket intake accepts it
@@ -27,7 +27,7 @@ class JiraSettings:
     timeout_s: float = 30.0
 
 
-class JiraClient:
+class JiraClient(HostClient):
     def __init__(self, email: str, token: str, *, site_url: str, timeout_s: float = 30.0) -> None:
         if not _EMAIL.match(email):
             raise DeliveryError("Jira's basic auth needs the account's e-mail address (no spaces or ':')")
@@ -45,18 +45,6 @@ class JiraClient:
         if not KEY.match(key):
             raise DeliveryError(f"not a Jira issue key (PROJ-7): {key!r}")
         return self._api.request("POST", f"/issue/{key}/comment", json={"body": document})
-
-    def close(self) -> None:
-        self._api.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"JiraClient({self._api.base_url})"
 
 
 def basic_credential(email: str, token: str) -> str:
