@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from agents.environments import pyconfig
+import agents.environments.pyconfig as pyconfig
 
 KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
 _ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "pdm.lock",

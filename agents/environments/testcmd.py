@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agents.environments import pyconfig
+import agents.environments.pyconfig as pyconfig
 
 # Other ecosystems' project files, named in the refusal of a repository that is not Python.
 _OTHER_KINDS = {"package.json": "JavaScript", "go.mod": "Go", "Cargo.toml": "Rust", "pom.xml": "Java (Maven)",

@@ -54,7 +54,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.sandbox import bwrap
+import agents.sandbox.bwrap as bwrap
 
 SANDBOX_UID = 65534  # nobody/nogroup: the uid a run drops to when no run slot gives it one of its own (slots.py)
 RUN_MARKER = "AITEAM_SANDBOX_RUN"  # env variable that identifies a run's processes for the /proc sweep

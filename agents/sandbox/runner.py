@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agents.sandbox import isolation, slots
+import agents.sandbox.isolation as isolation
+import agents.sandbox.slots as slots
 from agents.sandbox.canary import Canary, judged, plant, scrubbed
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
