@@ -44,7 +44,7 @@ test-integration: venv
 test-unit-pg: venv
 	@if DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m tests.services; then \
 	  $(EMBEDDED) DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_SECRET_KEY=$(TEST_SECRET_KEY) \
-	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup; \
+	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup --database-tests-only; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
 ## serve: collectstatic, migrate, then web + worker + beat from Procfile; against DATABASE_URL and

@@ -17,6 +17,27 @@ from lifecycle.services.tokens import token_issue
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 
 _real_connect = socket.socket.connect
+_DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                      "live_server"}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--database-tests-only", action="store_true",
+                     help="run only the tests that use the database (make test-unit-pg: the rest ran on SQLite)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With --database-tests-only, tests that never touch the database (the sandbox, edits, the repository index,
+    environments, host clients) are deselected: running them again against PostgreSQL tests nothing new."""
+    if not config.getoption("--database-tests-only"):
+        return
+    kept, dropped = [], []
+    for item in items:
+        uses_db = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        (kept if uses_db else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _loopback_only(self, address):
