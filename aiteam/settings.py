@@ -263,6 +263,13 @@ for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEA
                      ("AITEAM_JIRA_URLS", AITEAM_JIRA_URLS)):
     if _bad := url_list_problems(_urls):
         raise ImproperlyConfigured(f"{_name}: {'; '.join(_bad)}")
+# An existing repository's cached mirrors, and the environments its tests run in (one venv per dependency-file hash).
+AITEAM_MIRROR_ROOT = Path(env_str("AITEAM_MIRROR_ROOT", str(VAR_DIR / "mirrors")))
+AITEAM_ENVIRONMENTS_ROOT = Path(env_str("AITEAM_ENVIRONMENTS_ROOT", str(VAR_DIR / "environments")))
+# Where a repository's dependencies are installed from when its environment is built (the preparation step has
+# network; the tests run without): a package index ("" for none) and local folders of wheels, comma-separated.
+AITEAM_PIP_INDEX_URL = env_str("AITEAM_PIP_INDEX_URL", "https://pypi.org/simple")
+AITEAM_PIP_FIND_LINKS = [Path(v.strip()) for v in env_str("AITEAM_PIP_FIND_LINKS").split(",") if v.strip()]
 AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes")))  # embedded default remotes
 # Which git remotes a project's repo_url may name (agents/delivery/remotes.py): https or ssh to these hosts, or a
 # local path under this root that is the project's own <organization id>/<project id>.git (empty: no local path).

@@ -47,7 +47,7 @@ from lifecycle.selectors import secret_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
-from lifecycle.services.delivery import tenant_remote
+from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 

@@ -41,7 +41,7 @@ def repo_urls_allowed(app_configs, databases=None, **kwargs):
     """A repo_url saved before the rule, or before the operator narrowed AITEAM_GIT_HOSTS: delivery refuses it.
     Reads rows, so only when asked to (`migrate`, `check --database default`), like Django's own database checks."""
     from lifecycle.models import Project
-    from lifecycle.services.delivery import tenant_remote
+    from lifecycle.services.repositories import tenant_remote
 
     if "default" not in (databases or ()):
         return []

@@ -51,13 +51,22 @@ def _problems(phases: tuple[str, ...]) -> list[str]:
 
 NEW_FEATURE = Playbook("new_feature", "New feature", PHASES)
 BUG_FIX = Playbook("bug_fix", "Bug fix", ("clarify", "plan", "develop", "code_review", "quality_gate", "deploy"))
-PLAYBOOKS = {p.name: p for p in (NEW_FEATURE, BUG_FIX)}
+# A feature or a change a ticket asks of an existing repository: like a bug fix, the clarified ticket is planned
+# directly (docs/adr/0035); the change is kept small by the scope guard, not by stories.
+CHANGE = Playbook("change", "Change to an existing repository", BUG_FIX.phases)
+PLAYBOOKS = {p.name: p for p in (NEW_FEATURE, BUG_FIX, CHANGE)}
 DEFAULT = NEW_FEATURE.name
 CHOICES = [(p.name, p.label) for p in PLAYBOOKS.values()]
 # The playbook each kind of ticket runs once the Product Owner has triaged it (agents/schemas/triage.py); a
-# question and an out-of-scope ticket run none. The model names the kind, this table the playbook. feature and
-# change take the whole flow until the playbook for changes to an existing repository exists (ADR 0034).
+# question and an out-of-scope ticket run none. The model names the kind, these tables the playbook: on an
+# existing repository a feature or a change is a change to it; on a new project, the whole flow (ADR 0034, 0035).
 TRIAGE_PLAYBOOKS = {"bug": BUG_FIX.name, "feature": NEW_FEATURE.name, "change": NEW_FEATURE.name}
+REPOSITORY_TRIAGE_PLAYBOOKS = {"bug": BUG_FIX.name, "feature": CHANGE.name, "change": CHANGE.name}
+
+
+def triage_playbook(kind: str, *, repository: bool) -> str:
+    """The playbook a triaged ticket of this kind runs ("" for a question or an out-of-scope ticket)."""
+    return (REPOSITORY_TRIAGE_PLAYBOOKS if repository else TRIAGE_PLAYBOOKS).get(kind, "")
 
 
 class UnknownPlaybook(DomainError):

@@ -63,6 +63,7 @@ def _reviewers_decide(settings, tmp_path):
     Generated code goes to a per-test workspace root, never into the repository's var/."""
     settings.AITEAM_AUTONOMOUS = False
     settings.AITEAM_WORKSPACE_ROOT = tmp_path / "workspaces"
+    settings.AITEAM_MIRROR_ROOT = tmp_path / "mirrors"
 
 
 @pytest.fixture(autouse=True)

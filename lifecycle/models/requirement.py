@@ -48,6 +48,9 @@ class Requirement(FSMModelMixin, models.Model):
     injected_constraints = models.JSONField(default=list, blank=True,
                                             help_text="constraints reviewers injected: in every later agent context")
     # "" : no apply has committed yet; NULL: not known (a requirement from before migration 0014)
+    base_sha = models.CharField(max_length=40, blank=True, default="", editable=False, help_text=(
+        "on an existing repository: the base branch's commit the run branched from, recorded by its first "
+        "repository step; empty: a new project's history starts empty"))
     workspace_head = models.CharField(max_length=40, null=True, blank=True, default="", db_default="",  # noqa: DJ001
                                       help_text="the workspace commit the last committed apply made; an apply whose "
                                                 "transaction failed after its git commit is reset to it")

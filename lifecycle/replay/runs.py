@@ -72,7 +72,8 @@ def _start_of(source: Requirement) -> tuple[str, str]:
     """The first step and the playbook the source started with: a triaged ticket starts at its triage, with the
     playbook it had before the triage chose one (its audit row says which), so the replay triages it again."""
     if not source.steps.filter(key=step_keys.PO_TRIAGE).exists():
-        return step_keys.PO_CLARIFY, source.playbook
+        prepared = source.steps.filter(key=step_keys.REPO_PREPARE).exists()
+        return step_keys.first_step(ticket=False, repository=prepared), source.playbook
     triage = source.transitions.filter(subject="triage").order_by("id").first()
     return step_keys.PO_TRIAGE, triage.from_state if triage else source.playbook
 

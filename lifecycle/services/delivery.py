@@ -7,13 +7,12 @@ builds its plan from the project's settings and records its result.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
-from agents.delivery import DeliveryPlan, GitHubSettings, Remote, ensure_bare_remote
+from agents.delivery import DeliveryPlan, GitHubSettings
 from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.contexts import from_ticket, ticket_of
@@ -25,46 +24,12 @@ from lifecycle.services.artifacts import artifact_store, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.services.leases import Lease, lock_for_apply, step_finish
 from lifecycle.services.outbox import emit
+from lifecycle.services.repositories import project_remote
 from lifecycle.services.routing import step_failure_route_locked
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind
 
 DELIVERY = Actor.system("delivery")
-
-
-def remote_url(requirement: Requirement) -> str:
-    """The project's remote, or a local bare repository for the embedded default (created on first use)."""
-    return project_remote(requirement.project).url
-
-
-def project_remote(project: Project) -> Remote:
-    """The remote delivery pushes to, with the operator's rule that git_remote checks before every git call."""
-    if not project.repo_url:  # the operator's own place for default remotes, whatever AITEAM_GIT_LOCAL_ROOT says
-        path = ensure_bare_remote(default_remote_path(project))
-        return Remote(path, local_root=Path(settings.AITEAM_REMOTES_ROOT), own_path=_own_path(project))
-    return tenant_remote(project, project.repo_url)
-
-
-def tenant_remote(project: Project, url: str) -> Remote:
-    """`url` as the project's repo_url, under the operator's rule: `tenant_remote(p, url).refusal()` is None when
-    it may be saved (the Project admin) and delivered to."""
-    return Remote(url, hosts=tuple(settings.AITEAM_GIT_HOSTS), local_root=settings.AITEAM_GIT_LOCAL_ROOT,
-                  own_path=_own_path(project))
-
-
-def _own_path(project: Project) -> str:
-    return f"{project.organization_id}/{project.pk}.git"
-
-
-def default_remote_path(project: Project) -> Path:
-    """<AITEAM_REMOTES_ROOT>/<organization id>/<project id>.git: one repository per project, whatever the slugs.
-
-    Not the slugs: joined as "<org>-<project>" they collide across tenants ("a-b"/"c" and "a"/"b-c"), they are
-    not validated on every path in (a management command saves them as typed, "/" included) and an admin may
-    rename them. Ids are unique and never change. Remotes created under the older "<org slug>-<project
-    slug>.git" name are left where they are and no longer written: the next delivery pushes its branch to the
-    new repository; an operator who wants the old branches there moves or pushes them by hand."""
-    return Path(settings.AITEAM_REMOTES_ROOT) / _own_path(project)
 
 
 def delivery_plan(requirement_id) -> DeliveryPlan:

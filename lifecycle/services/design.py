@@ -71,7 +71,8 @@ def spec_approve(requirement: Requirement, *, actor: Actor) -> None:
     spec.save(update_fields=["approved"])
     transition(requirement, "approve_design", actor=actor, metadata={"spec_version": spec.version})
     emit(requirement, "DesignApproved", {"spec_version": spec.version})
-    step_schedule(requirement_id=requirement.pk, key=step_keys.PLAN, attempt=1)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.before_plan(on_repository=bool(requirement.base_sha)),
+                  attempt=1)
 
 
 def plan_apply(*, lease: Lease, output: ImplementationPlanOutput) -> None:

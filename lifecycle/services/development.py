@@ -21,6 +21,7 @@ from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.failures import failure_route_record, failure_with_history
 from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
+from lifecycle.services.repositories import repository_workspace
 from lifecycle.services.reviews import review_open
 from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
@@ -34,6 +35,10 @@ MAX_LOST_LISTED = 50  # lost tests kept on the report and shown to the reviewer
 
 
 def workspace_for(requirement: Requirement) -> Workspace:
+    """A new project's workspace (history from empty), or on an existing repository the requirement's clone of
+    its mirror at the base commit it recorded (lifecycle/services/repositories.py)."""
+    if requirement.base_sha:
+        return repository_workspace(requirement)
     branch = f"aiteam/{str(requirement.pk)[:8]}-{slugify(requirement.title or 'requirement')[:40]}"
     return Workspace(Path(settings.AITEAM_WORKSPACE_ROOT) / str(requirement.pk), branch)
 

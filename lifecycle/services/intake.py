@@ -84,7 +84,7 @@ def requirement_record(*, project: Project, brief: str, title: str = "", submitt
             metadata=metadata or {},
         )
         emit(requirement, "RequirementReceived", {"round": requirement.clarification_round})
-        step_schedule(requirement_id=requirement.pk, key=first_step(ticket=ticket is not None),
+        step_schedule(requirement_id=requirement.pk, key=first_step(ticket=ticket is not None, repository=bool(project.repo_url)),
                       attempt=requirement.clarification_round)
     return requirement
 

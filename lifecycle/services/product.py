@@ -11,7 +11,7 @@ from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Requirement, RequirementDoc, ReviewTask, StateTransition, UserStory
-from lifecycle.playbooks import TRIAGE_PLAYBOOKS, playbook_named
+from lifecycle.playbooks import playbook_named, triage_playbook
 from lifecycle.services.assignment import decide_refusal
 from lifecycle.services.leases import Lease, step_applying
 from lifecycle.services.outbox import emit
@@ -32,7 +32,7 @@ def triage_apply(*, lease: Lease, output: TriageOutput) -> None:
     with step_applying(lease) as (step, requirement):
         if requirement.state != RequirementState.RECEIVED:  # cancelled or overridden meanwhile
             raise IllegalTransition(f"requirement is {requirement.state}: its triage no longer applies")
-        playbook = TRIAGE_PLAYBOOKS.get(output.kind, "")
+        playbook = triage_playbook(output.kind, repository=bool(requirement.project.repo_url))
         _triage_audit(requirement, output, playbook=playbook, step_id=step.pk)
         if output.kind == "question":
             emit(requirement, "TicketAnswered", {**_ticket_of(requirement), "text": output.answer})
@@ -45,7 +45,8 @@ def triage_apply(*, lease: Lease, output: TriageOutput) -> None:
         requirement.playbook = playbook
         requirement.save(update_fields=["playbook"])
         emit(requirement, "TicketTriaged", {"kind": output.kind, "playbook": playbook})
-        step_schedule(requirement_id=requirement.pk, key=step_keys.PO_CLARIFY, attempt=requirement.clarification_round)
+        step_schedule(requirement_id=requirement.pk, key=step_keys.after_triage(repository=bool(requirement.project.repo_url)),
+                      attempt=requirement.clarification_round)
 
 
 def _triage_audit(requirement: Requirement, output: TriageOutput, *, playbook: str, step_id: int) -> None:
@@ -123,7 +124,8 @@ def _hand_over(requirement: Requirement, meta: dict) -> None:
         return
     transition(requirement, "accept_ticket", actor=PRODUCT_OWNER, metadata=meta)
     emit(requirement, "TicketAccepted", {"round": requirement.clarification_round})
-    step_schedule(requirement_id=requirement.pk, key=step_keys.PLAN, attempt=1)
+    step_schedule(requirement_id=requirement.pk, key=step_keys.before_plan(on_repository=bool(requirement.base_sha)),
+                  attempt=1)
 
 
 def business_analyst_apply(*, lease: Lease, output: BusinessAnalystOutput) -> None:

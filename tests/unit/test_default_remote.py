@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from lifecycle.models import Requirement
-from lifecycle.services.delivery import remote_url
+from lifecycle.services.repositories import remote_url
 from tests.factories import OrganizationFactory, ProjectFactory
 
 

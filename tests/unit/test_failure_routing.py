@@ -11,7 +11,7 @@ from agents.sandbox import TestReport
 from agents.workspace import GitError, Workspace
 from lifecycle.models import Project
 from lifecycle.services.artifacts import content_json
-from lifecycle.services.delivery import default_remote_path
+from lifecycle.services.repositories import default_remote_path
 from tests.answers import BA_STORIES, PO_CLEAR, answer
 from tests.conftest import api_for, staff_client
 from tests.flows import decide, fresh, pending, submit, transitions

@@ -44,7 +44,7 @@ def boss(acme):
 
 
 def own_remote(project: Project) -> Path:
-    from lifecycle.services.delivery import default_remote_path
+    from lifecycle.services.repositories import default_remote_path
 
     return default_remote_path(project)
 
@@ -119,7 +119,7 @@ def test_a_host_the_operator_narrows_the_list_to_is_the_only_one_accepted(roots,
 
 def test_no_api_request_body_takes_a_repo_url():
     """The admin form is the only way a remote is saved; an API that takes one must validate it the same way
-    (lifecycle.services.delivery.tenant_remote(project, url).refusal())."""
+    (lifecycle.services.repositories.tenant_remote(project, url).refusal())."""
     schema = SchemaGenerator().get_schema(request=None, public=True)
     components = schema["components"]["schemas"]
     bodies = [op["requestBody"] for path in schema["paths"].values() for op in path.values()

@@ -8,8 +8,8 @@ from agents.ci_config import check_workflow, sandbox_command
 from agents.sandbox import run_tests
 from lifecycle.models import Project, Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.delivery import default_remote_path
 from lifecycle.services.development import workspace_for
+from lifecycle.services.repositories import default_remote_path
 from tests.flows import decide, fresh, pending, submit, transitions
 
 pytestmark = pytest.mark.django_db(transaction=True)

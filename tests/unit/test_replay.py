@@ -146,7 +146,7 @@ def _workspace(requirement: Requirement):
 
 def _remote_of(requirement: Requirement):
     from lifecycle.services.artifacts import content_json, latest
-    from lifecycle.services.delivery import project_remote
+    from lifecycle.services.repositories import project_remote
 
     remote = project_remote(requirement.project)
     assert remote.url == content_json(latest(requirement, "delivery", "delivery"))["remote_url"]
