@@ -96,6 +96,9 @@ class ArtifactKind(models.TextChoices):
     DELIVERY = "delivery"
     ACCEPTANCE_COVERAGE = "acceptance_coverage"
     STATUS_DIGEST = "status_digest"
+    BASELINE = "baseline"  # an existing repository's tests at the base commit, twice (docs/adr/0035)
+    LOCALIZATION = "localization"  # the files and symbols the Tech Lead chose to change, with reasons
+    SCOPE = "scope"  # the change measured from the merge base, against the project's limits
 
 
 # The decisions a review task of each kind offers.

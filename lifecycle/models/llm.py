@@ -23,6 +23,8 @@ class LLMCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True)
+    context_sources = models.JSONField(default=list, blank=True, help_text=(
+        "on an existing repository: the files and symbols the request carried, each with why it was chosen"))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
