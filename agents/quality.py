@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.environments.baseline import comparison_reasons
 from agents.schemas.quality import ACCEPTANCE_DIR
 
 
@@ -34,12 +35,11 @@ class GateResult:
 
 
 def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list[str], uncovered: list[str]) -> GateResult:
-    total = report["passed"] + report["failed"] + report["errors"]
-    rate = report["passed"] / total if total else 0.0
-    reasons = []
-    if rate < gates.min_pass_rate or not total:
-        reasons.append(f"pass rate {rate:.0%} below {gates.min_pass_rate:.0%} ({report['failed']} failed, "
-                       f"{report['errors']} errors)")
+    """On an existing repository the report carries its comparison with the baseline (agents/environments): the
+    pass rate is then over the tests the change answers for (those that passed in both base runs, and the ones
+    it adds), and each pass-to-pass or fail-to-pass finding is a reason of its own."""
+    comparison = report.get("comparison")
+    rate, reasons = _repository_rate(comparison) if comparison is not None else _pass_rate(gates, report)
     if report.get("timed_out"):
         reasons.append("the test run timed out")
     if report.get("tampered"):
@@ -55,6 +55,25 @@ def evaluate(gates: QualityGates, report: dict[str, Any], *, lint_findings: list
     # a forged report's pass rate says nothing
     score = 0.0 if report.get("tampered") else max(0.0, 100 * rate - 10 * bool(lint_findings) - 10 * len(uncovered))
     return GateResult(not reasons, round(score, 1), reasons, round(rate, 4), len(lint_findings), uncovered)
+
+
+def _pass_rate(gates: QualityGates, report: dict[str, Any]) -> tuple[float, list[str]]:
+    total = report["passed"] + report["failed"] + report["errors"]
+    rate = report["passed"] / total if total else 0.0
+    if rate < gates.min_pass_rate or not total:
+        return rate, [f"pass rate {rate:.0%} below {gates.min_pass_rate:.0%} ({report['failed']} failed, "
+                      f"{report['errors']} errors)"]
+    return rate, []
+
+
+def _repository_rate(comparison: dict[str, Any]) -> tuple[float, list[str]]:
+    """Any pass-to-pass or new-test failure fails the gate whatever the project's min_pass_rate: the run is
+    compared per test, not as a share."""
+    total, failing = comparison["judged"], comparison["judged_failing"]
+    reasons = comparison_reasons(comparison)
+    if not total:
+        reasons.append("no test the change answers for ran: none passed at the base commit and the change adds none")
+    return ((total - failing) / total if total else 0.0), reasons
 
 
 def uncovered(criteria: list[str], coverage: dict[str, list[str]], report: dict[str, Any]) -> list[str]:

@@ -14,7 +14,9 @@ Order, and why:
 2. A step that raised for a reason of its own is named as such, so the person asked knows what
    to look at: the model's answer stayed invalid through the bounded repairs (a person: retry,
    perhaps with another prompt, or cancel), or our own code failed (a TypeError, a crashing
-   output validator: a bug, an operator).
+   output validator: a bug, an operator), or an existing repository cannot be prepared as it
+   stands (not Python, no base branch, an install or a test command that fails, a remote the
+   operator's rule refuses: a person fixes the repository or the project's settings).
 3. A test report the code under test forged (ADR 25) says nothing true about the work, and a run that
    cheated is a person's to judge, not one more attempt's: a human, whatever else failed.
 4. The same failure again right after a fix means the loop is not converging: a human now,
@@ -64,6 +66,10 @@ INFRASTRUCTURE_ERRORS = frozenset({
     "OperationalError",  # the database: a deadlock, a serialization failure, a lock timeout, a lost connection
 })
 INVALID_MODEL_OUTPUT, INTERNAL_ERROR = "invalid_model_output", "internal_error"  # rule names the step_failed task reads
+REPOSITORY_UNUSABLE = "repository_unusable"
+# The repository or the project's settings are at fault, not the tools: running the step again changes nothing
+# until a person does (lifecycle/services/preparation.py names the failures so).
+REPOSITORY_ERRORS = frozenset({"RepositoryUnusable"})
 TAMPERED = "tampered"  # the rule name an escalation task reads
 # The model's answer refused by its schema on every try of the bounded repair loop (agents/llm/structured.py).
 INVALID_OUTPUT_ERRORS = frozenset({"LLMOutputStillInvalid"})
@@ -141,6 +147,9 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.invalid_output),
     Rule(INTERNAL_ERROR, Route.OPERATOR, "an exception in aiteam's own code (a TypeError, a crashing validator): "
          "a bug, an operator looks", lambda f: f.internal),
+    Rule(REPOSITORY_UNUSABLE, Route.HUMAN, "the repository cannot be prepared as it stands (not Python, no base "
+         "branch, an install or a test command that fails, a refused remote): a person fixes it or the project's "
+         "settings, then retries", lambda f: bool(REPOSITORY_ERRORS.intersection(f.error_classes))),
     Rule(TAMPERED, Route.HUMAN, "the code under test forged its own test report (the runner's canaries or the tests "
          "its files define say so): a person looks, and nothing is delivered", lambda f: bool(f.tampered)),
     Rule("repeated_after_fix", Route.HUMAN, "the same failure as before the last fix: the loop is not converging",

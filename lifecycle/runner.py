@@ -39,7 +39,7 @@ from agents.roles import (
 )
 from agents.roles.base import Agent, AgentByContext
 from agents.schemas.constraints import with_constraints
-from lifecycle import contexts, step_keys
+from lifecycle import contexts, repository_runs, step_keys
 from lifecycle.errors import IllegalTransition, StaleStep
 from lifecycle.failure_rules import Route
 from lifecycle.models import PromptBundle, Requirement
@@ -52,6 +52,7 @@ from lifecycle.services import (
     dispatch,
     inline,
     leases,
+    preparation,
     product,
     quality,
     routing,
@@ -77,30 +78,53 @@ class StepSpec:
         return self.agent.run(with_constraints(self.context(lease), constraints), _llm(lease))
 
 
-def _sandbox(path):
-    from agents.sandbox import SandboxLimits, run_tests
+def _limits():
+    from agents.sandbox import SandboxLimits
 
-    limits = SandboxLimits(timeout_s=settings.AITEAM_SANDBOX_TIMEOUT_S,
-                           memory_bytes=settings.AITEAM_SANDBOX_MEMORY_MB * 1024 * 1024)
-    return run_tests(path, limits=limits)
+    return SandboxLimits(timeout_s=settings.AITEAM_SANDBOX_TIMEOUT_S,
+                         memory_bytes=settings.AITEAM_SANDBOX_MEMORY_MB * 1024 * 1024)
+
+
+def _sandbox(path):
+    from agents.sandbox import run_tests
+
+    return run_tests(path, limits=_limits())
+
+
+def _repo_prepare(lease: leases.Lease) -> dict:
+    """Branch from the base commit, build the environment (network: pip) and run the tests twice there (the
+    sandbox: no network). A repository that cannot be prepared as it stands is an output that says why."""
+    requirement = Requirement.objects.select_related("project").get(pk=lease.requirement_id)
+    if requirement.replay_of_id:
+        return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
+    return repository_runs.prepare(requirement, limits=_limits())
 
 
 def _self_test(lease: leases.Lease) -> dict:
     requirement = Requirement.objects.get(pk=lease.requirement_id)
     if requirement.replay_of_id:  # a replay: the source's recorded report, the sandbox is not run
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
-    return _sandbox(workspace_aligned(requirement.pk).path).to_dict()
+    workspace = workspace_aligned(requirement.pk)
+    if requirement.base_sha:  # an existing repository: its own tests, compared with the baseline
+        return repository_runs.judged(requirement, workspace, limits=_limits())
+    return _sandbox(workspace.path).to_dict()
 
 
 def _qc_run(lease: leases.Lease) -> dict:
     """Every test (the engineer's and QC's) in the sandbox, ruff and the runner check (ADR 25) over the code:
-    the gate's inputs."""
+    the gate's inputs. On an existing repository: its tests and QC's compared with the baseline (QC's at the base
+    commit too, for a bug), and the runner check over the changed files only."""
     from agents.lint import ruff_findings, runner_reach_findings
 
     requirement = Requirement.objects.get(pk=lease.requirement_id)
     if requirement.replay_of_id:
         return recordings.recorded_output(source_id=requirement.replay_of_id, lease=lease)
-    path = workspace_aligned(requirement.pk).path
+    workspace = workspace_aligned(requirement.pk)
+    if requirement.base_sha:
+        report = repository_runs.judged(requirement, workspace, limits=_limits(), qc_files=preparation.qc_test_files(
+            requirement), reproduce=requirement.playbook == "bug_fix")
+        return {"report": report, "lint": repository_runs.changed_files_reach(workspace)}
+    path = workspace.path
     return {"report": _sandbox(path).to_dict(), "lint": ruff_findings(path) + runner_reach_findings(path)}
 
 
@@ -117,6 +141,7 @@ def _deliver(lease: leases.Lease) -> dict:
 STEPS: dict[str, StepSpec] = {
     step_keys.PO_TRIAGE: StepSpec(product.triage_apply, lambda lease: contexts.triage_context(lease.requirement_id),
                                   TRIAGER),
+    step_keys.REPO_PREPARE: StepSpec(preparation.repo_prepare_apply, run=_repo_prepare),
     step_keys.PO_CLARIFY: StepSpec(product.product_owner_apply, lambda lease: contexts.product_owner_context(
         lease.requirement_id), CLARIFY_JOBS),
     step_keys.BA_STORIES: StepSpec(product.business_analyst_apply, lambda lease: contexts.business_analyst_context(

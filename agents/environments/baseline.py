@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 FAILED = ("failed", "errors")
+LISTED = 20  # ids named per finding in a reason
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,32 @@ def _outcome(test: str, outcomes: Mapping[str, str]) -> str:
         return outcomes[test]
     module = test.split("::", 1)[0]
     return outcomes.get(module, "missing") if module != test else "missing"
+
+
+def comparison_reasons(comparison: Mapping[str, Any]) -> list[str]:
+    """Why a judged run fails, in words for the gate's reasons and the engineer's context."""
+    reasons = []
+    if comparison["broken"]:
+        reasons.append(f"pass-to-pass: {len(comparison['broken'])} test(s) that passed in both base runs fail now: "
+                       f"{_listed(comparison['broken'])}")
+    if comparison["disappeared"]:
+        reasons.append(f"pass-to-pass: {len(comparison['disappeared'])} test(s) that passed in both base runs no "
+                       f"longer run: {_listed(comparison['disappeared'])}")
+    if comparison["added_failing"]:
+        reasons.append(f"{len(comparison['added_failing'])} new test(s) fail: {_listed(comparison['added_failing'])}")
+    if comparison["reproduction_missing"]:
+        reasons.append("QC's reproduction tests did not run: none of its test files reported a test")
+    for check in comparison["reproductions"]:
+        if check["at_base"] == "passed":
+            reasons.append(f"the reproduction test {check['test']} passes at the base commit: it does not reproduce "
+                           "the bug")
+        elif check["at_base"] not in FAILED:
+            reasons.append(f"the reproduction test {check['test']} did not run at the base commit ({check['at_base']})")
+        elif check["after"] != "passed":
+            reasons.append(f"the reproduction test {check['test']} still fails after the change ({check['after']})")
+    return reasons
+
+
+def _listed(tests: list[str]) -> str:
+    more = f" and {len(tests) - LISTED} more" if len(tests) > LISTED else ""
+    return ", ".join(tests[:LISTED]) + more

@@ -86,6 +86,16 @@ def prepare_environment(root: Path, *, cache_dir: Path, sources: PackageSources,
                        tuple(requirements), tuple(notes))
 
 
+def ready_environment(cache_dir: Path, recorded: Environment) -> Environment | None:
+    """The venv `recorded` names (by its key) when it is still ready in the cache, else None: a later step runs in
+    the environment the baseline ran in, built again from the base commit's files only when it is gone."""
+    home = Path(cache_dir) / f"env-{recorded.key[:24]}"
+    if not (home / READY).is_file():
+        return None
+    return Environment(home / "venv", recorded.key, True, 0.0, recorded.dependency_files, recorded.requirements,
+                       recorded.notes)
+
+
 def _build(home: Path, requirements: list[str], sources: PackageSources, runner_packages: Sequence[str],
            timeout_s: float) -> None:
     shutil.rmtree(home, ignore_errors=True)  # what a crashed build left: never reused, started over

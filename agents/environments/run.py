@@ -17,6 +17,7 @@ from agents.sandbox.runner import DEFAULT_LIMITS, RepoRun, RepoTests, run_reposi
 class BaselineRuns:
     baseline: Baseline
     reports: tuple[TestReport, TestReport]  # for the gate page: durations, output, isolation, tampering
+    outcomes: tuple[dict[str, str], dict[str, str]] = ({}, {})  # each run's, as stored with the baseline
 
 
 def repo_tests(command: TestCommand, environment: Environment, *, expected: Iterable[str] = ()) -> RepoTests:
@@ -35,4 +36,5 @@ def run_baseline(checkout: Path, command: TestCommand, environment: Environment,
     """The base commit's tests, twice: what differs between the runs is flaky."""
     first = run_repository(checkout, command, environment, limits=limits)
     second = run_repository(checkout, command, environment, limits=limits)
-    return BaselineRuns(baseline_from(first.outcomes, second.outcomes), (first.report, second.report))
+    return BaselineRuns(baseline_from(first.outcomes, second.outcomes), (first.report, second.report),
+                        (first.outcomes, second.outcomes))

@@ -9,7 +9,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
+import os
 import re
+import shutil
+import sys
+import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -60,6 +64,25 @@ def repack_installed(folder: Path, names: Iterable[str]) -> list[Path]:
         wheels.append(_repack(folder, dist))
         pending += [m.group(1) for r in dist.requires or [] if "extra ==" not in r and (m := _NAME.match(r))]
     return wheels
+
+
+def runner_wheelhouse(cache_dir: Path, names: Iterable[str]) -> Path:
+    """The runner's wheelhouse for `names` (pytest and the test command's plugins) under cache_dir, repacked from
+    the worker's installation once per set of names and interpreter: made in a folder of its own, then renamed
+    into place, so a concurrent step never reads a half-written one."""
+    wanted = sorted({normalized(name) for name in names})
+    digest = hashlib.sha256(f"{sys.version_info[:3]}:{','.join(wanted)}".encode()).hexdigest()[:16]
+    folder = Path(cache_dir) / f"runner-wheels-{digest}"
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=".runner-wheels-", dir=folder.parent))
+    repack_installed(staged, wanted)
+    try:
+        os.rename(staged, folder)
+    except OSError:  # another worker put it in place first: theirs is as good
+        shutil.rmtree(staged, ignore_errors=True)
+    return folder
 
 
 def _repack(folder: Path, dist: importlib.metadata.Distribution) -> Path:

@@ -20,6 +20,7 @@ from lifecycle.states import ArtifactKind
 
 # The artifact each non-LLM step stores its output in: (kind, name).
 RECORDED_OUTPUT = {
+    step_keys.REPO_PREPARE: (ArtifactKind.BASELINE, "baseline"),
     step_keys.SELF_TEST: (ArtifactKind.TEST_REPORT, "self_test"),
     step_keys.QC_RUN: (ArtifactKind.TEST_REPORT, "qc"),
     step_keys.DELIVER: (ArtifactKind.DELIVERY, "delivery"),

@@ -52,7 +52,8 @@ def qc_tests_apply(*, lease: Lease, output: QCOutput) -> None:
 
 
 def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
-    """Decide the gate: pass → DevOps; fail → the failure classifier decides (gate_routing)."""
+    """Decide the gate: pass → DevOps (on an existing repository: ready to deploy, and the deployment approval);
+    fail → the failure classifier decides (gate_routing)."""
     ensure_not_timed_out(output["report"])  # the sandbox's limit, not the code: raised and retried
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
@@ -67,6 +68,10 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
         step_finish(step)
         if result.passed:
             emit(requirement, "QualityGatePassed", {"round": lease.attempt, "score": result.score})
+            if requirement.base_sha:  # an existing repository keeps its own CI: no DevOps step (docs/adr/0035)
+                transition(requirement, "pass_quality_gate", actor=QC, metadata={"round": lease.attempt})
+                _ask_for_deployment(requirement, workspace_for(requirement).diff_summary(), "", lease.attempt)
+                return
             step_schedule(requirement_id=requirement.pk, key=step_keys.DEVOPS, attempt=lease.attempt)
         elif not qc_tests_rewrite(requirement, gates=gates, result=result):
             gate_failure_route(requirement, step=step, gates=gates, result=result, report=report)

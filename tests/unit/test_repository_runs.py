@@ -1,0 +1,233 @@
+"""Runs on an existing repository (docs/adr/0035), through the real runner (eager Celery) with real venvs built
+offline and real sandbox runs: repo_prepare records the base commit and the baseline (a flaky test marked), a
+repository that cannot be prepared is a failed step for a person with the reason, the self-tests and QC's run are
+judged per test against the baseline, and a bug's reproduction must fail at the base commit."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.db import transaction
+
+from agents.environments import run as environment_runs
+from agents.environments.wheels import write_wheel
+from agents.schemas import SourceFile
+from lifecycle import runner, step_keys
+from lifecycle.models import FailureRoute, OutboxEvent, Project, Requirement, RequirementDoc, Step
+from lifecycle.services.artifacts import artifact_store, content_json, latest
+from lifecycle.services.development import store_code, workspace_commit
+from lifecycle.services.preparation import base_record
+from lifecycle.services.scheduling import step_schedule
+from tests.flows import SAMPLE, fresh, pending, submit
+from tests.repo_history import git
+from tests.repo_runs import ADD, CALC, COIN, FILES, KNOWN, MEAN, offline, push_repository
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("sandbox_uid")]
+PO_VAGUE = {"verdict": "too_vague", "reasoning": "The brief names no behaviour to change.",
+            "clarifying_questions": ["Which function is wrong, and what should it return?"]}
+FIXED = CALC.replace("//", "/")
+REPRODUCES = "from calc import mean\n\n\ndef test_mean_keeps_fractions():\n    assert mean([1, 2]) == 1.5\n"
+PASSES_AT_BASE = "from calc import mean\n\n\ndef test_mean_of_even_values():\n    assert mean([2, 4]) == 3\n"
+QC_FILE = "tests/acceptance/test_mean_bug.py"
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wheels")
+    write_wheel(folder, "tinydep", "1.0", {"tinydep/__init__.py": b"ONE = 1\n"})
+    return folder
+
+
+@pytest.fixture
+def repository(settings, tmp_path, tmp_path_factory, wheels, acme_project):
+    """Offline environments in the session's shared cache, and a helper that pushes the project's repository."""
+    offline(settings, tmp_path_factory.getbasetemp() / "repo-envs", wheels)
+    return lambda files=FILES: push_repository(settings, acme_project, tmp_path / "remotes", files)
+
+
+@pytest.fixture
+def coin_turned(monkeypatch):
+    """The outside world changes between the two base runs: after each run the coin lands heads, so the coin test
+    fails in the first run and passes in the second (as test_repo_baseline turns it over)."""
+    real = environment_runs.run_repository
+
+    def run_then_turn(checkout, *args, **kwargs):
+        done = real(checkout, *args, **kwargs)
+        (checkout / "tests" / "coin.txt").write_text("heads")
+        return done
+
+    monkeypatch.setattr(environment_runs, "run_repository", run_then_turn)
+
+
+def prepared(alice, scripted, repository, files=FILES) -> Requirement:
+    origin = repository(files)
+    scripted.enqueue(PO_VAGUE)  # clarification runs next, and stops at its question
+    requirement = fresh(submit(alice, brief=SAMPLE))
+    requirement.origin = origin
+    return requirement
+
+
+def failed_preparation(requirement: Requirement):
+    step = Step.objects.get(requirement=requirement, key=step_keys.REPO_PREPARE)
+    return step, FailureRoute.objects.get(step=step), pending(requirement, "step_failed")
+
+
+def test_preparing_records_the_base_commit_and_a_baseline_that_marks_the_flaky_test(alice, scripted, repository,
+                                                                                      coin_turned):
+    requirement = prepared(alice, scripted, repository)
+
+    main = git(requirement.origin, "rev-parse", "refs/heads/main").strip()
+    assert requirement.base_sha == main and requirement.state == "blocked"
+    assert list(requirement.steps.values_list("key", flat=True)) == ["repo_prepare", "po_clarify"]
+    baseline = latest(requirement, "baseline", "baseline")
+    stored = content_json(baseline)
+    assert stored["ok"] and stored["base_sha"] == main and stored["test_command"]["shown"] == "pytest"
+    assert stored["flaky"] == [COIN] and stored["baseline"]["passing"] == [ADD, MEAN]
+    assert [run[COIN] for run in stored["runs"]] == ["failed", "passed"]
+    assert stored["runs"][0][KNOWN] == stored["runs"][1][KNOWN] == "failed"
+    assert stored["counts"] == {"passed": 2, "failed": 2, "errors": 0, "skipped": 0}
+    assert stored["environment"]["key"] and stored["environment"]["dependency_files"] == []
+    assert baseline.metadata["flaky"] == 1 and "1 flaky" in baseline.summary
+    event = OutboxEvent.objects.get(requirement=requirement, name="RepositoryPrepared").payload
+    assert event == {"base_sha": main, "branch": stored["branch"], "tests": stored["counts"]}
+    assert stored["branch"].startswith("aiteam/")
+
+
+def test_a_rerun_branches_from_the_recorded_commit_though_main_moved(alice, scripted, repository, settings):
+    requirement = prepared(alice, scripted, repository)
+    work = settings.AITEAM_GIT_LOCAL_ROOT / f"dev-{requirement.project_id}"
+    git(work, "commit", "-q", "--allow-empty", "-m", "Later work on main")
+    git(work, "push", "-q", str(requirement.origin), "main")
+
+    again = runner._repo_prepare(SimpleNamespace(requirement_id=requirement.pk))
+
+    assert again["ok"] and again["base_sha"] == requirement.base_sha != git(work, "rev-parse", "HEAD").strip()
+    assert base_record(requirement_id=requirement.pk, sha="0" * 40) == requirement.base_sha  # the first one stays
+
+
+def test_a_repository_that_is_not_python_is_a_failed_step_for_a_person(alice, scripted, repository):
+    requirement = prepared(alice, scripted, repository, {"package.json": "{}\n", "index.js": "module.exports = 1\n"})
+
+    step, route, task = failed_preparation(requirement)
+    assert (step.state, step.runs, requirement.base_sha != "") == ("failed", 1, True)
+    assert (route.route, route.rule) == ("human", "repository_unusable")
+    assert "Python repositories only" in task.reasoning and "package.json (JavaScript)" in task.reasoning
+    assert not content_json(latest(requirement, "baseline"))["ok"]
+    assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists() and scripted.queue  # clarification waits
+
+
+def test_a_failed_install_reaches_a_person_with_the_logs_tail_and_is_not_retried(alice, scripted, repository):
+    files = {**FILES, "requirements.txt": "tinydep==1.0\nnot-in-the-wheelhouse==2.0\n"}
+    requirement = prepared(alice, scripted, repository, files)
+
+    step, route, task = failed_preparation(requirement)
+    assert step.runs == 1 and route.route == "human"
+    assert "installing the requirements failed" in task.reasoning
+    assert "The log's last lines" in task.reasoning and "not-in-the-wheelhouse==2.0" in task.reasoning
+    assert "No matching distribution" in content_json(latest(requirement, "baseline"))["log_tail"]
+
+
+def test_an_empty_repository_is_refused_with_what_to_do(alice, scripted, repository):
+    requirement = prepared(alice, scripted, repository, None)
+
+    step, route, task = failed_preparation(requirement)
+    assert route.rule == "repository_unusable" and requirement.base_sha == ""
+    assert "no branch 'main' yet (it is empty)" in task.reasoning and "remove the project's repo_url" in task.reasoning
+
+
+# --- after a change: the self-tests and QC's run, per test against the baseline ---------------------------------
+
+def changed(requirement: Requirement, state: str, files: dict[str, str], *, playbook: str = "") -> Requirement:
+    """The requirement moved on to `state` with `files` committed on its branch (the engineer's steps are not
+    this module's subject)."""
+    Requirement.objects.filter(pk=requirement.pk).update(state=state, playbook=playbook or requirement.playbook)
+    with transaction.atomic():
+        locked = Requirement.objects.select_for_update().get(pk=requirement.pk)
+        workspace_commit(locked, [SourceFile(path=p, content=text) for p, text in files.items()], "the change")
+    return fresh(requirement)
+
+
+def run(requirement: Requirement, key: str) -> None:
+    with transaction.atomic():
+        step_schedule(requirement_id=requirement.pk, key=key, attempt=1)
+
+
+def test_a_change_that_breaks_a_passing_test_fails_its_self_test_naming_it(alice, scripted, repository):
+    requirement = changed(prepared(alice, scripted, repository), "in_development",
+                          {"calc.py": CALC.replace("a + b", "a - b")})
+
+    run(requirement, step_keys.SELF_TEST)
+
+    report = content_json(latest(requirement, "test_report", "self_test"))
+    assert not report["ok"] and report["failing_tests"] == [ADD]
+    assert report["comparison"]["broken"] == [ADD] and KNOWN in report["comparison"]["already_failing"]
+    route = FailureRoute.objects.get(requirement=requirement, source="self_test")
+    assert route.route == "engineer" and route.facts["failing_tests"] == [ADD]
+
+
+def test_tests_that_already_failed_at_base_do_not_fail_the_self_test(alice, scripted, repository):
+    new_test = "from calc import add\n\n\ndef test_add_negatives():\n    assert add(-1, -2) == -3\n"
+    requirement = changed(prepared(alice, scripted, repository), "in_development",
+                          {"calc.py": CALC + "\n\ndef double(x):\n    return 2 * x\n", "tests/test_more.py": new_test})
+
+    run(requirement, step_keys.SELF_TEST)
+
+    report = content_json(latest(requirement, "test_report", "self_test"))
+    assert report["ok"] and report["failed"] >= 1 and report["failing_tests"] == []
+    assert report["comparison"]["added"] == ["tests/test_more.py::test_add_negatives"]
+    assert fresh(requirement).state == "in_review"
+
+
+def qc_wrote(requirement: Requirement, text: str, test: str) -> None:
+    """The clarified bug ticket's criterion, and QC's reproduction of it on the branch, stored as qc_tests stores
+    them."""
+    RequirementDoc.objects.create(requirement=requirement, version=1, summary="mean floors", objectives=["fix it"],
+                                  acceptance_criteria=["mean keeps the fraction"])
+    step = Step.objects.create(requirement=requirement, key=step_keys.QC_TESTS, attempt=1, state="done")
+    with transaction.atomic():
+        locked = Requirement.objects.select_for_update().get(pk=requirement.pk)
+        commit = workspace_commit(locked, [SourceFile(path=QC_FILE, content=text)], "QC: acceptance tests")
+        store_code(locked, [SourceFile(path=QC_FILE, content=text)], step, 1, commit)
+        artifact_store(locked, kind="acceptance_coverage", name="acceptance", content={"AC-1": [test]}, step=step)
+
+
+def test_a_reproduction_that_passes_at_the_base_commit_fails_the_gate(alice, scripted, repository):
+    requirement = changed(prepared(alice, scripted, repository), "test_pending", {"calc.py": FIXED},
+                          playbook="bug_fix")
+    qc_wrote(requirement, PASSES_AT_BASE, "test_mean_of_even_values")
+
+    run(requirement, step_keys.QC_RUN)
+
+    gate = content_json(latest(requirement, "test_report", "qc"))["gate"]
+    assert not gate["passed"]
+    assert (f"the reproduction test {QC_FILE}::test_mean_of_even_values passes at the base commit: it does not "
+            "reproduce the bug") in gate["reasons"]
+    assert fresh(requirement).state == "in_development"
+
+
+def test_a_reproduction_that_fails_at_base_and_passes_after_opens_the_deployment_approval(alice, scripted, repository):
+    files = {**FILES, "legacy.py": "import os\n"}  # the repository's own lint finding: not this change's to fix
+    requirement = changed(prepared(alice, scripted, repository, files), "test_pending", {"calc.py": FIXED},
+                          playbook="bug_fix")
+    qc_wrote(requirement, REPRODUCES, "test_mean_keeps_fractions")
+
+    run(requirement, step_keys.QC_RUN)
+
+    stored = content_json(latest(requirement, "test_report", "qc"))
+    assert stored["gate"]["passed"], stored["gate"]
+    (check,) = stored["comparison"]["reproductions"]
+    assert (check["test"], check["at_base"], check["after"]) == (f"{QC_FILE}::test_mean_keeps_fractions", "failed",
+                                                                 "passed")
+    assert stored["lint"] == [] and fresh(requirement).state == "ready_to_deploy"
+    assert pending(requirement, "deployment_approval").context["ci_config"] == ""
+    assert not requirement.steps.filter(key=step_keys.DEVOPS).exists()
+
+
+def test_the_projects_test_command_setting_is_used_and_a_bad_one_refused(alice, scripted, repository):
+    Project.objects.filter(pk=alice.memberships.get().organization.projects.get().pk).update(
+        settings={"test_command": "pytest -x tests"})
+
+    step, route, task = failed_preparation(prepared(alice, scripted, repository))
+
+    assert route.rule == "repository_unusable"
+    assert "project setting: pytest option -x stops at the first failure" in task.reasoning
