@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agents.delivery import RemoteRefused
 from agents.environments import BadDependencies, BadTestCommand, InstallFailed, NotPython, PackageSources, TestCommand
 from agents.environments.repository import (
     BaselineUnusable,
@@ -91,10 +92,12 @@ def changed_files_reach(workspace: Workspace) -> list[str]:
 def _base_commit(requirement: Requirement) -> str:
     """The recorded base commit, or the base branch's commit now (the mirror fetched under its lock), recorded."""
     project = requirement.project
-    if refusal := project_remote(project).refusal():
+    try:
+        project_remote(project).checked_url()
+    except RemoteRefused as exc:  # its message names the URL without credentials
         raise RepositoryUnusable(
-            f"the project's repository is refused before any git command: {refusal}. An admin of the organization "
-            "sets the project's repo_url to an allowed remote (docs/operations.md, Delivery), then retries")
+            f"the project's repository is refused before any git command: {exc}. An admin of the organization sets "
+            "the project's repo_url to an allowed remote (docs/operations.md, Delivery), then retries") from None
     if requirement.base_sha:
         return requirement.base_sha
     mirror = mirror_for(project)

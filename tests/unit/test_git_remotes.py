@@ -16,7 +16,7 @@ from lifecycle.models import FailureRoute, Project, Step
 from lifecycle.services.artifacts import content_json, latest
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, ProjectFactory, project_form_data
-from tests.flows import decide, fresh, pending, submit
+from tests.flows import fresh, pending, submit
 
 BRANCH = "aiteam/req-1"
 HOSTS = ("github.com", "gitlab.com")
@@ -161,24 +161,23 @@ def test_deliver_refuses_a_bad_remote_before_any_git_command_starts(tmp_path, mo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stored_bad_remote_fails_delivery_once_for_a_person_without_running_git(roots, alice, rita, monkeypatch):
+def test_a_stored_bad_remote_fails_the_preparation_once_for_a_person_without_running_git(roots, alice, monkeypatch):
+    """A project with a repo_url is an existing repository (ADR 35): its first step, repo_prepare, checks the rule
+    before the mirror fetches anything, so the refusal comes there, not at delivery."""
     Project.objects.filter(organization__memberships__user=alice).update(repo_url="http://169.254.169.254/")
-    req = submit(alice)
-    decide(pending(req, "stories_approval"), rita, "approve")
-    assert fresh(req).state == "ready_to_deploy"
     commands: list[tuple] = []
     real_git = git_remote._git
     monkeypatch.setattr(git_remote, "_git", lambda *args, **kwargs: commands.append(args) or real_git(*args, **kwargs))
 
-    decide(pending(req, "deployment_approval"), rita, "approve")
+    req = submit(alice)
 
-    assert commands == [] and fresh(req).state == "ready_to_deploy"
-    (delivery,) = req.artifacts.filter(kind="delivery")  # delivered once: not retried
-    assert content_json(latest(req, "delivery"))["refused"]
-    step = Step.objects.get(requirement=req, key="deliver")
-    assert (step.state, step.runs) == ("failed", 1)
+    assert commands == [] and fresh(req).state == "received" and fresh(req).base_sha == ""
+    step = Step.objects.get(requirement=req, key="repo_prepare")
+    assert (step.state, step.runs) == ("failed", 1)  # not retried
+    assert list(req.steps.values_list("key", flat=True)) == ["repo_prepare"]
     route = FailureRoute.objects.get(requirement=req, step=step)
-    assert route.route == "operator" and "refused before any git command" in route.summary
+    assert route.route == "human" and "refused before any git command" in route.summary
+    assert not content_json(latest(req, "baseline"))["ok"]
     task = pending(req, "step_failed")
     assert "169.254.169.254" in task.reasoning and "repo_url" in task.reasoning
 
