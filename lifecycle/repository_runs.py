@@ -77,7 +77,7 @@ def judged(requirement: Requirement, workspace: Workspace, *, limits: SandboxLim
         if not reproduce:
             return judged_report(after, prepared)
         with_tests = base_tree("with-qc-tests", {path: (workspace.path / path).read_bytes() for path in qc_files})
-        at_base = _checked(judged_run(with_tests, prepared, environment, limits=limits, extra_paths=qc_files))
+        at_base = _checked(judged_run(with_tests, prepared, environment, limits=limits, only=qc_files))
     reproductions = [test for test in after.outcomes if test.split("::", 1)[0] in qc_files]
     return judged_report(after, prepared, reproductions=reproductions, at_base=at_base)
 
@@ -104,8 +104,8 @@ def _base_commit(requirement: Requirement) -> str:
     with mirror.locked():
         try:
             sha = mirror.sync(project.base_branch)
-        except MirrorError as exc:
-            if not _has_branches(mirror.path):
+        except MirrorError as exc:  # fetched, but no such branch: an empty repository has none at all
+            if str(exc).startswith("the repository has no branch") and not _has_branches(mirror.path):
                 raise RepositoryUnusable(
                     f"the repository has no branch {project.base_branch!r} yet (it is empty): push an initial commit "
                     f"to it, or remove the project's repo_url to start a new project from nothing ({exc})") from None

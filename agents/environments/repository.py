@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -81,8 +81,13 @@ def recorded_environment(prepared: Mapping[str, Any], *, cache_dir: Path, source
 
 
 def judged_run(checkout: Path, prepared: Mapping[str, Any], environment: Environment, *, limits: SandboxLimits,
-               extra_paths: Iterable[str] = ()) -> RepoRun:
-    return run_repository(checkout, recorded_command(prepared, extra_paths), environment, limits=limits)
+               extra_paths: Iterable[str] = (), only: Sequence[str] = ()) -> RepoRun:
+    """The recorded command over the checkout (and extra_paths), or over `only` (the reproduction tests at the
+    base commit: the rest of the suite's outcomes there are the baseline's already)."""
+    command = recorded_command(prepared, extra_paths)
+    if only:
+        command = replace(command, paths=tuple(only))
+    return run_repository(checkout, command, environment, limits=limits)
 
 
 def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions: Iterable[str] | None = None,

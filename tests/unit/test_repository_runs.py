@@ -231,3 +231,16 @@ def test_the_projects_test_command_setting_is_used_and_a_bad_one_refused(alice, 
 
     assert route.rule == "repository_unusable"
     assert "project setting: pytest option -x stops at the first failure" in task.reasoning
+
+
+def test_a_repository_that_cannot_be_fetched_is_a_failed_step_with_gits_reason(alice, scripted, repository, settings,
+                                                                                acme_project, tmp_path):
+    settings.AITEAM_GIT_LOCAL_ROOT = tmp_path / "remotes"  # allowed by the rule, but nothing is there
+    missing = tmp_path / "remotes" / str(acme_project.organization_id) / f"{acme_project.pk}.git"
+    Project.objects.filter(pk=acme_project.pk).update(repo_url=str(missing))
+    scripted.enqueue(PO_VAGUE)
+
+    step, route, task = failed_preparation(fresh(submit(alice, brief=SAMPLE)))
+
+    assert (step.runs, route.rule) == (1, "repository_unusable")
+    assert "fetching the repository failed" in task.reasoning and "empty" not in task.reasoning
