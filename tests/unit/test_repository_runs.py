@@ -14,6 +14,7 @@ from agents.environments.wheels import write_wheel
 from agents.schemas import SourceFile
 from lifecycle import runner, step_keys
 from lifecycle.models import FailureRoute, OutboxEvent, Project, Requirement, RequirementDoc, Step
+from lifecycle.replay.runs import replay_start
 from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.development import store_code, workspace_commit
 from lifecycle.services.preparation import base_record
@@ -244,3 +245,14 @@ def test_a_repository_that_cannot_be_fetched_is_a_failed_step_with_gits_reason(a
 
     assert (step.runs, route.rule) == (1, "repository_unusable")
     assert "fetching the repository failed" in task.reasoning and "empty" not in task.reasoning
+
+
+def test_a_replay_applies_the_recorded_preparation_without_fetching_or_running(alice, scripted, repository,
+                                                                                monkeypatch):
+    source = prepared(alice, scripted, repository)
+    monkeypatch.setattr(environment_runs, "run_repository", lambda *a, **k: pytest.fail("the replay ran the tests"))
+
+    replay = fresh(replay_start(source_id=source.pk))
+
+    assert replay.base_sha == source.base_sha and replay.state == "blocked"
+    assert content_json(latest(replay, "baseline")) == content_json(latest(source, "baseline"))
