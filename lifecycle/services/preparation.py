@@ -13,6 +13,7 @@ from django.db import transaction
 
 from lifecycle import step_keys
 from lifecycle.actors import Actor
+from lifecycle.errors import IllegalTransition
 from lifecycle.failure_rules import Failure, Source
 from lifecycle.models import Requirement
 from lifecycle.services.artifacts import artifact_store, content_json, latest
@@ -20,7 +21,7 @@ from lifecycle.services.leases import Lease, lock_for_apply, step_finish
 from lifecycle.services.outbox import emit
 from lifecycle.services.routing import step_failure_route_locked
 from lifecycle.services.scheduling import step_schedule
-from lifecycle.states import ArtifactKind
+from lifecycle.states import ArtifactKind, RequirementState
 
 SANDBOX = Actor.system("sandbox")
 BASELINE_NAME = "baseline"
@@ -50,6 +51,8 @@ def repo_prepare_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     and fail the step for a person."""
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
+        if requirement.state != RequirementState.RECEIVED:  # cancelled meanwhile: nothing to prepare for
+            raise IllegalTransition(f"requirement is {requirement.state}: its preparation no longer applies")
         if not output["ok"]:
             artifact_store(requirement, kind=ArtifactKind.BASELINE, name=BASELINE_NAME, content=output,
                            summary=output["reason"], metadata={"ok": False, "error_class": output["error_class"]},

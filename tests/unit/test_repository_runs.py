@@ -12,11 +12,13 @@ from django.db import transaction
 from agents.environments import run as environment_runs
 from agents.environments.wheels import write_wheel
 from agents.schemas import SourceFile
-from lifecycle import runner, step_keys
+from lifecycle import repository_runs, runner, step_keys
+from lifecycle.actors import Actor
 from lifecycle.models import FailureRoute, OutboxEvent, Project, Requirement, RequirementDoc, Step
 from lifecycle.replay.runs import replay_start
 from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.development import store_code, workspace_commit
+from lifecycle.services.outcomes import requirement_cancel
 from lifecycle.services.preparation import base_record
 from lifecycle.services.scheduling import step_schedule
 from tests.flows import SAMPLE, fresh, pending, submit
@@ -256,3 +258,21 @@ def test_a_replay_applies_the_recorded_preparation_without_fetching_or_running(a
 
     assert replay.base_sha == source.base_sha and replay.state == "blocked"
     assert content_json(latest(replay, "baseline")) == content_json(latest(source, "baseline"))
+
+
+def test_a_preparation_that_ends_after_the_requirement_was_cancelled_is_skipped(alice, scripted, repository,
+                                                                                monkeypatch):
+    real = repository_runs.prepare
+
+    def cancelled_meanwhile(requirement, **kwargs):
+        output = real(requirement, **kwargs)
+        with transaction.atomic():
+            requirement_cancel(Requirement.objects.select_for_update().get(pk=requirement.pk),
+                               actor=Actor.human(alice, "api"), reason="not needed")
+        return output
+
+    monkeypatch.setattr(repository_runs, "prepare", cancelled_meanwhile)
+    requirement = prepared(alice, scripted, repository)
+
+    assert requirement.state == "cancelled" and requirement.steps.get(key=step_keys.REPO_PREPARE).state == "skipped"
+    assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists() and latest(requirement, "baseline") is None
