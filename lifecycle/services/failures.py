@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lifecycle.failure_rules import INTERNAL_ERROR, INVALID_MODEL_OUTPUT, Failure, Routing, Source, classify
+from lifecycle.failure_rules import (
+    INTERNAL_ERROR,
+    INVALID_MODEL_OUTPUT,
+    REPOSITORY_UNUSABLE,
+    Failure,
+    Routing,
+    Source,
+    classify,
+)
 from lifecycle.models import FailureRoute, Requirement, ReviewTask, Step
 from lifecycle.services.reviews import review_open
 from lifecycle.states import ReviewKind, StepState
@@ -38,6 +46,9 @@ def _what_happened(step: Step, route: FailureRoute | None) -> str:
         error_type = next(iter(facts.get("error_classes", ())), "an exception")
         return (f"{where}: internal error. A bug in aiteam's own code raised {error_type}; neither the model's "
                 "answer nor the tools are at fault, and running it again is likely to fail the same way until the code is fixed.")
+    if rule == REPOSITORY_UNUSABLE:
+        return (f"{where}: the repository cannot be prepared as it stands (the reason and the log's tail are below); "
+                "fix the repository or the project's settings first, running it again changes nothing until then.")
     return f"{where} failed after {step.runs} run(s)."
 
 

@@ -115,6 +115,7 @@ def test_a_repository_that_is_not_python_is_a_failed_step_for_a_person(alice, sc
     assert (step.state, step.runs, requirement.base_sha != "") == ("failed", 1, True)
     assert (route.route, route.rule) == ("human", "repository_unusable")
     assert "Python repositories only" in task.reasoning and "package.json (JavaScript)" in task.reasoning
+    assert task.question.startswith("Step 'repo_prepare' (attempt 1): the repository cannot be prepared as it stands")
     assert not content_json(latest(requirement, "baseline"))["ok"]
     assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists() and scripted.queue  # clarification waits
 
