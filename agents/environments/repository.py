@@ -93,23 +93,23 @@ def judged_run(checkout: Path, prepared: Mapping[str, Any], environment: Environ
 def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions: Iterable[str] | None = None,
                   at_base: RepoRun | None = None) -> dict[str, Any]:
     """The run's report judged against the baseline. reproductions: the reproduction tests' ids (None: this run
-    has none to check; empty: it should have, and none ran)."""
+    has none to check; empty: it should have, and none ran). `failing_tests` are the tests that fail now and are
+    the change's to answer for; a reproduction that passes at the base commit fails the run without being one."""
     data = prepared["baseline"]
     baseline = Baseline(dict(data["outcomes"]), tuple(data["flaky"]), tuple(data["passing"]))
     checks = list(reproductions) if reproductions is not None else []
     comparison = compare(baseline, after.outcomes, reproductions=checks,
                          reproductions_at_base=at_base.outcomes if at_base else None)
-    added_failing = [test for test in comparison.added if after.outcomes[test] in FAILED and test not in checks]
-    unreproduced = [r.test for r in comparison.reproductions if not r.ok]
+    added_failing = [test for test in comparison.added if after.outcomes[test] in FAILED]
+    failing = [*comparison.broken, *comparison.disappeared, *added_failing]
     missing = reproductions is not None and not checks
-    failing = [*comparison.broken, *comparison.disappeared, *added_failing, *unreproduced]
-    judged = len(baseline.passing) + len(comparison.added)
     report = after.report.to_dict()
-    ok = not failing and not missing and not report["tampered"] and not report["timed_out"]
+    ok = (not failing and not missing and all(r.ok for r in comparison.reproductions) and not report["tampered"]
+          and not report["timed_out"])
     report.update(ok=ok, failing_tests=failing[:MAX_TEST_IDS], failing_tests_total=len(failing), comparison={
         **comparison.to_dict(), "ok": ok, "added_failing": added_failing, "flaky": list(baseline.flaky),
-        "reproduction_missing": missing, "judged": judged,
-        "judged_failing": len(comparison.broken) + len(comparison.disappeared) + len(added_failing),
+        "reproduction_missing": missing, "judged": len(baseline.passing) + len(comparison.added),
+        "judged_failing": len(failing),
         "already_failing": sorted(t for t, kind in after.outcomes.items() if kind in FAILED
                                   and baseline.outcomes.get(t) in FAILED)[:MAX_TEST_IDS]})
     return report
