@@ -6,6 +6,8 @@ itself never sees a model instance.
 from __future__ import annotations
 
 from agents import translators
+from agents.edits import read_files
+from agents.repo.budget import json_tokens
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
@@ -16,10 +18,14 @@ from agents.schemas import (
     DevOpsContext,
     EngineerContext,
     FixContext,
+    LocalizeContext,
     PlanContext,
     PlannedTask,
     ProductOwnerContext,
     QCContext,
+    RepoEngineerContext,
+    RepoFixContext,
+    RepoTicketPlanContext,
     RequirementDocView,
     StoryFeedback,
     StoryOut,
@@ -30,9 +36,11 @@ from agents.schemas import (
     TriageContext,
 )
 from agents.schemas.engineering import engineer_may_not_write
+from lifecycle import repo_contexts as repo
 from lifecycle import step_keys
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
+from lifecycle.repo_contexts import Wanted
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
@@ -132,40 +140,111 @@ def design_review_context(requirement_id, round: int) -> DesignReviewContext:
 
 
 def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     if from_ticket(req):
-        return TicketPlanContext(ticket=ticket_of(req))
+        return _repo_plan_context(req) if req.base_sha else TicketPlanContext(ticket=ticket_of(req))
     return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
 
 
-def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def localize_context(requirement_id) -> LocalizeContext:
+    """The clarified ticket, the search hits for its words and the repository map ranked towards it, within the
+    Tech Lead's budget; the answer is checked against the index of the same commit."""
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    ticket = repo_ticket(req)
+    with repo.checkout(req.pk) as workspace:
+        index = repo.repository_index(req, workspace)
+    # the brief too: a pasted traceback names files and functions the clarified summary may leave out
+    query = "\n".join([ticket.title, ticket.summary, *ticket.objectives, *ticket.acceptance_criteria, req.brief])
+    context = LocalizeContext(ticket=ticket, repository_map="", workspace=str(workspace.path), **repo.index_facts(index))
+    return repo.localize_fitted(context, index, query, repo.budget_for(req.project, "tech_lead"))
+
+
+def repo_ticket(req: Requirement) -> Ticket:
+    """The ticket as the repository roles see it: the clarified ticket, or for a brief with stories the requirement
+    document with the stories' criteria."""
+    doc = req.docs.order_by("-version").first()
+    return Ticket(title=req.title, summary=doc.summary, objectives=doc.objectives, constraints=doc.constraints,
+                  acceptance_criteria=[c.criterion for c in acceptance_criteria_of(req)])
+
+
+def _repo_plan_context(req: Requirement) -> RepoTicketPlanContext:
+    localization = repo.localization_of(req)
+    wanted = repo.localized(localization)
+    budget = repo.budget_for(req.project, "tech_lead")
+    context = RepoTicketPlanContext(ticket=ticket_of(req), localization=localization)
+    with repo.checkout(req.pk) as workspace:
+        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
+    return repo.with_sources(repo.held(context, budget), wanted)
+
+
+def _left(context, budget: int) -> int:
+    """What the budget leaves for the repository's files once the context's fixed part is counted."""
+    return max(budget - json_tokens(context.model_dump(mode="json")), 0)
+
+
+def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext | RepoEngineerContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     row = req.plan_tasks.get(key=task_key)
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
+    existing = [] if req.base_sha else workspace_files(req.pk)
     if from_ticket(req):
         context = translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
-                                                              workspace_files(req.pk), attempt)
+                                                              existing, attempt)
     else:
-        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
-                                                       workspace_files(req.pk), attempt)
+        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req), existing, attempt)
     others = req.plan_tasks.exclude(key=task_key).values_list("files", flat=True)
-    return context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
+    context = context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
+    return _repo_engineer_context(req, context) if req.base_sha else context
 
 
-def fix_context(requirement_id, attempt: int) -> FixContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def _repo_engineer_context(req: Requirement, greenfield: EngineerContext) -> RepoEngineerContext:
+    """On a repository: the task's files and the localization's, as they stand, within the engineer's budget."""
+    task = greenfield.task
+    wanted = [Wanted(path, f"planned file of task {task.key}") for path in task.files]
+    wanted += repo.localized(repo.localization_of(req), skip=set(task.files))
+    budget = repo.budget_for(req.project, "senior_engineer")
+    context = RepoEngineerContext(task=task, ticket=repo_ticket(req), acceptance=greenfield.acceptance,
+                                  interfaces=greenfield.interfaces, files=[], attempt=greenfield.attempt,
+                                  planned_elsewhere=greenfield.planned_elsewhere)
+    with repo.checkout(req.pk) as workspace:
+        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
+    return repo.with_sources(repo.held(context, budget), wanted)
+
+
+def fix_context(requirement_id, attempt: int) -> FixContext | RepoFixContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT)  # the newest run: the engineer's self-tests or QC's gate
     review = latest(req, ArtifactKind.REVIEW, "code_review")
     failed = content_json(report) if report and not report.metadata.get("ok") else {}
     newer_review = review and (not report or review.created_at > report.created_at)
     notes = _review_notes(review) if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
+    findings = {"failing_tests": failed.get("failing_tests", []), "output_tail": failed.get("output_tail", "")[-6000:],
+                "review_notes": notes, "guidance": _guidance(req)}
+    if req.base_sha:
+        return _repo_fix_context(req, attempt, findings)
     own = [f for f in workspace_files(req.pk) if not engineer_may_not_write(f.path)]
-    return FixContext(
-        attempt=attempt, files=own, failing_tests=failed.get("failing_tests", []),
-        output_tail=failed.get("output_tail", "")[-6000:], review_notes=notes, guidance=_guidance(req),
-    )
+    return FixContext(attempt=attempt, files=own, **findings)
+
+
+def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFixContext:
+    """On a repository: the files this change touched, the files of the failing tests, then the localization's,
+    as they stand, within the engineer's budget."""
+    budget = repo.budget_for(req.project, "senior_engineer")
+    context = RepoFixContext(attempt=attempt, ticket=repo_ticket(req), files=[], **findings)
+    with repo.checkout(req.pk) as workspace:
+        changed = [f.path for f in workspace.files() if not engineer_may_not_write(f.path)]
+        tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
+        failing = list(read_files(workspace.path, tests))  # only files that exist: an id need not name one
+        wanted = [Wanted(path, "changed by this requirement") for path in changed]
+        wanted += [Wanted(path, "has a failing test") for path in failing if path not in changed]
+        wanted += repo.localized(repo.localization_of(req), skip=set(changed) | set(failing))
+        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
+    return repo.with_sources(repo.held(context, budget), wanted)
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:
