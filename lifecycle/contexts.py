@@ -40,7 +40,6 @@ from lifecycle import repo_contexts as repo
 from lifecycle import step_keys
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
-from lifecycle.repo_contexts import Wanted
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
@@ -202,8 +201,9 @@ def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerCon
 def _repo_engineer_context(req: Requirement, greenfield: EngineerContext) -> RepoEngineerContext:
     """On a repository: the task's files and the localization's, as they stand, within the engineer's budget."""
     task = greenfield.task
-    wanted = [Wanted(path, f"planned file of task {task.key}") for path in task.files]
-    wanted += repo.localized(repo.localization_of(req), skip=set(task.files))
+    localization = repo.localization_of(req)
+    wanted = (repo.named(task.files, f"planned file of task {task.key}", localization)
+              + repo.localized(localization, skip=set(task.files)))
     budget = repo.budget_for(req.project, "senior_engineer")
     context = RepoEngineerContext(task=task, ticket=repo_ticket(req), acceptance=greenfield.acceptance,
                                   interfaces=greenfield.interfaces, files=[], attempt=greenfield.attempt,
@@ -239,9 +239,10 @@ def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFix
         changed = [f.path for f in workspace.files() if not engineer_may_not_write(f.path)]
         tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
         failing = list(read_files(workspace.path, tests))  # only files that exist: an id need not name one
-        wanted = [Wanted(path, "changed by this requirement") for path in changed]
-        wanted += [Wanted(path, "has a failing test") for path in failing if path not in changed]
-        wanted += repo.localized(repo.localization_of(req), skip=set(changed) | set(failing))
+        localization = repo.localization_of(req)
+        wanted = repo.named(changed, "changed by this requirement", localization)
+        wanted += repo.named([p for p in failing if p not in changed], "has a failing test", localization)
+        wanted += repo.localized(localization, skip=set(changed) | set(failing))
         files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
     context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
     return repo.with_sources(repo.held(context, budget), wanted)

@@ -72,6 +72,13 @@ def localized(localization: list[LocatedFile], *, skip: set[str] = frozenset()) 
             for f in sorted(localization, key=lambda f: order[f.action]) if f.path not in skip]
 
 
+def named(paths: list[str], why: str, localization: list[LocatedFile]) -> list[Wanted]:
+    """Files wanted for `why`, with the definitions and the reason the localization gave for each it names."""
+    located = {f.path: f for f in localization}
+    return [Wanted(path, why + (f"; {located[path].reason}" if path in located else ""),
+                   tuple(located[path].symbols) if path in located else ()) for path in paths]
+
+
 def file_views(root: Path, wanted: list[Wanted], budget: int) -> tuple[list[FileView], list[str]]:
     """The files in order, each whole when it fits what is left (keeping a floor for each file after it), else the
     excerpts of its definitions within a fair share; a file with no room, or that is no text, is not shown."""
