@@ -23,6 +23,7 @@ from agents.schemas import (
     PlannedTask,
     ProductOwnerContext,
     QCContext,
+    RepoCodeReviewContext,
     RepoEngineerContext,
     RepoFixContext,
     RepoTicketPlanContext,
@@ -236,7 +237,7 @@ def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFix
     budget = repo.budget_for(req.project, "senior_engineer")
     context = RepoFixContext(attempt=attempt, ticket=repo_ticket(req), files=[], **findings)
     with repo.checkout(req.pk) as workspace:
-        changed = [f.path for f in workspace.files() if not engineer_may_not_write(f.path)]
+        changed = [path for path in repo.changed_paths(workspace) if not engineer_may_not_write(path)]
         tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
         failing = list(read_files(workspace.path, tests))  # only files that exist: an id need not name one
         localization = repo.localization_of(req)
@@ -249,16 +250,27 @@ def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFix
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT, "self_test")
     diff = latest(req, ArtifactKind.DIFF_SUMMARY, "workspace")
-    return CodeReviewContext(
-        diff_summary=content_json(diff) if diff else [], files=workspace_files(req.pk),
-        tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
-        lost_tests=report.metadata.get("lost_tests", []) if report else [],
-        acceptance=[c.criterion for c in acceptance_criteria_of(req)],
-        spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
-    )
+    facts = {"diff_summary": content_json(diff) if diff else [], "round": round,
+             "tests_passed": report.metadata.get("passed", 0) if report else 0,
+             "lost_tests": report.metadata.get("lost_tests", []) if report else [],
+             "acceptance": [c.criterion for c in acceptance_criteria_of(req)],
+             "spec": spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None}
+    if req.base_sha:
+        return _repo_code_review_context(req, facts)
+    return CodeReviewContext(files=workspace_files(req.pk), **facts)
+
+
+def _repo_code_review_context(req: Requirement, facts: dict) -> RepoCodeReviewContext:
+    """On a repository: the diff from the merge base first (up to two thirds of what the budget leaves), then the
+    changed files whole where they fit."""
+    budget = repo.budget_for(req.project, "tech_lead")
+    context = RepoCodeReviewContext(files=[], diff="", **facts)
+    with repo.checkout(req.pk) as workspace:
+        diff, changed = workspace.diff(), repo.changed_paths(workspace)
+        return repo.review_fitted(context, workspace.path, diff, changed, budget)
 
 
 def qc_context(requirement_id) -> QCContext:

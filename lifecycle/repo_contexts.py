@@ -18,10 +18,20 @@ from django.db import transaction
 
 from agents.edits import read_files
 from agents.repo import RepoIndex, index_repository, repo_map, search
-from agents.repo.budget import context_budget, json_tokens
+from agents.repo.budget import context_budget, fit_lines, json_tokens
 from agents.repo.excerpts import excerpt
+from agents.repo.files import git
 from agents.repo.workspace import RepoWorkspace
-from agents.schemas import ContextSource, Excerpt, FileView, LocalizeContext, LocatedFile, SearchHitView
+from agents.schemas import (
+    ContextSource,
+    Excerpt,
+    FileView,
+    LocalizeContext,
+    LocatedFile,
+    RepoCodeReviewContext,
+    SearchHitView,
+    SourceFile,
+)
 from agents.schemas.repository import RepositoryContext
 from lifecycle.models import Project, Requirement
 from lifecycle.services.artifacts import content_json, latest
@@ -57,6 +67,14 @@ def repository_index(requirement: Requirement, workspace: RepoWorkspace) -> Repo
     """The index of the workspace's HEAD, cached by commit next to the project's mirror."""
     cache = Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index"
     return index_repository(workspace.path, cache_dir=cache, rev="HEAD")
+
+
+def changed_paths(workspace: RepoWorkspace) -> list[str]:
+    """The files this requirement added or changed, from the merge base (not their text: RepoWorkspace.files
+    reads every one whole, and a large file is shown cut or not at all)."""
+    out = git(workspace.path, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", workspace.merge_base(),
+              "HEAD")
+    return [path for path in out.decode("utf-8", "surrogateescape").split("\0") if path]
 
 
 def localization_of(requirement: Requirement) -> list[LocatedFile]:
@@ -135,6 +153,7 @@ def with_sources(context: C, wanted: list[Wanted]) -> C:
     return context.model_copy(update={"sources": sources})
 
 
+MAX_SOURCE_CHARS = SourceFile.model_fields["content"].metadata[0].max_length
 MAX_HITS = 40
 HITS_SHARE = 3  # the search hits take at most a third of what the ticket leaves; the map the rest
 
@@ -180,3 +199,31 @@ def index_facts(index: RepoIndex) -> dict:
     symbols = {f.path: frozenset() for f in index.files if f.python and f.parsed}
     symbols.update({path: frozenset(s.qualname for s in found) for path, found in index.symbols_by_path.items()})
     return {"known_paths": index.paths, "known_symbols": symbols}
+
+
+def review_fitted(context: RepoCodeReviewContext, root: Path, diff: str, changed: list[str], budget: int
+                  ) -> RepoCodeReviewContext:
+    """The reviewer's context within `budget`: the diff cut to whole lines, then each changed file whole while it
+    fits; what is left out is listed, and the last files go (then more of the diff) until the JSON fits."""
+    left = budget - json_tokens(context.model_dump(mode="json"))
+    shown = fit_lines(diff, max(left * 2 // 3, 0))
+    left -= json_tokens(shown)
+    files, not_shown = [], []
+    for path, data in read_files(root, changed).items():
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else None
+        cost = json_tokens({"path": path, "content": text})
+        if text is not None and cost <= left and len(text) <= MAX_SOURCE_CHARS:
+            files.append(SourceFile(path=path, content=text))
+            left -= cost
+        else:
+            not_shown.append(path)
+    context = context.model_copy(update={"diff": shown, "diff_cut": shown != diff, "files": files,
+                                         "not_shown": not_shown})
+    context = held(context, budget)
+    while context.diff and (over := json_tokens(context.model_dump(mode="json")) - budget) > 0:
+        cut = fit_lines(context.diff, max(json_tokens(context.diff) - over - 1, 0))
+        context = context.model_copy(update={"diff": cut, "diff_cut": True})
+    paths = [line.partition(" b/")[2] for line in diff.splitlines() if line.startswith("diff --git a/")]
+    sources = [ContextSource(path=f.path, why="changed by this requirement, shown whole") for f in context.files]
+    sources += [ContextSource(path=p, why="in the diff from the merge base") for p in paths]
+    return context.model_copy(update={"sources": sources})

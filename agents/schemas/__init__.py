@@ -44,6 +44,7 @@ from agents.schemas.repository import (
     ContextSource,
     Excerpt,
     FileView,
+    RepoCodeReviewContext,
     RepoEngineerContext,
     RepoFixContext,
     RepositoryContext,

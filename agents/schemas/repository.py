@@ -16,6 +16,7 @@ from pydantic import Field
 from agents.edits import Files, read_files
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface, PlannedTask
+from agents.schemas.engineering import CodeReviewContext
 from agents.schemas.tickets import Ticket
 
 
@@ -89,3 +90,12 @@ class RepoFixContext(RepositoryContext):
     output_tail: str = ""
     review_notes: list[str] = []
     guidance: list[str] = []
+
+
+class RepoCodeReviewContext(CodeReviewContext, RepositoryContext):
+    """A review on an existing repository: the change as git's diff from the merge base, and the changed files
+    whole where they fit the budget (the rest in `not_shown`; the diff shows what changed in them)."""
+
+    diff: str = Field(description="the change from the merge base (unified diff), cut to whole lines to fit")
+    diff_cut: bool = False
+    not_shown: list[str] = []

@@ -285,7 +285,8 @@ def code_commit(requirement: Requirement, output: EngineerOutput | EditsOutput, 
                                  f"{applied.repair_request()[:2000]}")
     requirement.workspace_head = workspace.commit(message)
     requirement.save(update_fields=["workspace_head"])
-    files = [SourceFile(path=path, content=data.decode("utf-8")) for path, data in applied.changed.items()]
+    # the repository's own files, whole, for the record: not model output, and larger than a new file may be
+    files = [SourceFile.model_construct(path=path, content=data.decode("utf-8")) for path, data in applied.changed.items()]
     return requirement.workspace_head, files
 
 

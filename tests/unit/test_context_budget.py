@@ -95,6 +95,27 @@ def test_a_file_too_large_for_the_engineers_budget_is_shown_by_its_localized_def
     assert not test_file.exists  # a new file the plan names: no text yet
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_reviewer_sees_the_diff_and_the_files_that_fit_within_its_budget(big, scripted, acme_project):
+    req, steps = big
+    edits = {"reasoning": "compare by value", "edits": [{
+        "path": "src/shop/catalog.py", "search": "def find_1500(items):\n    return [i for i in items if i == 1500]\n",
+        "replace": "def find_1500(items):\n    return [i for i in items if i == 1500.0]\n"}],
+        "files": [{"path": "tests/test_catalog.py", "content": "from shop.catalog import find_1500\n\n\n"
+                   "def test_find():\n    assert find_1500([1500]) == [1500]\n"}]}
+    scripted.enqueue(LOCALIZED_BIG).enqueue(PLAN_BIG).enqueue(edits)
+    for kind in ("tl_localize", "tl_plan", "engineer"):
+        assert steps.run(kind).state == "done"
+    for budget in (DEFAULT_CONTEXT_TOKENS["tech_lead"], 1000):
+        set_budgets(acme_project, tech_lead=budget)
+        context = contexts.code_review_context(req.pk, 1)
+        assert json_tokens(context.model_dump(mode="json")) <= budget
+        assert "+    return [i for i in items if i == 1500.0]" in context.diff
+        assert context.not_shown == ["src/shop/catalog.py"]  # 2,000 functions: the diff shows what changed
+    assert [f.path for f in context.files] == ["tests/test_catalog.py"]
+    assert {s.path for s in context.sources} == {"src/shop/catalog.py", "tests/test_catalog.py"}
+
+
 def test_a_budget_is_the_projects_setting_for_the_role_or_the_default():
     assert context_budget("tech_lead", None) == DEFAULT_CONTEXT_TOKENS["tech_lead"]
     assert context_budget("tech_lead", {"tech_lead": 9000, "senior_engineer": 700}) == 9000
