@@ -26,6 +26,7 @@ from agents.schemas import (
     RepoCodeReviewContext,
     RepoEngineerContext,
     RepoFixContext,
+    RepoPlanContext,
     RepoTicketPlanContext,
     RequirementDocView,
     StoryFeedback,
@@ -142,8 +143,10 @@ def design_review_context(requirement_id, round: int) -> DesignReviewContext:
 def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
     req = Requirement.objects.select_related("project").get(pk=requirement_id)
     if from_ticket(req):
-        return _repo_plan_context(req) if req.base_sha else TicketPlanContext(ticket=ticket_of(req))
-    return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
+        context = TicketPlanContext(ticket=ticket_of(req))
+    else:
+        context = translators.spec_to_plan_context(spec_of(req), approved_stories(req))
+    return _repo_plan_context(req, context) if req.base_sha else context
 
 
 def localize_context(requirement_id) -> LocalizeContext:
@@ -167,11 +170,15 @@ def repo_ticket(req: Requirement) -> Ticket:
                   acceptance_criteria=[c.criterion for c in acceptance_criteria_of(req)])
 
 
-def _repo_plan_context(req: Requirement) -> RepoTicketPlanContext:
+def _repo_plan_context(req: Requirement, plan: PlanContext | TicketPlanContext
+                       ) -> RepoPlanContext | RepoTicketPlanContext:
+    """On a repository the plan also sees the localization and its files as they stand, within the Tech Lead's
+    budget; the context stays a kind of its own, so the same planner takes it."""
     localization = repo.localization_of(req)
     wanted = repo.localized(localization)
     budget = repo.budget_for(req.project, "tech_lead")
-    context = RepoTicketPlanContext(ticket=ticket_of(req), localization=localization)
+    kind = RepoTicketPlanContext if isinstance(plan, TicketPlanContext) else RepoPlanContext
+    context = kind(**dict(plan), localization=localization)
     with repo.checkout(req.pk) as workspace:
         files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
     context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})

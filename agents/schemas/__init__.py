@@ -26,6 +26,7 @@ from agents.schemas.localization import (
     LocalizationOutput,
     LocalizeContext,
     LocatedFile,
+    RepoPlanContext,
     RepoTicketPlanContext,
     SearchHitView,
 )

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, model_validator
 
 from agents.schemas.base import Strict
+from agents.schemas.design import PlanContext
 from agents.schemas.edits import RepoPath
 from agents.schemas.repository import FileView, RepositoryContext
 from agents.schemas.tickets import Ticket, TicketPlanContext
@@ -97,6 +98,15 @@ def _problem(located: LocatedFile, context: LocalizeContext) -> str:
 class RepoTicketPlanContext(TicketPlanContext, RepositoryContext):
     """A ticket's plan on an existing repository: the ticket, and the Tech Lead's localization with the files'
     current text (budgeted). Planned by the same job as a bug ticket (its type is a TicketPlanContext)."""
+
+    localization: list[LocatedFile]
+    files: list[FileView] = []
+    not_shown: list[str] = []
+
+
+class RepoPlanContext(PlanContext, RepositoryContext):
+    """A spec's plan on an existing repository (a brief with stories): the spec's view, and the localization with
+    the files' current text (budgeted)."""
 
     localization: list[LocatedFile]
     files: list[FileView] = []

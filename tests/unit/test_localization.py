@@ -5,7 +5,12 @@ import json
 
 import pytest
 
+from agents.llm.factory import llm_from_settings
+from agents.llm.scripted import ScriptedProvider
+from agents.prompts import load_prompt
 from agents.repo.budget import json_tokens
+from agents.roles import PLAN_JOBS
+from agents.schemas import LocatedFile, RepoPlanContext, RepoTicketPlanContext, Ticket
 from lifecycle import contexts
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.intake import requirement_submit
@@ -113,3 +118,19 @@ def test_the_plan_sees_the_localization_with_the_files_text(clarified, steps, sc
     assert fresh(clarified).state == "in_development" and steps.kinds()[-1:] == ["engineer"]
     context = contexts.plan_context(clarified.pk)
     assert json_tokens(context.model_dump(mode="json")) <= 6000
+
+
+def test_the_plan_contexts_on_a_repository_are_taken_by_the_same_planners():
+    located = [LocatedFile(**LOCALIZED["files"][0])]
+    ticket = RepoTicketPlanContext(ticket=Ticket(summary="s", acceptance_criteria=["a", "b"]), localization=located)
+    spec = RepoPlanContext(summary="s", components=[], interfaces=[], data_models=[], stories=["1. A", "2. B"],
+                           localization=located)
+    story_plan = {**PLAN, "tasks": [{**PLAN["tasks"][0], "story_refs": [1]}]}
+    provider = ScriptedProvider().enqueue(PLAN).enqueue({"reasoning": "r", "tasks": story_plan["tasks"]})
+    llm = llm_from_settings(provider)
+    assert PLAN_JOBS.run(ticket, llm).tasks[0].files == PLAN["tasks"][0]["files"]
+    assert PLAN_JOBS.run(spec, llm).tasks[0].story_refs == [1]
+    ticket_request, spec_request = provider.requests
+    assert ticket_request.system.startswith(load_prompt("tech_lead_plan_ticket").strip())
+    assert spec_request.system.startswith(load_prompt("tech_lead_plan").strip())
+    assert "total sums the prices" in spec_request.messages[0]["content"]
