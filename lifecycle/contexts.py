@@ -155,7 +155,8 @@ def localize_context(requirement_id) -> LocalizeContext:
     req = Requirement.objects.select_related("project").get(pk=requirement_id)
     ticket = repo_ticket(req)
     with repo.checkout(req.pk) as workspace:
-        index = repo.repository_index(req, workspace)
+        head = workspace.head()
+    index = repo.repository_index(req, workspace, head)  # from git's objects: no lock needed while it indexes
     # the brief too: a pasted traceback names files and functions the clarified summary may leave out
     query = "\n".join([ticket.title, ticket.summary, *ticket.objectives, *ticket.acceptance_criteria, req.brief])
     context = LocalizeContext(ticket=ticket, repository_map="", workspace=str(workspace.path), **repo.index_facts(index))

@@ -63,10 +63,10 @@ def checkout(requirement_id) -> Iterator[RepoWorkspace]:
         yield workspace_aligned(requirement_id)
 
 
-def repository_index(requirement: Requirement, workspace: RepoWorkspace) -> RepoIndex:
-    """The index of the workspace's HEAD, cached by commit next to the project's mirror."""
+def repository_index(requirement: Requirement, workspace: RepoWorkspace, commit: str) -> RepoIndex:
+    """The index of `commit` in the workspace, cached by commit next to the project's mirror."""
     cache = Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index"
-    return index_repository(workspace.path, cache_dir=cache, rev="HEAD")
+    return index_repository(workspace.path, cache_dir=cache, rev=commit)
 
 
 def changed_paths(workspace: RepoWorkspace) -> list[str]:
