@@ -40,6 +40,7 @@ from lifecycle.states import ArtifactKind
 
 C = TypeVar("C", bound=RepositoryContext)
 VIEW_FLOOR_TOKENS = 60  # what a file's entry costs without its text: kept for each file still to come
+VIEW_INDENT_TOKENS = 24  # a view's keys indented inside the context's JSON, over its own JSON's
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,14 @@ def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView |
     except UnicodeDecodeError:
         return None
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    chunks = excerpt(want.path, text, whole_room, want.symbols)
+    view = FileView(path=want.path, why=want.why, total_lines=total, whole=False)
+    frame = json_tokens(view.model_dump(mode="json")) + VIEW_INDENT_TOKENS  # the view without its text
+    chunks = excerpt(want.path, text, max(whole_room - frame, 0), want.symbols)
     whole = len(chunks) == 1 and chunks[0].text == text
     if not whole:
-        chunks = excerpt(want.path, text, min(share, whole_room), want.symbols)
-    return FileView(path=want.path, why=want.why, total_lines=total, whole=whole,
-                    excerpts=[Excerpt(start_line=c.start_line, text=c.text) for c in chunks])
+        chunks = excerpt(want.path, text, max(min(share, whole_room) - frame, 0), want.symbols)
+    return view.model_copy(update={"whole": whole, "excerpts": [Excerpt(start_line=c.start_line, text=c.text)
+                                                                for c in chunks]})
 
 
 def held(context: C, budget: int) -> C:

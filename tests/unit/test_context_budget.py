@@ -5,6 +5,7 @@ import pytest
 from agents.repo.budget import DEFAULT_CONTEXT_TOKENS, context_budget, estimate_tokens, json_tokens
 from agents.repo.excerpts import excerpt
 from lifecycle import contexts
+from lifecycle.repo_contexts import Wanted, file_views
 from lifecycle.services.intake import requirement_submit
 from tests.flows import fresh
 from tests.repo_history import COMMITS
@@ -136,3 +137,12 @@ def test_an_excerpt_is_the_whole_file_when_it_fits_and_whole_lines_when_it_does_
     for chunk in chunks:
         assert "".join(lines[chunk.start_line - 1: chunk.start_line - 1 + chunk.text.count("\n")]) == chunk.text
     assert any(c.text.startswith("def find_1999(") for c in chunks)
+
+
+def test_one_file_larger_than_the_whole_budget_is_still_shown_in_part(tmp_path):
+    (tmp_path / "catalog.py").write_text(CATALOG)
+    for budget in (300, 1000, 5000):
+        (view,), not_shown = file_views(tmp_path, [Wanted("catalog.py", "planned", ("find_1999",))], budget)
+        assert not_shown == [] and not view.whole and view.excerpts
+        assert json_tokens(view.model_dump(mode="json")) <= budget
+        assert any(e.text.startswith("def find_1999(") for e in view.excerpts)
