@@ -11,7 +11,7 @@ from agents.prompts import load_prompt
 from agents.repo.budget import json_tokens
 from agents.roles import PLAN_JOBS
 from agents.schemas import LocatedFile, RepoPlanContext, RepoTicketPlanContext, Ticket
-from lifecycle import contexts
+from lifecycle import contexts, guards
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.intake import requirement_submit
 from tests.flows import fresh
@@ -89,6 +89,12 @@ def test_a_new_file_may_be_named_but_not_one_that_exists(clarified, steps, scrip
     assert steps.run("tl_localize").state == "done"
     assert "src/shop/cart.py already exists: mark it change or read" in repair_text(scripted.requests[1])
     assert content_json(latest(clarified, "localization"))["files"][-1]["path"] == "tests/test_missing.py"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_playbook_is_fixed_once_the_localization_is_scheduled(clarified):
+    assert clarified.steps.filter(key="tl_localize", state="queued").exists()
+    assert not guards.playbook_still_open(clarified)  # localizing is the plan's first step
 
 
 @pytest.mark.django_db(transaction=True)
