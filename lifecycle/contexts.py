@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from agents import translators
 from agents.edits import read_files
-from agents.repo.budget import json_tokens
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
@@ -180,15 +179,7 @@ def _repo_plan_context(req: Requirement, plan: PlanContext | TicketPlanContext
     budget = repo.budget_for(req.project, "tech_lead")
     kind = RepoTicketPlanContext if isinstance(plan, TicketPlanContext) else RepoPlanContext
     context = kind(**dict(plan), localization=localization)
-    with repo.checkout(req.pk) as workspace:
-        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
-    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
-    return repo.with_sources(repo.held(context, budget), wanted)
-
-
-def _left(context, budget: int) -> int:
-    """What the budget leaves for the repository's files once the context's fixed part is counted."""
-    return max(budget - json_tokens(context.model_dump(mode="json")), 0)
+    return repo.with_files(context, req.pk, wanted, budget)
 
 
 def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext | RepoEngineerContext:
@@ -217,10 +208,7 @@ def _repo_engineer_context(req: Requirement, greenfield: EngineerContext) -> Rep
     context = RepoEngineerContext(task=task, ticket=repo_ticket(req), acceptance=greenfield.acceptance,
                                   interfaces=greenfield.interfaces, files=[], attempt=greenfield.attempt,
                                   planned_elsewhere=greenfield.planned_elsewhere)
-    with repo.checkout(req.pk) as workspace:
-        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
-    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
-    return repo.with_sources(repo.held(context, budget), wanted)
+    return repo.with_files(context, req.pk, wanted, budget)
 
 
 def fix_context(requirement_id, attempt: int) -> FixContext | RepoFixContext:
@@ -247,14 +235,12 @@ def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFix
     with repo.checkout(req.pk) as workspace:
         changed = [path for path in repo.changed_paths(workspace) if not engineer_may_not_write(path)]
         tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
-        failing = list(read_files(workspace.path, tests))  # only files that exist: an id need not name one
-        localization = repo.localization_of(req)
-        wanted = repo.named(changed, "changed by this requirement", localization)
-        wanted += repo.named([p for p in failing if p not in changed], "has a failing test", localization)
-        wanted += repo.localized(localization, skip=set(changed) | set(failing))
-        files, not_shown = repo.file_views(workspace.path, wanted, _left(context, budget))
-    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
-    return repo.with_sources(repo.held(context, budget), wanted)
+        failing = [path for path in read_files(workspace.path, tests) if path not in changed]  # an id need not name a file
+    localization = repo.localization_of(req)
+    wanted = repo.named(changed, "changed by this requirement", localization)
+    wanted += repo.named(failing, "has a failing test", localization)
+    wanted += repo.localized(localization, skip=set(changed) | set(failing))
+    return repo.with_files(context, req.pk, wanted, budget)
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:

@@ -138,6 +138,16 @@ def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView |
                                                                 for c in chunks]})
 
 
+def with_files(context: C, requirement_id, wanted: list[Wanted], budget: int) -> C:
+    """`context` with the wanted files as they stand at the recorded commit, in what its fixed part leaves of the
+    budget, held to it, and the record of what went in."""
+    left = max(budget - json_tokens(context.model_dump(mode="json")), 0)
+    with checkout(requirement_id) as workspace:
+        files, not_shown = file_views(workspace.path, wanted, left)
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
+    return with_sources(held(context, budget), wanted)
+
+
 def held(context: C, budget: int) -> C:
     """The context with its last file views dropped (listed in not_shown) until its JSON fits the budget: the
     views were sized by estimate, this makes the budget hold exactly. The fixed part alone may not fit: then no
