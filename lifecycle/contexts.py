@@ -6,6 +6,7 @@ itself never sees a model instance.
 from __future__ import annotations
 
 from agents import translators
+from agents.edits import read_files
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
@@ -16,10 +17,16 @@ from agents.schemas import (
     DevOpsContext,
     EngineerContext,
     FixContext,
+    LocalizeContext,
     PlanContext,
     PlannedTask,
     ProductOwnerContext,
     QCContext,
+    RepoCodeReviewContext,
+    RepoEngineerContext,
+    RepoFixContext,
+    RepoPlanContext,
+    RepoTicketPlanContext,
     RequirementDocView,
     StoryFeedback,
     StoryOut,
@@ -30,6 +37,7 @@ from agents.schemas import (
     TriageContext,
 )
 from agents.schemas.engineering import engineer_may_not_write
+from lifecycle import repo_contexts as repo
 from lifecycle import step_keys
 from lifecycle.models import Requirement
 from lifecycle.playbooks import playbook_named
@@ -132,53 +140,131 @@ def design_review_context(requirement_id, round: int) -> DesignReviewContext:
 
 
 def plan_context(requirement_id) -> PlanContext | TicketPlanContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     if from_ticket(req):
-        return TicketPlanContext(ticket=ticket_of(req))
-    return translators.spec_to_plan_context(spec_of(req), approved_stories(req))
+        context = TicketPlanContext(ticket=ticket_of(req))
+    else:
+        context = translators.spec_to_plan_context(spec_of(req), approved_stories(req))
+    return _repo_plan_context(req, context) if req.base_sha else context
 
 
-def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def localize_context(requirement_id) -> LocalizeContext:
+    """The clarified ticket, the search hits for its words and the repository map ranked towards it, within the
+    Tech Lead's budget; the answer is checked against the index of the same commit."""
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    ticket = repo_ticket(req)
+    with repo.checkout(req.pk) as workspace:
+        head = workspace.head()
+    index = repo.repository_index(req, workspace, head)  # from git's objects: no lock needed while it indexes
+    # the brief too: a pasted traceback names files and functions the clarified summary may leave out
+    query = "\n".join([ticket.title, ticket.summary, *ticket.objectives, *ticket.acceptance_criteria, req.brief])
+    context = LocalizeContext(ticket=ticket, repository_map="", workspace=str(workspace.path), **repo.index_facts(index))
+    return repo.localize_fitted(context, index, query, repo.budget_for(req.project, "tech_lead"))
+
+
+def repo_ticket(req: Requirement) -> Ticket:
+    """The ticket as the repository roles see it: the clarified ticket, or for a brief with stories the requirement
+    document with the stories' criteria."""
+    doc = req.docs.order_by("-version").first()
+    return Ticket(title=req.title, summary=doc.summary, objectives=doc.objectives, constraints=doc.constraints,
+                  acceptance_criteria=[c.criterion for c in acceptance_criteria_of(req)])
+
+
+def _repo_plan_context(req: Requirement, plan: PlanContext | TicketPlanContext
+                       ) -> RepoPlanContext | RepoTicketPlanContext:
+    """On a repository the plan also sees the localization and its files as they stand, within the Tech Lead's
+    budget; the context stays a kind of its own, so the same planner takes it."""
+    localization = repo.localization_of(req)
+    wanted = repo.localized(localization)
+    budget = repo.budget_for(req.project, "tech_lead")
+    kind = RepoTicketPlanContext if isinstance(plan, TicketPlanContext) else RepoPlanContext
+    context = kind(**dict(plan), localization=localization)
+    return repo.with_files(context, req.pk, wanted, budget)
+
+
+def engineer_context(requirement_id, task_key: str, attempt: int) -> EngineerContext | RepoEngineerContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     row = req.plan_tasks.get(key=task_key)
     task = PlannedTask(key=row.key, title=row.title, story_refs=row.story_refs, files=row.files,
                        depends_on=row.depends_on, definition_of_done=row.definition_of_done)
+    existing = [] if req.base_sha else workspace_files(req.pk)
     if from_ticket(req):
         context = translators.ticket_task_to_engineer_context(task, ticket_of(req), ticket_plan_of(req).interfaces,
-                                                              workspace_files(req.pk), attempt)
+                                                              existing, attempt)
     else:
-        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req),
-                                                       workspace_files(req.pk), attempt)
+        context = translators.task_to_engineer_context(task, spec_of(req), approved_stories(req), existing, attempt)
     others = req.plan_tasks.exclude(key=task_key).values_list("files", flat=True)
-    return context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
+    context = context.model_copy(update={"planned_elsewhere": sorted({f for files in others for f in files})})
+    return _repo_engineer_context(req, context) if req.base_sha else context
 
 
-def fix_context(requirement_id, attempt: int) -> FixContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def _repo_engineer_context(req: Requirement, greenfield: EngineerContext) -> RepoEngineerContext:
+    """On a repository: the task's files and the localization's, as they stand, within the engineer's budget."""
+    task = greenfield.task
+    localization = repo.localization_of(req)
+    wanted = (repo.named(task.files, f"planned file of task {task.key}", localization)
+              + repo.localized(localization, skip=set(task.files)))
+    budget = repo.budget_for(req.project, "senior_engineer")
+    context = RepoEngineerContext(task=task, ticket=repo_ticket(req), acceptance=greenfield.acceptance,
+                                  interfaces=greenfield.interfaces, files=[], attempt=greenfield.attempt,
+                                  planned_elsewhere=greenfield.planned_elsewhere)
+    return repo.with_files(context, req.pk, wanted, budget)
+
+
+def fix_context(requirement_id, attempt: int) -> FixContext | RepoFixContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT)  # the newest run: the engineer's self-tests or QC's gate
     review = latest(req, ArtifactKind.REVIEW, "code_review")
     failed = content_json(report) if report and not report.metadata.get("ok") else {}
     newer_review = review and (not report or review.created_at > report.created_at)
     notes = _review_notes(review) if newer_review and review.metadata.get("verdict") != "approve" else []
     notes += failed.get("gate", {}).get("reasons", [])
+    findings = {"failing_tests": failed.get("failing_tests", []), "output_tail": failed.get("output_tail", "")[-6000:],
+                "review_notes": notes, "guidance": _guidance(req)}
+    if req.base_sha:
+        return _repo_fix_context(req, attempt, findings)
     own = [f for f in workspace_files(req.pk) if not engineer_may_not_write(f.path)]
-    return FixContext(
-        attempt=attempt, files=own, failing_tests=failed.get("failing_tests", []),
-        output_tail=failed.get("output_tail", "")[-6000:], review_notes=notes, guidance=_guidance(req),
-    )
+    return FixContext(attempt=attempt, files=own, **findings)
+
+
+def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFixContext:
+    """On a repository: the files this change touched, the files of the failing tests, then the localization's,
+    as they stand, within the engineer's budget."""
+    budget = repo.budget_for(req.project, "senior_engineer")
+    context = RepoFixContext(attempt=attempt, ticket=repo_ticket(req), files=[], **findings)
+    with repo.checkout(req.pk) as workspace:
+        changed = [path for path in repo.changed_paths(workspace) if not engineer_may_not_write(path)]
+        tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
+        failing = [path for path in read_files(workspace.path, tests) if path not in changed]  # an id need not name a file
+    localization = repo.localization_of(req)
+    wanted = repo.named(changed, "changed by this requirement", localization)
+    wanted += repo.named(failing, "has a failing test", localization)
+    wanted += repo.localized(localization, skip=set(changed) | set(failing))
+    return repo.with_files(context, req.pk, wanted, budget)
 
 
 def code_review_context(requirement_id, round: int) -> CodeReviewContext:
-    req = Requirement.objects.get(pk=requirement_id)
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
     report = latest(req, ArtifactKind.TEST_REPORT, "self_test")
     diff = latest(req, ArtifactKind.DIFF_SUMMARY, "workspace")
-    return CodeReviewContext(
-        diff_summary=content_json(diff) if diff else [], files=workspace_files(req.pk),
-        tests_passed=report.metadata.get("passed", 0) if report else 0, round=round,
-        lost_tests=report.metadata.get("lost_tests", []) if report else [],
-        acceptance=[c.criterion for c in acceptance_criteria_of(req)],
-        spec=spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None,
-    )
+    facts = {"diff_summary": content_json(diff) if diff else [], "round": round,
+             "tests_passed": report.metadata.get("passed", 0) if report else 0,
+             "lost_tests": report.metadata.get("lost_tests", []) if report else [],
+             "acceptance": [c.criterion for c in acceptance_criteria_of(req)],
+             "spec": spec_of(req) if latest(req, ArtifactKind.TECHNICAL_SPEC, "technical_spec") else None}
+    if req.base_sha:
+        return _repo_code_review_context(req, facts)
+    return CodeReviewContext(files=workspace_files(req.pk), **facts)
+
+
+def _repo_code_review_context(req: Requirement, facts: dict) -> RepoCodeReviewContext:
+    """On a repository: the diff from the merge base first (up to two thirds of what the budget leaves), then the
+    changed files whole where they fit."""
+    budget = repo.budget_for(req.project, "tech_lead")
+    context = RepoCodeReviewContext(files=[], diff="", **facts)
+    with repo.checkout(req.pk) as workspace:
+        diff, changed = workspace.diff(), repo.changed_paths(workspace)
+        return repo.review_fitted(context, workspace.path, diff, changed, budget)
 
 
 def qc_context(requirement_id) -> QCContext:

@@ -123,7 +123,8 @@ def playbook_still_open(req: Requirement) -> bool:
     """A reviewer may still change the playbook: the Product Owner's triage is not under way, and neither design
     nor planning has started (their steps are scheduled once per requirement: a second start would find them)."""
     busy_triage = req.steps.filter(key=step_keys.PO_TRIAGE, state__in=(StepState.QUEUED, StepState.RUNNING))
-    return not busy_triage.exists() and not req.steps.filter(key__in=(step_keys.ARCHITECT, step_keys.PLAN)).exists()
+    started = (step_keys.ARCHITECT, step_keys.LOCALIZE, step_keys.PLAN)  # localizing is the plan's first step
+    return not busy_triage.exists() and not req.steps.filter(key__in=started).exists()
 
 
 def playbook_skips_stories(req: Requirement) -> bool:

@@ -30,8 +30,9 @@ from agents.roles import (
     CODE_REVIEWER,
     DESIGN_REVIEWER,
     DEVOPS_ENGINEER,
-    ENGINEER,
-    FIXER,
+    ENGINEER_JOBS,
+    FIX_JOBS,
+    LOCALIZER,
     PLAN_JOBS,
     QC_ENGINEER,
     TECH_ARCHITECT,
@@ -52,13 +53,14 @@ from lifecycle.services import (
     dispatch,
     inline,
     leases,
+    localization,
     preparation,
     product,
     quality,
     routing,
 )
 from lifecycle.services.development import workspace_aligned
-from lifecycle.services.llm_calls import llm_call_record
+from lifecycle.services.llm_calls import context_sources, llm_call_record
 
 log = logging.getLogger("aiteam.progress")
 
@@ -75,7 +77,8 @@ class StepSpec:
     def execute(self, lease: leases.Lease, constraints: tuple[str, ...] = ()) -> Any:
         if self.run is not None:
             return self.run(lease)
-        return self.agent.run(with_constraints(self.context(lease), constraints), _llm(lease))
+        context = with_constraints(self.context(lease), constraints)
+        return self.agent.run(context, _llm(lease, sources=context_sources(context)))
 
 
 def _limits():
@@ -150,11 +153,13 @@ STEPS: dict[str, StepSpec] = {
         lease.requirement_id, lease.attempt), TECH_ARCHITECT),
     step_keys.DESIGN_REVIEW: StepSpec(design.design_review_apply, lambda lease: contexts.design_review_context(
         lease.requirement_id, lease.attempt), DESIGN_REVIEWER),
+    step_keys.LOCALIZE: StepSpec(localization.localize_apply, lambda lease: contexts.localize_context(
+        lease.requirement_id), LOCALIZER),
     step_keys.PLAN: StepSpec(design.plan_apply, lambda lease: contexts.plan_context(lease.requirement_id), PLAN_JOBS),
     step_keys.ENGINEER: StepSpec(development.engineer_apply, lambda lease: contexts.engineer_context(
-        lease.requirement_id, lease.task_key, lease.attempt), ENGINEER),
+        lease.requirement_id, lease.task_key, lease.attempt), ENGINEER_JOBS),
     step_keys.FIX: StepSpec(development.fix_apply, lambda lease: contexts.fix_context(
-        lease.requirement_id, lease.attempt), FIXER),
+        lease.requirement_id, lease.attempt), FIX_JOBS),
     step_keys.SELF_TEST: StepSpec(development.self_test_apply, run=_self_test),
     step_keys.CODE_REVIEW: StepSpec(development.code_review_apply, lambda lease: contexts.code_review_context(
         lease.requirement_id, lease.attempt), CODE_REVIEWER),
@@ -248,9 +253,9 @@ def _apply(spec: StepSpec, lease: leases.Lease, output: Any) -> None:
             log.warning("step %s was taken over while failing", lease.step_id)
 
 
-def _llm(lease: leases.Lease):
+def _llm(lease: leases.Lease, sources: list[dict] | None = None):
     def sink(record) -> None:
-        llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id)
+        llm_call_record(record, requirement_id=lease.requirement_id, step_id=lease.step_id, sources=sources)
 
     try:
         bundle_sha, source_id = Requirement.objects.values_list("prompt_bundle_id", "replay_of_id").get(

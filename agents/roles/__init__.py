@@ -6,12 +6,18 @@ from agents.schemas import (
     BusinessAnalystOutput,
     CodeReviewVerdict,
     DevOpsOutput,
+    EditsOutput,
+    EngineerContext,
     EngineerOutput,
+    FixContext,
     ImplementationPlanOutput,
+    LocalizationOutput,
     PlanContext,
     ProductOwnerContext,
     ProductOwnerOutput,
     QCOutput,
+    RepoEngineerContext,
+    RepoFixContext,
     ReviewVerdict,
     TechnicalSpecOutput,
     TicketPlanContext,
@@ -76,3 +82,21 @@ TRIAGER = Agent(
 )
 CLARIFY_JOBS = AgentByContext({ProductOwnerContext: PRODUCT_OWNER, BugTicketContext: TICKET_CLARIFIER})
 PLAN_JOBS = AgentByContext({PlanContext: PLANNER, TicketPlanContext: TICKET_PLANNER})
+
+# On an existing repository (docs/adr/0035): the Tech Lead localizes the change before planning it, and the
+# engineer answers with search/replace blocks; the context's type picks the job, so STEPS keeps one entry a step.
+LOCALIZER = Agent(
+    role="tech_lead", prompt="tech_lead_localize", output=LocalizationOutput,
+    task="Pick the files and definitions of this repository to change or read for the ticket, each with a reason.",
+)
+ENGINEER_EDITS = Agent(
+    role="senior_engineer", prompt="senior_engineer_edits", output=EditsOutput,
+    task="Implement this task in the repository: search/replace blocks for existing files, whole files only for new "
+    "ones.",
+)
+FIXER_EDITS = Agent(
+    role="senior_engineer", prompt="senior_engineer_fix_edits", output=EditsOutput,
+    task="Make the failing tests pass and address the notes with search/replace blocks on the files as they stand.",
+)
+ENGINEER_JOBS = AgentByContext({EngineerContext: ENGINEER, RepoEngineerContext: ENGINEER_EDITS})
+FIX_JOBS = AgentByContext({FixContext: FIXER, RepoFixContext: FIXER_EDITS})

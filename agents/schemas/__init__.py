@@ -13,6 +13,7 @@ from agents.schemas.design import (
     ReviewVerdict,
     TechnicalSpecOutput,
 )
+from agents.schemas.edits import EditsOutput
 from agents.schemas.engineering import (
     CodeReviewContext,
     CodeReviewVerdict,
@@ -20,6 +21,14 @@ from agents.schemas.engineering import (
     EngineerOutput,
     FixContext,
     SourceFile,
+)
+from agents.schemas.localization import (
+    LocalizationOutput,
+    LocalizeContext,
+    LocatedFile,
+    RepoPlanContext,
+    RepoTicketPlanContext,
+    SearchHitView,
 )
 from agents.schemas.product import (
     BusinessAnalystContext,
@@ -32,6 +41,15 @@ from agents.schemas.product import (
     StoryOut,
 )
 from agents.schemas.quality import AcceptanceCriterion, DevOpsContext, DevOpsOutput, QCContext, QCOutput
+from agents.schemas.repository import (
+    ContextSource,
+    Excerpt,
+    FileView,
+    RepoCodeReviewContext,
+    RepoEngineerContext,
+    RepoFixContext,
+    RepositoryContext,
+)
 from agents.schemas.tickets import BugTicketContext, BugTicketOutput, Ticket, TicketPlanContext, TicketPlanOutput
 from agents.schemas.triage import TriageContext, TriageOutput
 

@@ -63,6 +63,18 @@ class EditsOutput(Strict):
         return self
 
     @model_validator(mode="after")
+    def _planned_files_only(self, info: ValidationInfo) -> EditsOutput:
+        """Against a plan task's context: the task writes its planned files and new files beside them (ADR 26)."""
+        foreign = getattr(info.context, "foreign", None)
+        paths = [b.path for b in self.edits] + [f.path for f in self.files] + self.deleted
+        refused = foreign(list(dict.fromkeys(paths))) if callable(foreign) else []
+        if refused:
+            task = info.context.task
+            raise ValueError(f"these files are not task {task.key}'s to write: {refused}; its files are {task.files} "
+                             "(new files may go beside them); leave every other file as it is")
+        return self
+
+    @model_validator(mode="after")
     def _applies(self, info: ValidationInfo) -> EditsOutput:
         check_answer(self, info.context)  # EditsRefused (a ValueError) carries the repair request
         return self

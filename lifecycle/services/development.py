@@ -9,9 +9,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
+from agents.edits import named_paths
 from agents.lost_tests import defined_tests, lost_tests, ran
-from agents.schemas import CodeReviewVerdict, EngineerOutput, SourceFile
-from agents.workspace import Workspace
+from agents.schemas import CodeReviewVerdict, EditsOutput, EngineerOutput, SourceFile
+from agents.workspace import GitError, Workspace
 from lifecycle import guards, step_keys
 from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
@@ -59,26 +60,28 @@ def schedule_ready_tasks(requirement: Requirement, *, attempt: int) -> None:
             step_schedule(requirement_id=requirement.pk, key=f"{step_keys.ENGINEER}:{task.key}", attempt=attempt)
 
 
-def engineer_apply(*, lease: Lease, output: EngineerOutput) -> None:
-    """Write one task's files, commit them as that task's attempt, then fan out what is now ready."""
+def engineer_apply(*, lease: Lease, output: EngineerOutput | EditsOutput) -> None:
+    """Write one task's files (or apply its edits, on a repository), commit them as that task's attempt, then fan
+    out what is now ready."""
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)  # serializes commits to the workspace
         task = requirement.plan_tasks.get(key=lease.task_key)
-        commit = workspace_commit(requirement, output.files, f"{task.key}: {task.title} (attempt {lease.attempt})")
-        store_code(requirement, output.files, step, lease.attempt, commit)
-        emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit})
+        commit, files = code_commit(requirement, output, f"{task.key}: {task.title} (attempt {lease.attempt})")
+        store_code(requirement, files, step, lease.attempt, commit)
+        emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit,
+                                              **_deleted(output)})
         step_finish(step)
         schedule_ready_tasks(requirement, attempt=lease.attempt)
 
 
-def fix_apply(*, lease: Lease, output: EngineerOutput) -> None:
-    """A whole-workspace fix for attempt n: commit it, then run the self-tests again."""
+def fix_apply(*, lease: Lease, output: EngineerOutput | EditsOutput) -> None:
+    """A whole-workspace fix for attempt n (edits, on a repository): commit it, then run the self-tests again."""
     with step_applying(lease) as (step, requirement):
-        touched = {f.path for f in output.files}
+        touched = set(named_paths(output)) if isinstance(output, EditsOutput) else {f.path for f in output.files}
         keys = [t.key for t in requirement.plan_tasks.all() if touched & set(t.files)] or ["fix"]
-        commit = workspace_commit(requirement, output.files, f"{','.join(keys)}: fix (attempt {lease.attempt})")
-        store_code(requirement, output.files, step, lease.attempt, commit)
-        emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit})
+        commit, files = code_commit(requirement, output, f"{','.join(keys)}: fix (attempt {lease.attempt})")
+        store_code(requirement, files, step, lease.attempt, commit)
+        emit(requirement, "FixCommitted", {"attempt": lease.attempt, "commit": commit, **_deleted(output)})
         step_schedule(requirement_id=requirement.pk, key=step_keys.SELF_TEST, attempt=lease.attempt)
 
 
@@ -261,6 +264,34 @@ def workspace_commit(requirement: Requirement, files: list[SourceFile], message:
     requirement.workspace_head = workspace.commit(message)
     requirement.save(update_fields=["workspace_head"])
     return requirement.workspace_head
+
+
+class EditsNoLongerApply(GitError):
+    """The edits were checked against the files as they stood when the model answered, and the workspace has
+    moved since (a parallel task committed): a retry runs the step again on the files as they stand now."""
+
+
+def code_commit(requirement: Requirement, output: EngineerOutput | EditsOutput, message: str
+                ) -> tuple[str, list[SourceFile]]:
+    """Commit an engineer's answer under the caller's lock: whole files, or (on a repository) search/replace edits
+    applied all or none. Returns the commit and the files it wrote, whole, to store as artifacts."""
+    if not isinstance(output, EditsOutput):
+        return workspace_commit(requirement, output.files, message), output.files
+    workspace = workspace_for(requirement).ensure()
+    workspace.align(requirement.workspace_head)
+    applied = workspace.apply(output)
+    if not applied.ok:
+        raise EditsNoLongerApply(f"the edits no longer apply to the workspace at {workspace.head()[:12]}: "
+                                 f"{applied.repair_request()[:2000]}")
+    requirement.workspace_head = workspace.commit(message)
+    requirement.save(update_fields=["workspace_head"])
+    # the repository's own files, whole, for the record: not model output, and larger than a new file may be
+    files = [SourceFile.model_construct(path=path, content=data.decode("utf-8")) for path, data in applied.changed.items()]
+    return requirement.workspace_head, files
+
+
+def _deleted(output: EngineerOutput | EditsOutput) -> dict:
+    return {"deleted": list(output.deleted)} if isinstance(output, EditsOutput) and output.deleted else {}
 
 
 def workspace_aligned(requirement_id) -> Workspace:

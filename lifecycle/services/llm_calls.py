@@ -9,7 +9,14 @@ from agents.llm.replay import CallRecord
 from lifecycle.models import LLMCall
 
 
-def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None) -> LLMCall:
+def context_sources(context: object) -> list[dict]:
+    """What a repository context carried and why (agents.schemas.repository: never shown to the model), as
+    LLMCall.context_sources stores it; [] for any other context."""
+    return [source.model_dump(exclude_none=True) for source in getattr(context, "sources", None) or []]
+
+
+def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None,
+                    sources: list[dict] | None = None) -> LLMCall:
     request, response = record.request, record.response
     usage = response.usage if response else None
     model = response.model if response else request.model
@@ -23,4 +30,5 @@ def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None) 
         cache_read_tokens=usage.cache_read_tokens if usage else 0,
         cache_creation_tokens=usage.cache_creation_tokens if usage else 0,
         latency_ms=record.latency_ms, cost_usd=cost_usd(model, usage) if usage else 0, error=redact(record.error),
+        context_sources=sources or [],
     )

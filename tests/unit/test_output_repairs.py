@@ -23,10 +23,12 @@ from agents.schemas import (
     DevOpsContext,
     EngineerContext,
     FixContext,
+    LocalizeContext,
     PlanContext,
     PlannedTask,
     ProductOwnerContext,
     QCContext,
+    RepoEngineerContext,
     TechnicalSpecOutput,
     TicketPlanContext,
     TriageContext,
@@ -62,6 +64,24 @@ LOST = REVIEW.model_copy(update={"lost_tests": ["the tests run fell from 14 to 8
 QC = QCContext(criteria=[AcceptanceCriterion(id=key, story="s", criterion="c") for key in QC_OK["coverage"]],
                interfaces=[], modules=[])
 DEVOPS = DevOpsContext(project="p", summary="s", tech_stack=["Python"], files=[], test_command="python -m pytest -q")
+
+SHOP = {"shop/cart.py": "def total(prices):\n    return sum(prices)\n", "shop/discount.py": "def apply(t):\n    return t\n"}
+LOCALIZE = LocalizeContext(ticket=Ticket(summary="crash", acceptance_criteria=["c"]), repository_map="shop/cart.py\n",
+                           known_paths=frozenset(SHOP), known_symbols={"shop/cart.py": frozenset({"total"})})
+LOCALIZED_OK = {"reasoning": "r", "files": [{"path": "shop/cart.py", "action": "change", "reason": "sums"}]}
+EDITS_OK = {"reasoning": "r", "edits": [{"path": "shop/cart.py", "search": "    return sum(prices)\n",
+                                         "replace": "    return sum(p or 0 for p in prices)\n"}]}
+
+
+class ShopEdits(RepoEngineerContext):
+    """A repository task's context whose files are in memory (the lifecycle's reads its workspace)."""
+
+    def current_files(self, paths):
+        return {p: SHOP[p].encode() for p in paths if p in SHOP}
+
+
+SHOP_TASK = ShopEdits(task=PlannedTask(key="T1", title="totals", story_refs=[1], files=["shop/cart.py"],
+                                       definition_of_done="d"), ticket=LOCALIZE.ticket, acceptance=[], files=[])
 
 
 def plan(*tasks: dict) -> dict:
@@ -164,6 +184,27 @@ CASES = {
         with_files(ENGINEER_OK, *ENGINEER_OK["files"], {"path": "readinglist/speed.py", "content": NO_OP_RUNTEST}),
         ENGINEER_OK, "code may not reach into the test runner (the tests' report must come from the tests): "
         "readinglist/speed.py:1: imports _pytest.python"),
+    "edits_change_nothing": Case(
+        "EditsOutput._changes_what_it_may", roles.ENGINEER_EDITS, SHOP_TASK, {"reasoning": "nothing to do"}, EDITS_OK,
+        "an answer must change something"),
+    "edits_write_acceptance_tests": Case(
+        "EditsOutput._changes_what_it_may", roles.FIXER_EDITS, SHOP_TASK, {**EDITS_OK, "files": [TEST_FILE]}, EDITS_OK,
+        "these belong to QC or DevOps (or could change how tests run): ['tests/acceptance/test_a.py']"),
+    "edits_outside_the_plan": Case(
+        "EditsOutput._planned_files_only", roles.ENGINEER_EDITS, SHOP_TASK, {**EDITS_OK, "edits": [
+            *EDITS_OK["edits"], {"path": "shop/discount.py", "search": "    return t\n", "replace": "    return 0\n"}]},
+        EDITS_OK, "these files are not task T1's to write: ['shop/discount.py']"),
+    "edits_that_do_not_apply": Case(
+        "EditsOutput._applies", roles.ENGINEER_EDITS, SHOP_TASK, {**EDITS_OK, "edits": [
+            {**EDITS_OK["edits"][0], "search": "    return sum(price)\n"}]}, EDITS_OK,
+        "block 1 (shop/cart.py): the search text matches no place in the file"),
+    "localize_nothing_to_change": Case(
+        "LocalizationOutput._a_change", roles.LOCALIZER, LOCALIZE, {"reasoning": "r", "files": [
+            {**LOCALIZED_OK["files"][0], "action": "read"}]}, LOCALIZED_OK, "name at least one file to change or create"),
+    "localize_unknown_path": Case(
+        "LocalizationOutput._in_the_repository", roles.LOCALIZER, LOCALIZE, {"reasoning": "r", "files": [
+            {**LOCALIZED_OK["files"][0], "path": "shop/carts.py"}]}, LOCALIZED_OK,
+        "shop/carts.py is not a file of the repository (did you mean shop/cart.py"),
     "code_review_changes_without_notes": Case(
         "CodeReviewVerdict._notes_when_changes", roles.CODE_REVIEWER, REVIEW,
         {"verdict": "request_changes", "reasoning": "not yet"}, CODE_OK,

@@ -1,0 +1,242 @@
+"""The parts of a role's context that come from an existing repository, cut to the role's token budget
+(docs/adr/0035): files whole or in excerpts, the ranked map and the search hits, and the record of what went in.
+
+A budget is the project's `settings["context_tokens"][role]` or the default (agents/repo/budget.py), held on the
+whole context as the model gets it (its JSON, `json_tokens`): the fixed part (the ticket, the task) is counted
+first and the repository's parts fill what is left, best first, however large the repository.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.edits import read_files
+from agents.repo import RepoIndex, index_repository, repo_map, search
+from agents.repo.budget import context_budget, fit_lines, json_tokens
+from agents.repo.excerpts import excerpt
+from agents.repo.files import git
+from agents.repo.workspace import RepoWorkspace
+from agents.schemas import (
+    ContextSource,
+    Excerpt,
+    FileView,
+    LocalizeContext,
+    LocatedFile,
+    RepoCodeReviewContext,
+    SearchHitView,
+    SourceFile,
+)
+from agents.schemas.repository import RepositoryContext
+from lifecycle.models import Project, Requirement
+from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.development import workspace_aligned
+from lifecycle.states import ArtifactKind
+
+C = TypeVar("C", bound=RepositoryContext)
+VIEW_FLOOR_TOKENS = 60  # what a file's entry costs without its text: kept for each file still to come
+VIEW_INDENT_TOKENS = 24  # a view's keys indented inside the context's JSON, over its own JSON's
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A file a context should show, and why; its definitions to show first when the whole file does not fit."""
+
+    path: str
+    why: str
+    symbols: tuple[str, ...] = ()
+
+
+def budget_for(project: Project, role: str) -> int:
+    return context_budget(role, (project.settings or {}).get("context_tokens"))
+
+
+@contextmanager
+def checkout(requirement_id) -> Iterator[RepoWorkspace]:
+    """The workspace at the commit the database records, under the requirement's lock while the block reads it:
+    parallel engineer tasks apply while others build their contexts (as development.workspace_files)."""
+    with transaction.atomic():
+        yield workspace_aligned(requirement_id)
+
+
+def repository_index(requirement: Requirement, workspace: RepoWorkspace, commit: str) -> RepoIndex:
+    """The index of `commit` in the workspace, cached by commit next to the project's mirror."""
+    cache = Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index"
+    return index_repository(workspace.path, cache_dir=cache, rev=commit)
+
+
+def changed_paths(workspace: RepoWorkspace) -> list[str]:
+    """The files this requirement added or changed, from the merge base (not their text: RepoWorkspace.files
+    reads every one whole, and a large file is shown cut or not at all)."""
+    out = git(workspace.path, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", workspace.merge_base(),
+              "HEAD")
+    return [path for path in out.decode("utf-8", "surrogateescape").split("\0") if path]
+
+
+def localization_of(requirement: Requirement) -> list[LocatedFile]:
+    """The Tech Lead's choice of files ([] before it, or for a requirement that never localized)."""
+    artifact = latest(requirement, ArtifactKind.LOCALIZATION, "localization")
+    return [LocatedFile(**f) for f in content_json(artifact)["files"]] if artifact else []
+
+
+def localized(localization: list[LocatedFile], *, skip: set[str] = frozenset()) -> list[Wanted]:
+    """The localization's files, the ones to change or create first, then the ones to read."""
+    order = {"change": 0, "new": 1, "read": 2}
+    return [Wanted(f.path, f"localized ({f.action}): {f.reason}", tuple(f.symbols))
+            for f in sorted(localization, key=lambda f: order[f.action]) if f.path not in skip]
+
+
+def named(paths: list[str], why: str, localization: list[LocatedFile]) -> list[Wanted]:
+    """Files wanted for `why`, with the definitions and the reason the localization gave for each it names."""
+    located = {f.path: f for f in localization}
+    return [Wanted(path, why + (f"; {located[path].reason}" if path in located else ""),
+                   tuple(located[path].symbols) if path in located else ()) for path in paths]
+
+
+def file_views(root: Path, wanted: list[Wanted], budget: int) -> tuple[list[FileView], list[str]]:
+    """The files in order, each whole when it fits what is left (keeping a floor for each file after it), else the
+    excerpts of its definitions within a fair share; a file with no room, or that is no text, is not shown."""
+    unique: dict[str, Wanted] = {}
+    for want in wanted:  # a file wanted twice is shown once, for its first reason
+        unique.setdefault(want.path, want)
+    found = read_files(root, list(unique))
+    views, not_shown, left, count = [], [], budget, len(unique)
+    for i, want in enumerate(unique.values()):
+        view = _view(want, found.get(want.path), max(left - VIEW_FLOOR_TOKENS * (count - i - 1), 0),
+                     max(left // 2, left // (count - i)))
+        cost = json_tokens(view.model_dump(mode="json")) if view else 0
+        if view is None or cost > left or (view.total_lines and not view.excerpts):
+            not_shown.append(want.path)
+            continue
+        views.append(view)
+        left -= cost
+    return views, not_shown
+
+
+def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView | None:
+    if data is None:
+        return FileView(path=want.path, why=want.why, exists=False, whole=False)
+    if not isinstance(data, bytes):
+        return None  # a link, a directory: nothing to show or edit
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    view = FileView(path=want.path, why=want.why, total_lines=total, whole=False)
+    frame = json_tokens(view.model_dump(mode="json")) + VIEW_INDENT_TOKENS  # the view without its text
+    chunks = excerpt(want.path, text, max(whole_room - frame, 0), want.symbols)
+    whole = len(chunks) == 1 and chunks[0].text == text
+    if not whole:
+        chunks = excerpt(want.path, text, max(min(share, whole_room) - frame, 0), want.symbols)
+    return view.model_copy(update={"whole": whole, "excerpts": [Excerpt(start_line=c.start_line, text=c.text)
+                                                                for c in chunks]})
+
+
+def with_files(context: C, requirement_id, wanted: list[Wanted], budget: int) -> C:
+    """`context` with the wanted files as they stand at the recorded commit, in what its fixed part leaves of the
+    budget, held to it, and the record of what went in."""
+    left = max(budget - json_tokens(context.model_dump(mode="json")), 0)
+    with checkout(requirement_id) as workspace:
+        files, not_shown = file_views(workspace.path, wanted, left)
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
+    return with_sources(held(context, budget), wanted)
+
+
+def held(context: C, budget: int) -> C:
+    """The context with its last file views dropped (listed in not_shown) until its JSON fits the budget: the
+    views were sized by estimate, this makes the budget hold exactly. The fixed part alone may not fit: then no
+    file is shown, and the ticket still goes."""
+    while context.files and json_tokens(context.model_dump(mode="json")) > budget:
+        *kept, dropped = context.files
+        context = context.model_copy(update={"files": kept, "not_shown": [dropped.path, *context.not_shown]})
+    return context
+
+
+def with_sources(context: C, wanted: list[Wanted]) -> C:
+    """Record what the context shows: each file (or each definition asked for in it) and why."""
+    symbols = {w.path: w.symbols for w in wanted}
+    sources = [ContextSource(path=v.path, symbol=s, why=v.why) for v in context.files
+               for s in (symbols.get(v.path) or (None,))]
+    return context.model_copy(update={"sources": sources})
+
+
+MAX_SOURCE_CHARS = SourceFile.model_fields["content"].metadata[0].max_length
+MAX_HITS = 40
+HITS_SHARE = 3  # the search hits take at most a third of what the ticket leaves; the map the rest
+
+
+def localize_fitted(context: LocalizeContext, index: RepoIndex, query: str, budget: int) -> LocalizeContext:
+    """The localizer's context within `budget`: the search hits for the ticket's words (best first, up to a
+    third of what the ticket leaves), then the repository map ranked towards the ticket in the rest. The map is
+    sized by its own estimate; any overshoot of the JSON shrinks it (then the hits) until the whole fits."""
+    left = budget - json_tokens(context.model_dump(mode="json"))
+    hits, used = [], 0
+    for hit in search(index, query, limit=MAX_HITS):
+        view = SearchHitView(path=hit.path, symbol=hit.qualname, line=hit.line, signature=hit.signature,
+                             matched=list(hit.matched_terms))
+        cost = json_tokens(view.model_dump(mode="json"))
+        if used + cost > left // HITS_SHARE:
+            break
+        hits.append(view)
+        used += cost
+    map_budget = max(left - used, 0)
+    while True:
+        shown = repo_map(index, map_budget, ticket=query)
+        note = (f"{len(shown.entries)} of {shown.candidates} ranked definitions and files shown; the repository has "
+                f"{len(index.files)} files")
+        context = context.model_copy(update={"repository_map": shown.text, "map_note": note, "search_hits": hits})
+        over = json_tokens(context.model_dump(mode="json")) - budget
+        if over <= 0 or not (map_budget or hits):
+            break
+        if map_budget:
+            map_budget = max(map_budget - over - 1, 0)
+        else:
+            hits = hits[:-1]
+    sources = [ContextSource(path=e.path, symbol=e.qualname, why="repository map: " + ("; ".join(e.reasons) or
+                                                                                      "ranked by who uses it"))
+               for e in shown.entries]
+    sources += [ContextSource(path=h.path, symbol=h.symbol, why=f"search hit for {', '.join(h.matched)}")
+                for h in hits]
+    return context.model_copy(update={"sources": sources})
+
+
+def index_facts(index: RepoIndex) -> dict:
+    """What the localizer's answer is checked against: every file of the commit, and each parsed Python file's
+    definitions."""
+    symbols = {f.path: frozenset() for f in index.files if f.python and f.parsed}
+    symbols.update({path: frozenset(s.qualname for s in found) for path, found in index.symbols_by_path.items()})
+    return {"known_paths": index.paths, "known_symbols": symbols}
+
+
+def review_fitted(context: RepoCodeReviewContext, root: Path, diff: str, changed: list[str], budget: int
+                  ) -> RepoCodeReviewContext:
+    """The reviewer's context within `budget`: the diff cut to whole lines, then each changed file whole while it
+    fits; what is left out is listed, and the last files go (then more of the diff) until the JSON fits."""
+    left = budget - json_tokens(context.model_dump(mode="json"))
+    shown = fit_lines(diff, max(left * 2 // 3, 0))
+    left -= json_tokens(shown)
+    files, not_shown = [], []
+    for path, data in read_files(root, changed).items():
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else None
+        cost = json_tokens({"path": path, "content": text})
+        if text is not None and cost <= left and len(text) <= MAX_SOURCE_CHARS:
+            files.append(SourceFile(path=path, content=text))
+            left -= cost
+        else:
+            not_shown.append(path)
+    context = context.model_copy(update={"diff": shown, "diff_cut": shown != diff, "files": files,
+                                         "not_shown": not_shown})
+    context = held(context, budget)
+    while context.diff and (over := json_tokens(context.model_dump(mode="json")) - budget) > 0:
+        cut = fit_lines(context.diff, max(json_tokens(context.diff) - over - 1, 0))
+        context = context.model_copy(update={"diff": cut, "diff_cut": True})
+    paths = [line.partition(" b/")[2] for line in diff.splitlines() if line.startswith("diff --git a/")]
+    sources = [ContextSource(path=f.path, why="changed by this requirement, shown whole") for f in context.files]
+    sources += [ContextSource(path=p, why="in the diff from the merge base") for p in paths]
+    return context.model_copy(update={"sources": sources})
