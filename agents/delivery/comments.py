@@ -50,6 +50,21 @@ def change_opened(change: ChangeRequest, kind: str = "pull request") -> list[Par
                                              change.url), ours(f" {verb}."))]
 
 
+def pushed(branch: str) -> list[Part]:
+    return [(ours("aiteam delivered this ticket's change on branch "), literal(branch),
+             ours(" (no pull request: the project names no repository on its host)."))]
+
+
+def answered(text: str) -> list[Part]:
+    """The Product Owner's answer to a ticket that asked a question: shown literally, like any model output."""
+    return [(ours("aiteam read this ticket as a question, so no change will be made. Its answer:"),),
+            block(text, REASON_MAX_CHARS)]
+
+
+def refused(reason: str) -> list[Part]:
+    return [(ours("aiteam will not work on this ticket. The reason:"),), block(reason, REASON_MAX_CHARS)]
+
+
 def stopped(reason: str) -> list[Part]:
     """The real reason, shown literally: it may quote the ticket, a test's output or the model's words."""
     return [(ours("aiteam stopped working on this ticket. The reason:"),), block(reason, REASON_MAX_CHARS)]
