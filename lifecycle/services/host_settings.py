@@ -28,11 +28,10 @@ def github_settings(project: Project, *, draft: bool = False) -> GitHubSettings 
     config = project.settings.get("github") or {}
     if project.host_kind != HostKind.GITHUB or not config.get("repository"):
         return None
-    api_url = config.get("api_url", "https://api.github.com")
+    token, api_url = host_token(project, "a pull request"), config.get("api_url", "https://api.github.com")
     if api_url not in settings.AITEAM_GITHUB_API_URLS:
         raise DomainError(f"api_url {api_url!r} is not one of the operator's AITEAM_GITHUB_API_URLS", "settings")
-    return GitHubSettings(repository=config["repository"], token=host_token(project, "a pull request"),
-                          api_url=api_url, draft=draft)
+    return GitHubSettings(repository=config["repository"], token=token, api_url=api_url, draft=draft)
 
 
 def gitlab_settings(project: Project, *, draft: bool = True) -> GitLabSettings | None:
@@ -40,11 +39,10 @@ def gitlab_settings(project: Project, *, draft: bool = True) -> GitLabSettings |
     config = project.settings.get("gitlab") or {}
     if project.host_kind != HostKind.GITLAB or not config.get("project"):
         return None
-    url = str(config.get("url", GITLAB_URL)).rstrip("/")
+    token, url = host_token(project, "a merge request"), str(config.get("url", GITLAB_URL)).rstrip("/")
     if url not in settings.AITEAM_GITLAB_URLS:
         raise DomainError(f"gitlab url {url!r} is not one of the operator's AITEAM_GITLAB_URLS", "settings")
-    return GitLabSettings(project=str(config["project"]), token=host_token(project, "a merge request"), url=url,
-                          draft=draft)
+    return GitLabSettings(project=str(config["project"]), token=token, url=url, draft=draft)
 
 
 def host_token(project: Project, needs: str) -> str:
