@@ -64,8 +64,6 @@ def send(note: Notification) -> None:
         settings = _host_settings(requirement)
     except DomainError as exc:
         raise ChannelRefused(f"the project's ticket host is not usable: {exc}") from None
-    if settings is None:
-        raise ChannelRefused(f"the project's settings name no {requirement.ticket_source} host for this ticket")
     result = comments.post_comment(settings, note.recipient, parts_from_json(note.body))
     if not result.ok:
         raise (ChannelError if result.retryable else ChannelRefused)(result.error)
@@ -123,14 +121,19 @@ def _delivered(payload: dict[str, Any]) -> list[Part]:
 
 def _host_settings(requirement: Requirement) -> Any:
     """The host to comment on: the ticket's own (a GitHub or GitLab issue of the project's repository, a Jira site
-    the project names), None when the project names none or the ticket is another repository's issue."""
+    the project names); ChannelRefused when the project names none, or the ticket is another repository's issue
+    (the same number there is someone else's issue)."""
     project, source = requirement.project, requirement.ticket_source
-    if source == TicketSource.JIRA:
-        return jira_settings(project)
-    settings = github_settings(project) if source == TicketSource.GITHUB else gitlab_settings(project)
+    settings = (jira_settings(project) if source == TicketSource.JIRA else github_settings(project)
+                if source == TicketSource.GITHUB else gitlab_settings(project))
+    if settings is None:
+        raise ChannelRefused(f"the project's settings name no {source} {'site' if source == 'jira' else 'repository'}"
+                             " to comment on")
     repository = getattr(settings, "repository", None) or getattr(settings, "project", "")
     ticket = TicketRef(source=source, key=requirement.ticket_key, url=requirement.ticket_url)
-    return settings if settings is not None and same_repository(source, repository, ticket) else None
+    if source != TicketSource.JIRA and not same_repository(source, repository, ticket):
+        raise ChannelRefused(f"the ticket is an issue of another repository than {repository}: not commented on")
+    return settings
 
 
 def _send_later(row_id: int) -> None:

@@ -19,6 +19,7 @@ from tests.repo_history import git, make_project
 TOKEN = "ghp_repoRunTOKEN0123456789abcdef"
 CART = "def total(prices):\n    return round(sum(prices), 2)\n"
 FIXED_CART = "def total(prices):\n    \"\"\"The sum, rounded to cents.\"\"\"\n    return round(sum(prices, 0), 2)\n"
+SMALL_CHANGE = {"src/shop/cart.py": FIXED_CART}  # 3 lines (+2 −1) in one module
 TEST_NAME = "tests/test_cart.py::test_total"
 
 

@@ -12,6 +12,7 @@ import logging
 import traceback
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from agents.delivery.api import ChangeRequest, HostError
 from agents.delivery.errors import DeliveryError, NoAnswer, scrub
@@ -38,8 +39,10 @@ class CommentResult:
         return {"ok": self.ok, "url": self.url, "error": self.error, "retryable": self.retryable, "status": self.status}
 
 
-def started(requirement_id: int, branch: str) -> list[Part]:
-    return [(ours(f"aiteam started work on this ticket (requirement {int(requirement_id)}), on branch "),
+def started(requirement_id: int | UUID, branch: str) -> list[Part]:
+    """`requirement_id`: a number or a UUID (the lifecycle's), rendered from its own type, never from text."""
+    shown = requirement_id if isinstance(requirement_id, UUID) else int(requirement_id)
+    return [(ours(f"aiteam started work on this ticket (requirement {shown}), on branch "),
              literal(branch), ours(". It will comment again with the change, or with why it stopped."))]
 
 

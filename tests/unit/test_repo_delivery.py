@@ -26,7 +26,7 @@ from tests.flows import decide, fresh, pending
 from tests.repo_history import git
 from tests.repo_runs import (
     CART,
-    FIXED_CART,
+    SMALL_CHANGE,
     TOKEN,
     ask_for_deployment,
     commit_change,
@@ -36,7 +36,7 @@ from tests.repo_runs import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-SMALL = {"src/shop/cart.py": FIXED_CART}
+SMALL = SMALL_CHANGE
 
 
 @pytest.fixture
