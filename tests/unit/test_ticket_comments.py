@@ -193,3 +193,19 @@ def test_a_brief_or_a_project_that_turned_comments_off_gets_none(acme_project, g
     Project.objects.filter(pk=project.pk).update(settings={**project.settings, "ticket_comments": False})
     emitted(ticket_requirement(Project.objects.get(pk=project.pk), key="#13"), "RepositoryPrepared", PREPARED)
     assert github.comments == [] and not Notification.objects.filter(channel="ticket").exists()
+
+
+def test_a_delivery_that_fails_to_a_person_says_why_on_the_ticket(acme_project, settings, tmp_path, github, rita):
+    settings.AITEAM_STEP_MAX_RUNS = 1  # no retry left: the failed delivery goes to a person at once
+    origin = repository_project(acme_project, tmp_path, settings, host_kind="github", token_env="GITHUB_TOKEN",
+                                settings={"github": {"repository": "acme/shop", "api_url": github.url}})
+    req = repository_requirement(acme_project, origin)
+    commit_change(req, SMALL_CHANGE)
+    ask_for_deployment(req)
+    github.fail_next_create(500, "the pulls API is down")
+    decide(pending(req, "deployment_approval"), rita, "approve")
+
+    assert pending(req, "step_failed") and OutboxEvent.objects.filter(requirement=req, name="DeliveryFailed").exists()
+    [comment] = github.comments
+    assert "stopped working on this ticket" in comment["body"] and "a step failed. Step 'deliver'" in comment["body"]
+    assert "delivery failed, compensated: GitHub POST /repos/acme/shop/pulls: 500 the pulls API is down" in comment["body"]
