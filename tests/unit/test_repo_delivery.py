@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import logging
+from dataclasses import replace
 
 import pytest
 from django.core.management import call_command
@@ -138,6 +139,35 @@ def test_a_gitlab_project_gets_a_draft_merge_request_that_closes_its_issue(
     again = deliver(delivery_plan(req.pk))
     assert again.pull_request["reused"] and len(gitlab.merge_requests) == 1
     assert all(r.headers.get("private-token") == TOKEN for r in gitlab.requests)
+
+
+class LateToOpen(FakeGitLabServer):
+    """Opens a merge request as asked, then answers after the client gave up: the answer is lost."""
+
+    def handle(self, request):
+        if request.method == "POST" and request.path.endswith("/merge_requests"):
+            self.stall_next_reply(2.0)
+        return super().handle(request)
+
+
+def test_a_merge_request_opened_without_an_answer_is_closed_and_the_branch_deleted(
+        acme_project, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITLAB_TOKEN", TOKEN)
+    with LateToOpen(TOKEN) as gitlab:
+        gitlab.add_project("acme/shop", issues=(12,))
+        settings.AITEAM_GITLAB_URLS = [gitlab.url]
+        origin = repository_project(acme_project, tmp_path, settings, host_kind="gitlab", token_env="GITLAB_TOKEN",
+                                    settings={"gitlab": {"project": "acme/shop", "url": gitlab.url}})
+        req = repository_requirement(acme_project, origin, ticket=("gitlab", "#12", ""))
+        commit_change(req, SMALL)
+        plan = delivery_plan(req.pk)
+        result = deliver(replace(plan, gitlab=replace(plan.gitlab, timeout_s=0.5)))
+
+        assert not result.succeeded and "ReadTimeout" in result.error
+        assert [(c.name, c.ok) for c in result.compensations] == [("close merge request", True),
+                                                                   ("delete remote branch", True)]
+        [mr] = gitlab.merge_requests
+        assert mr["state"] == "closed" and plan.branch not in remote_branches(plan.workspace, plan.remote)
 
 
 def test_a_project_that_says_draft_false_gets_a_ready_pull_request(acme_project, on_github, github, rita):
