@@ -11,6 +11,7 @@ from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
+from lifecycle.ticket_comments import queue_ticket_comment
 
 log = logging.getLogger("aiteam.progress")
 Handler = Callable[[OutboxEvent], None]
@@ -51,7 +52,7 @@ def compare_replay(event: OutboxEvent) -> None:
 HANDLERS: dict[str, list[Handler]] = {
     "RequirementClarified": [schedule_business_analyst],
     "StoriesReworkRequested": [schedule_business_analyst],
-    "ReviewTaskOpened": [announce_review_task, notifying.queue_notifications, refresh_digest],
+    "ReviewTaskOpened": [announce_review_task, notifying.queue_notifications, refresh_digest, queue_ticket_comment],
     "ReviewTaskReminded": [notifying.queue_notifications],
     "ReviewTaskEscalated": [notifying.queue_notifications],
     "ReviewTaskAssigned": [notifying.queue_notifications],
@@ -60,9 +61,13 @@ HANDLERS: dict[str, list[Handler]] = {
     "CodeReviewPassed": [start_quality_gate],
     "TestsFailed": [refresh_digest],
     "SelfTestsFailed": [refresh_digest],
-    "Deployed": [refresh_digest, compare_replay],
+    "Deployed": [refresh_digest, compare_replay, queue_ticket_comment],
     "DeliveryFailed": [refresh_digest],
-    "RequirementCancelled": [refresh_digest, compare_replay],
+    "RequirementCancelled": [refresh_digest, compare_replay, queue_ticket_comment],
+    # ticket comments (lifecycle/ticket_comments.py): work started, and a triaged question's answer or refusal
+    "RepositoryPrepared": [queue_ticket_comment],
+    "TicketAnswered": [queue_ticket_comment],
+    "TicketRefused": [queue_ticket_comment],
 }
 
 

@@ -12,6 +12,7 @@ import logging
 import traceback
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from agents.delivery.api import ChangeRequest, HostError
 from agents.delivery.errors import DeliveryError, NoAnswer, scrub
@@ -38,8 +39,10 @@ class CommentResult:
         return {"ok": self.ok, "url": self.url, "error": self.error, "retryable": self.retryable, "status": self.status}
 
 
-def started(requirement_id: int, branch: str) -> list[Part]:
-    return [(ours(f"aiteam started work on this ticket (requirement {int(requirement_id)}), on branch "),
+def started(requirement_id: int | UUID, branch: str) -> list[Part]:
+    """`requirement_id`: a number or a UUID (the lifecycle's), rendered from its own type, never from text."""
+    shown = requirement_id if isinstance(requirement_id, UUID) else int(requirement_id)
+    return [(ours(f"aiteam started work on this ticket (requirement {shown}), on branch "),
              literal(branch), ours(". It will comment again with the change, or with why it stopped."))]
 
 
@@ -48,6 +51,21 @@ def change_opened(change: ChangeRequest, kind: str = "pull request") -> list[Par
     verb = "is still open" if change.reused else "is open for review"
     return [(ours(f"The {state}{kind} "), link(f"#{change.number}" if kind == "pull request" else f"!{change.number}",
                                              change.url), ours(f" {verb}."))]
+
+
+def pushed(branch: str) -> list[Part]:
+    return [(ours("aiteam delivered this ticket's change on branch "), literal(branch),
+             ours(" (no pull request: the project names no repository on its host)."))]
+
+
+def answered(text: str) -> list[Part]:
+    """The Product Owner's answer to a ticket that asked a question: shown literally, like any model output."""
+    return [(ours("aiteam read this ticket as a question, so no change will be made. Its answer:"),),
+            block(text, REASON_MAX_CHARS)]
+
+
+def refused(reason: str) -> list[Part]:
+    return [(ours("aiteam will not work on this ticket. The reason:"),), block(reason, REASON_MAX_CHARS)]
 
 
 def stopped(reason: str) -> list[Part]:

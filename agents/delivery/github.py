@@ -55,12 +55,12 @@ class GitHubClient(HostClient):
                     draft: bool = False) -> ChangeRequest:
         """The open pull request from `head`, opened unless one already is: calling it again opens none."""
         if found := self.find_open_pull(repo, head):
-            return _change_request(found, reused=True)
+            return as_change_request(found, reused=True)
         try:
-            return _change_request(self.open_pull(repo, head, base, title, body, draft=draft), reused=False)
+            return as_change_request(self.open_pull(repo, head, base, title, body, draft=draft), reused=False)
         except RequestRefused as exc:  # 422 "already exists": another run opened it between the lookup and the POST
             if exc.status == 422 and (found := self.find_open_pull(repo, head)):
-                return _change_request(found, reused=True)
+                return as_change_request(found, reused=True)
             raise
 
     def close_pull(self, repo: str, number: int) -> dict[str, Any]:
@@ -77,6 +77,6 @@ def _checked(repo: str) -> str:
     return repo
 
 
-def _change_request(pull: dict[str, Any], *, reused: bool) -> ChangeRequest:
+def as_change_request(pull: dict[str, Any], *, reused: bool) -> ChangeRequest:
     return ChangeRequest(number=int(pull["number"]), url=str(pull.get("html_url", "")),
                          draft=bool(pull.get("draft", False)), reused=reused)

@@ -53,13 +53,13 @@ class GitLabClient(HostClient):
                              draft: bool = True) -> ChangeRequest:
         """The open merge request from `source`, opened unless one already is: calling it again opens none."""
         if found := self.find_open_merge_request(project, source):
-            return _change_request(found, reused=True)
+            return as_change_request(found, reused=True)
         try:
-            return _change_request(self.open_merge_request(project, source, target, title, description, draft=draft),
+            return as_change_request(self.open_merge_request(project, source, target, title, description, draft=draft),
                                    reused=False)
         except RequestRefused as exc:  # 409 "Another open merge request already exists": opened meanwhile
             if exc.status == 409 and (found := self.find_open_merge_request(project, source)):
-                return _change_request(found, reused=True)
+                return as_change_request(found, reused=True)
             raise
 
     def close_merge_request(self, project: str, iid: int) -> dict[str, Any]:
@@ -81,6 +81,6 @@ def _base(project: str) -> str:
     return f"/projects/{quote(project, safe='')}"
 
 
-def _change_request(mr: dict[str, Any], *, reused: bool) -> ChangeRequest:
+def as_change_request(mr: dict[str, Any], *, reused: bool) -> ChangeRequest:
     return ChangeRequest(number=int(mr["iid"]), url=str(mr.get("web_url", "")),
                          draft=bool(mr.get("draft", mr.get("work_in_progress", False))), reused=reused)

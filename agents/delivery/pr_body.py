@@ -88,7 +88,7 @@ def _ticket_line(host: str, repository: str, ticket: TicketRef | None) -> tuple[
     if ticket is None:
         return (ours("No ticket: this change comes from a brief."),)
     number = issue_number(ticket.key)
-    if number and ticket.source == host and host in _CLOSING and _same_repository(host, repository, ticket):
+    if number and ticket.source == host and host in _CLOSING and same_repository(host, repository, ticket):
         return (ours(f"{_CLOSING[host]} #{number}"),)
     # Our words as the link's text: the address itself is the ticket's author's text and is not shown as markup
     address = (ours(", "), link("open the ticket", ticket.url)) if link("", ticket.url).href else ()
@@ -97,8 +97,9 @@ def _ticket_line(host: str, repository: str, ticket: TicketRef | None) -> tuple[
     return (ours(f"Ticket ({ticket.source}): "), literal(ticket.key), *address)
 
 
-def _same_repository(host: str, repository: str, ticket: TicketRef) -> bool:
-    """True when the ticket's address is an issue of `repository` (or it has none: the project's own webhook)."""
+def same_repository(host: str, repository: str, ticket: TicketRef) -> bool:
+    """True when the ticket's address is an issue of `repository` (or it has none: the project's own webhook): only
+    then may a body close it, or a comment go to that repository's issue of the same number."""
     if not ticket.url:
         return True
     path = urlsplit(ticket.url).path.rstrip("/").lower()

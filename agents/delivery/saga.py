@@ -1,10 +1,11 @@
-"""Deliver an approved branch: push it, then (where GitHub is configured) open its pull request.
+"""Deliver an approved branch: push it, then (where the host is configured) open its pull request (GitHub) or merge
+request (GitLab), or reuse the one open from the branch.
 
 A saga: each forward step registers how to undo what it did before the next step runs; when
 a later step fails, the registered undos run newest first and each outcome is recorded (an undo
 that finds nothing of this run's to undo records nothing), so a failed delivery leaves the remote
 as it found it. Undos are registered before the call they undo: a push or a pull request that
-GitHub or git carried out although the answer never came (a timeout) is undone too. Only what this run did is undone: a branch
+the host or git carried out although the answer never came (a timeout) is undone too. Only what this run did is undone: a branch
 that was already on the remote at this commit, or a pull request that was already open,
 belongs to an earlier run and is kept.
 
@@ -21,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.delivery import git_remote
+from agents.delivery.change_requests import ChangeRequests, change_requests_for
 from agents.delivery.credentials import HostAuth
 from agents.delivery.errors import DeliveryError, NoAnswer, strip_credentials
-from agents.delivery.github import GitHubClient, GitHubSettings
+from agents.delivery.github import GitHubSettings
+from agents.delivery.gitlab import GitLabSettings
 from agents.delivery.remotes import Remote, RemoteRefused
 
 logger = logging.getLogger(__name__)
@@ -36,11 +39,25 @@ class DeliveryPlan:
     branch: str
     remote: Remote  # with the operator's rule, checked before every git call
     base: str = "main"
-    github: GitHubSettings | None = None  # None: push only, no pull request
+    github: GitHubSettings | None = None  # a pull request on GitHub
+    gitlab: GitLabSettings | None = None  # a merge request on GitLab; neither: push only
     title: str = ""
     body: str = ""
     auth: HostAuth | None = None  # the host token for an https remote, handed to git through its environment only
     last_pushed: str = ""  # the commit this branch's previous delivery pushed: the only one this push may replace
+
+    def __post_init__(self) -> None:
+        if self.github and self.gitlab:
+            raise DeliveryError("a delivery opens a pull request on GitHub or a merge request on GitLab, not both")
+
+    @property
+    def host_settings(self) -> GitHubSettings | GitLabSettings | None:
+        return self.github or self.gitlab
+
+    @property
+    def repository(self) -> str | None:
+        """The repository (GitHub) or project (GitLab) the change request is opened on."""
+        return self.github.repository if self.github else self.gitlab.project if self.gitlab else None
 
 
 @dataclass(frozen=True)
@@ -60,7 +77,8 @@ class DeliveryResult:
     head_commit: str = ""
     pushed_commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject) the branch brings beyond base
     already_on_remote: bool = False  # the remote had this commit before this run
-    pull_request: dict[str, Any] | None = None  # {"number", "url", "reused"}
+    # {"number", "url", "reused", "draft", "kind": "pull request" | "merge request", "host": "github" | "gitlab"}
+    pull_request: dict[str, Any] | None = None
     steps: list[str] = field(default_factory=list)  # forward steps that completed
     compensations: list[CompensationRecord] = field(default_factory=list)  # in the order they ran
     error: str = ""
@@ -78,15 +96,15 @@ class DeliveryResult:
 
 
 def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> DeliveryResult:
-    """Run the saga. Expected failures (git or GitHub said no) come back as a failed result, never raised."""
+    """Run the saga. Expected failures (git or the host said no) come back as a failed result, never raised."""
     saga = _Saga(on_event)
     result = DeliveryResult(succeeded=False, remote_url=strip_credentials(plan.remote.url), branch=plan.branch,
-                            base=plan.base, repository=plan.github.repository if plan.github else None)
-    client = GitHubClient.from_settings(plan.github) if plan.github else None
+                            base=plan.base, repository=plan.repository)
+    host = change_requests_for(plan.host_settings) if plan.host_settings else None
     try:
         saga.run("push", lambda: _push(plan, result, saga))
-        if client is not None:
-            saga.run("pull_request", lambda: _pull_request(plan, client, result, saga))
+        if host is not None:
+            saga.run("pull_request", lambda: _change_request(plan, host, result, saga))
         result.succeeded = True
     except DeliveryError as exc:
         result.error, result.refused = str(exc), isinstance(exc, RemoteRefused)
@@ -95,8 +113,8 @@ def deliver(plan: DeliveryPlan, *, on_event: EventSink | None = None) -> Deliver
         saga.compensate()  # a bug or an interruption must not leave a half delivery either
         raise
     finally:
-        if client is not None:
-            client.close()
+        if host is not None:
+            host.close_client()
         result.steps = list(saga.done)
     saga.emit({"type": "delivery_finished", "succeeded": result.succeeded, "error": result.error})
     return result
@@ -125,35 +143,33 @@ def _push(plan: DeliveryPlan, result: DeliveryResult, saga: _Saga) -> str:
     return f"pushed {branch} at {outcome.commit[:12]} ({len(outcome.commits)} commits)"
 
 
-def _pull_request(plan: DeliveryPlan, client: GitHubClient, result: DeliveryResult, saga: _Saga) -> str:
-    assert plan.github is not None
-    repo = plan.github.repository
-    pull = client.find_open_pull(repo, plan.branch)
-    reused = pull is not None
-    if pull is None:
-        answer: dict[str, Any] = {}  # "pull": the one GitHub opened; "refused": GitHub answered that it opened none
+def _change_request(plan: DeliveryPlan, host: ChangeRequests, result: DeliveryResult, saga: _Saga) -> str:
+    change = host.find_open(plan.branch)
+    if change is None:
+        answer: dict[str, Any] = {}  # "change": the one the host opened; "refused": the host answered it opened none
 
         def close_opened() -> bool:
             if answer.get("refused"):
-                return False  # a pull request open now is someone else's (a 422 "already exists" races one)
-            # GitHub may have opened it although its answer never came (a timeout, the soft limit): look it up
-            found = answer.get("pull") or client.find_open_pull(repo, plan.branch)
+                return False  # one open now is someone else's (a 422/409 "already exists" races one)
+            # The host may have opened it although its answer never came (a timeout, the soft limit): look it up
+            found = answer.get("change") or host.find_open(plan.branch)
             if found:
-                client.close_pull(repo, int(found["number"]))
+                host.close(found.number)
             return bool(found)
 
-        # Registered before opening, like the push's undo: a retry must not find a stray pull request of this run
-        saga.register("close pull request", close_opened)
+        # Registered before opening, like the push's undo: a retry must not find a stray one of this run
+        saga.register(f"close {host.noun}", close_opened)
         try:
-            answer["pull"] = pull = client.open_pull(repo, plan.branch, plan.base,
-                                                     plan.title or f"Deliver {plan.branch}", plan.body)
+            answer["change"] = change = host.open(plan.branch, plan.base, plan.title or f"Deliver {plan.branch}",
+                                                  plan.body)
         except NoAnswer:
             raise
         except DeliveryError:
             answer["refused"] = True
             raise
-    result.pull_request = {"number": int(pull["number"]), "url": pull.get("html_url", ""), "reused": reused}
-    return f"{'reused' if reused else 'opened'} pull request #{pull['number']}"
+    result.pull_request = {"number": change.number, "url": change.url, "reused": change.reused, "draft": change.draft,
+                           "kind": host.noun, "host": host.host}
+    return f"{'reused' if change.reused else 'opened'} {host.noun} #{change.number}"
 
 
 class _Saga:

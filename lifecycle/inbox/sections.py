@@ -15,7 +15,7 @@ from lifecycle.services.budgets import cell_text
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
 
 DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
-SHOWN_ELSEWHERE = {"stories", "spec_summary", "budget", "suggested_override"}
+SHOWN_ELSEWHERE = {"stories", "spec_summary", "budget", "suggested_override", "scope"}
 # The budget gate's options as a reviewer reads them (the values stay the API's decisions).
 BUDGET_OPTION_LABELS = {"override_budget": "Override the budget", "inject_constraint": "Inject a constraint",
                         "approve": "Approve the partial output", "reject": "Terminate"}

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lifecycle import ticket_comments
 from lifecycle.models import Notification
 from lifecycle.notifications import email, webhook
 from lifecycle.notifications.errors import ChannelError
 
-CHANNELS: dict[str, Callable[[Notification], None]] = {"email": email.send, "webhook": webhook.send}
+# "ticket": a comment on the requirement's ticket, its rows made by lifecycle.ticket_comments from outbox events
+CHANNELS: dict[str, Callable[[Notification], None]] = {"email": email.send, "webhook": webhook.send,
+                                                       "ticket": ticket_comments.send}
 
 __all__ = ["CHANNELS", "ChannelError"]

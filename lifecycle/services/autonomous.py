@@ -3,7 +3,8 @@ recorded as the policy's, through the same review_decide a person uses.
 
 It approves stories. A deployment only for a project that opted in (`Project.autonomous_deployments`), and never
 one whose change adds or edits a CI workflow or uses `secrets.` in one: a workflow runs with the repository's
-secrets and tokens, so a person reads it first (ADR 27)."""
+secrets and tokens, so a person reads it first (ADR 27). On an existing repository, nor one the scope guard flagged
+(too large, or touching CI, dependency or settings files: ADR 35)."""
 from __future__ import annotations
 
 import logging
@@ -20,6 +21,7 @@ from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.services.budget_gate import budget_grace
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.development import workspace_files
+from lifecycle.services.scope_guard import recorded_scope
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
@@ -55,8 +57,17 @@ def deployment_hold(task: ReviewTask) -> str:
     project = Project.objects.select_related("organization").get(requirements__pk=task.requirement_id)
     if not project.autonomous_deployments:
         return f"project {project} has not opted in to autonomous deployments"
-    # Every run starts from an empty repository, so each file of the delivered tree is one the change adds.
+    if held := scope_hold(task.context.get("scope") or recorded_scope(task.requirement_id)):
+        return held
+    # A new project's files are all the change's; on an existing repository, the files it adds or changes.
     return ci_hold(workspace_files(task.requirement_id))
+
+
+def scope_hold(scope: dict[str, Any] | None) -> str:
+    """Why the scope guard wants a person for this change (over the project's limits, CI, dependency or settings
+    files: lifecycle/services/scope_guard.py), or ""; a new project's run has no measure."""
+    reasons = (scope or {}).get("reasons") or []
+    return f"the scope guard flagged the change: {'; '.join(reasons)}" if reasons else ""
 
 
 def ci_hold(changed: list[SourceFile]) -> str:

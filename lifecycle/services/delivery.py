@@ -6,26 +6,26 @@ builds its plan from the project's settings and records its result.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
-from agents.delivery import DeliveryPlan, GitHubSettings
+from agents.delivery import DeliveryPlan
+from agents.delivery.pr_body import change_body, change_title
 from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.contexts import from_ticket, ticket_of
-from lifecycle.errors import DomainError
 from lifecycle.failure_rules import Failure, Source
-from lifecycle.models import Project, Requirement
-from lifecycle.repo_settings import HostKind
-from lifecycle.services.artifacts import artifact_store, latest
-from lifecycle.services.development import workspace_for
+from lifecycle.models import Requirement
+from lifecycle.services.artifacts import artifact_store, content_json, latest
+from lifecycle.services.change_facts import change_scope, change_tests, ticket_ref
+from lifecycle.services.development import workspace_aligned, workspace_for
+from lifecycle.services.host_settings import github_settings, gitlab_settings
 from lifecycle.services.leases import Lease, lock_for_apply, step_finish
 from lifecycle.services.outbox import emit
-from lifecycle.services.repositories import project_remote
+from lifecycle.services.repositories import host_auth, project_remote
 from lifecycle.services.routing import step_failure_route_locked
+from lifecycle.services.scope_guard import scope_limits
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind
 
@@ -34,12 +34,42 @@ DELIVERY = Actor.system("delivery")
 
 def delivery_plan(requirement_id) -> DeliveryPlan:
     requirement = Requirement.objects.select_related("project", "organization").get(pk=requirement_id)
+    if requirement.base_sha:
+        return _repository_plan(requirement)
     workspace = workspace_for(requirement)
     return DeliveryPlan(
         workspace=workspace.path, branch=workspace.branch, remote=project_remote(requirement.project),
-        base=requirement.project.base_branch, github=_github(requirement.project),
+        base=requirement.project.base_branch, github=github_settings(requirement.project),
         title=f"aiteam: {requirement.title or requirement.brief[:60]}", body=_pull_body(requirement),
+        last_pushed=last_pushed(requirement),
     )
+
+
+def _repository_plan(requirement: Requirement) -> DeliveryPlan:
+    """On an existing repository: the branch pushed back to the repository it came from with the host's token (in
+    git's environment only), and a pull or merge request, draft unless the project's settings["draft"] is false,
+    whose body links the ticket and lists the scope and the tests before and after (docs/adr/0035)."""
+    project, ticket = requirement.project, ticket_ref(requirement)
+    workspace = workspace_aligned(requirement.pk)
+    draft = project.settings.get("draft", True) is not False
+    github, gitlab = github_settings(project, draft=draft), gitlab_settings(project, draft=draft)
+    repository = gitlab.project if gitlab else github.repository if github else ""
+    body = change_body(host="gitlab" if gitlab else "github", repository=repository, ticket=ticket,
+                       scope=change_scope(workspace.change().scope, scope_limits(project)),
+                       tests=change_tests(requirement), branch=workspace.branch)
+    return DeliveryPlan(
+        workspace=workspace.path, branch=workspace.branch, remote=project_remote(project), base=project.base_branch,
+        github=github, gitlab=gitlab, title=change_title(ticket, requirement.title or requirement.brief[:60]),
+        body=body, auth=host_auth(project), last_pushed=last_pushed(requirement),
+    )
+
+
+def last_pushed(requirement: Requirement) -> str:
+    """The commit the requirement's last successful delivery pushed: the only one a new push may replace (a
+    rework reset the branch), under a lease on it; any other commit on the remote branch is someone's work."""
+    rows = requirement.artifacts.filter(kind=ArtifactKind.DELIVERY, metadata__succeeded=True).select_related("blob")
+    newest = rows.order_by("-created_at", "-version").first()
+    return str(content_json(newest).get("head_commit") or "") if newest else ""
 
 
 def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
@@ -57,7 +87,8 @@ def deliver_apply(*, lease: Lease, output: dict[str, Any]) -> None:
             return
         transition(requirement, "deploy", actor=DELIVERY, metadata={"branch": output["branch"],
                                                                     "pull_request": output.get("pull_request")})
-        emit(requirement, "Deployed", {"branch": output["branch"], "remote": output["remote_url"]})
+        emit(requirement, "Deployed", {"branch": output["branch"], "remote": output["remote_url"],
+                                       "pull_request": output.get("pull_request")})
         step_finish(step)
 
 
@@ -70,24 +101,6 @@ def _delivery_failure(output: dict[str, Any]) -> Failure:
         return Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("RemoteRefused",), error=error)
     error = f"delivery failed, compensated: {output['error']}"
     return Failure(source=Source.STEP, step=step_keys.DELIVER, error_classes=("DeliveryError",), error=error)
-
-
-def _github(project: Project) -> GitHubSettings | None:
-    """A pull request on a GitHub project whose settings name the repository. Which token is sent, and to which
-    API, the operator decides: a tenant must not be able to point the worker's secrets at a URL of its choosing.
-    The allow-lists are read again here: the operator may have narrowed them since the project was saved."""
-    config = project.settings.get("github") or {}
-    if project.host_kind != HostKind.GITHUB or not config.get("repository"):
-        return None
-    api_url = config.get("api_url", "https://api.github.com")
-    if not project.token_env:
-        raise DomainError("a pull request needs a token: set the project's token_env", "token_env")
-    if project.token_env not in settings.AITEAM_TOKEN_ENVS:
-        raise DomainError(f"token_env {project.token_env!r} is not one of the operator's AITEAM_TOKEN_ENVS",
-                          "token_env")
-    if api_url not in settings.AITEAM_GITHUB_API_URLS:
-        raise DomainError(f"api_url {api_url!r} is not one of the operator's AITEAM_GITHUB_API_URLS", "settings")
-    return GitHubSettings(repository=config["repository"], token=os.environ.get(project.token_env, ""), api_url=api_url)
 
 
 def _pull_body(requirement: Requirement) -> str:

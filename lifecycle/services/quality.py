@@ -26,6 +26,7 @@ from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.scheduling import step_schedule
+from lifecycle.services.scope_guard import review_summary, scope_record
 from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
@@ -103,13 +104,15 @@ def deployment_rejected(requirement: Requirement, *, actor: Actor, reason: str) 
 def _ask_for_deployment(requirement: Requirement, diff: list[str], ci: str, round: int) -> None:
     qc = latest(requirement, ArtifactKind.TEST_REPORT, "qc")
     data = content_json(qc)
+    # On an existing repository the change is measured from its merge base; an empty one raises EmptyChange.
+    scope = {"scope": review_summary(scope_record(requirement))} if requirement.base_sha else {}
     review_open(
         requirement, kind=ReviewKind.DEPLOYMENT_APPROVAL, round=round,
         question="The quality gate passed. Approve delivering this branch, or reject with a reason.",
         reasoning=qc.summary,
         context={"quality_score": qc.metadata["score"], "tests": {k: data[k] for k in ("passed", "failed", "errors")},
                  "gate": data["gate"]["reasons"], "ci_config": ci, "diff_summary": diff,
-                 "branch": workspace_for(requirement).branch},
+                 "branch": workspace_for(requirement).branch, **scope},
         resume_target=step_keys.DELIVER,
     )
 

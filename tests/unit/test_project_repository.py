@@ -13,7 +13,8 @@ from django.core.checks import run_checks
 from django.db import connection
 
 from lifecycle.models import Project
-from lifecycle.services.delivery import _github, delivery_plan
+from lifecycle.services.delivery import delivery_plan
+from lifecycle.services.host_settings import github_settings
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, project_form_data
 from tests.flows import submit
@@ -96,9 +97,9 @@ def test_delivery_reads_the_base_branch_and_token_variable_from_the_fields(alice
     acme_project.save()
     requirement = submit(alice)
     assert delivery_plan(requirement.pk).base == "develop"
-    assert _github(acme_project) is None  # a plain git project opens no pull request, whatever its JSON says
+    assert github_settings(acme_project) is None  # a plain git project opens no pull request, whatever its JSON says
     acme_project.host_kind = "github"
-    github = _github(acme_project)
+    github = github_settings(acme_project)
     assert github.repository == "acme/shop" and github.token == "ghp-test-value"
 
 
