@@ -86,7 +86,8 @@ FIX = {
          "search": 'def read_rows(path: Path) -> list[dict[str, str]]:\n'
                    '    """The file\'s rows as dicts keyed by the header line; blank lines are skipped."""\n'
                    '    with open(path, newline="", encoding="utf-8") as handle:\n'
-                   '        return [row for row in csv.DictReader(handle) if any((value or "").strip() for value in row.values())]\n',
+                   '        return [row for row in csv.DictReader(handle) if any((value or "").strip() '
+                   'for value in row.values())]\n',
          "replace": 'def read_rows(path: Path, delimiter: str = ",") -> list[dict[str, str]]:\n'
                     '    """The file\'s rows as dicts keyed by the header line; blank lines are skipped."""\n'
                     '    with open(path, newline="", encoding="utf-8") as handle:\n'
