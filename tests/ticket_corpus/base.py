@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from agents.edits import Applied, apply_edits, named_paths, read_files
 from agents.environments.wheels import write_wheel
 from agents.schemas.edits import EditsOutput
-from tests.repo_history import OWN_PATH, commit_files, git
+from tests.repo_history import ENV, OWN_PATH, git
 
 DELIVERED = "delivered"
 REFUSED = "refused"
@@ -129,9 +130,20 @@ def build(entry: Entry, where: Path) -> Built:
 
 
 def write_history(entry: Entry, work: Path) -> list[str]:
-    """The entry's commits in a new repository at `work` (on `main`); their shas, oldest first."""
+    """The entry's commits in a new repository at `work` (on `main`), one a day from 2026-01-01 so the same entry
+    always gives the same commits; their shas, oldest first."""
     git(work.parent, "init", "-q", "-b", "main", str(work))
-    return [commit_files(work, message, {p: t.encode() for p, t in files.items()}) for message, files in entry.commits]
+    shas = []
+    for day, (message, files) in enumerate(entry.commits, start=1):
+        for path, text in files.items():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text(text, encoding="utf-8")
+        date = f"2026-01-{day:02d}T12:00:00+00:00"
+        dated = {**ENV, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        subprocess.run(["git", "add", "-A"], cwd=work, env=dated, check=True, capture_output=True)
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=work, env=dated, check=True, capture_output=True)
+        shas.append(git(work, "rev-parse", "HEAD").strip())
+    return shas
 
 
 def apply(answer: dict[str, Any], work: Path) -> Applied:
