@@ -80,6 +80,8 @@ class Entry:
                         "result.", "summary": self.summary, "objectives": [self.title], "out_of_scope": [],
                         "assumptions": [], "constraints": ["keep the public interface compatible"],
                         "success_metrics": [], "acceptance_criteria": criteria, "clarifying_questions": []},
+            "localize": {"reasoning": f"{self.interface['name']} is where the ticket's behaviour is decided; its "
+                         "tests sit beside the existing ones.", "files": self.located()},
             "plan": {"reasoning": "One small change and its regression test: one task.",
                      "interfaces": [self.interface], "tech_stack": ["Python 3.11", "pytest"],
                      "tasks": [{"key": "T1", "title": self.title, "story_refs": list(range(1, len(criteria) + 1)),
@@ -89,6 +91,18 @@ class Entry:
             "code_review": REVIEW_OK,
             "qc": self.qc,
         }
+
+
+    def located(self) -> list[dict[str, Any]]:
+        """The Tech Lead's localization (tl_localize): the files the fix changes or adds, the interface's function
+        named in the first file it edits."""
+        edited = list(dict.fromkeys(block["path"] for block in self.fix.get("edits", [])))
+        new = [f["path"] for f in self.fix.get("files", [])]
+        return [{"path": path, "action": "change", "symbols": [self.interface["name"]] if path == edited[0] else [],
+                 "reason": "defines the behaviour the ticket reports" if path == edited[0] else
+                 "its tests, or its caller, follow the change"} for path in edited] + [
+                {"path": path, "action": "new", "symbols": [], "reason": "the regression test for the ticket"}
+                for path in new]
 
 
 @dataclass(frozen=True)

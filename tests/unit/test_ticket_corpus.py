@@ -105,6 +105,7 @@ def test_the_team_answers_validate_and_never_show_the_hidden_tests(key):
     assert BugTicketOutput.model_validate(answers["clarify"]).acceptance_criteria == list(entry.criteria)
     assert QCOutput.model_validate(answers["qc"], context=qc_context).coverage
     assert CodeReviewVerdict.model_validate(answers["code_review"]).verdict == "approve"
+    assert [f["path"] for f in answers["localize"]["files"]] == entry.fixed_paths == plan.tasks[0].files
     shown = json.dumps(answers)
     assert not [name for name in ids_of_tests(entry.hidden) if name.split("::")[1] in shown]
     assert not [path for path in entry.hidden if path in shown]

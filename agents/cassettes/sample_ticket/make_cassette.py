@@ -3,10 +3,9 @@ corpus's SAMPLE entry (tests/ticket_corpus/textkit.py): the answers a person wro
 each role returns (docs/role-schemas.md), each pinned to the run it answers (docs/cassettes.md).
 
 Pins, by what each request carries of this run: triage the ticket's body, the clarification the brief (the same
-body), the plan and DevOps the clarified summary, the engineer the plan task's definition of done, QC the first
-acceptance criterion, the code review the edited file's path plus the regression test the fix adds (so it answers
-only after the fix is in). The Tech Lead's localization (tl_localize) is not recorded yet: add it here once its
-output schema is in agents/roles (it will appear in docs/role-schemas.md).
+body), the localization, the plan and DevOps the clarified summary (each by its own tool), the engineer the plan
+task's definition of done, QC the first acceptance criterion, the code review the edited file's path plus the
+regression test the fix adds (so it answers only after the fix is in).
 
 Run from the repository's root: python agents/cassettes/sample_ticket/make_cassette.py
 """
@@ -45,6 +44,8 @@ def interactions() -> list[dict]:
     rows = [
         ("product_owner", "submit_triage_output", {"body": SAMPLE.body}, [], answers["triage"], (900, 90)),
         ("product_owner", "submit_bug_ticket_output", {"brief": SAMPLE.body}, [], answers["clarify"], (1400, 420)),
+        ("tech_lead", "submit_localization_output", {"summary": SAMPLE.summary}, [], answers["localize"],
+         (3900, 260)),
         ("tech_lead", "submit_ticket_plan_output", {"summary": SAMPLE.summary}, [], answers["plan"], (2100, 380)),
         ("senior_engineer", "submit_edits_output", {"definition_of_done": task["definition_of_done"]}, [],
          answers["engineer"], (5200, 610)),

@@ -147,9 +147,13 @@ class Command(BaseCommand):
         result = content_json(delivered)
         self.stdout.write(f"\n--- Delivered: {'yes' if result.get('succeeded') else 'NO: ' + str(result.get('error'))}")
         self.stdout.write(f"remote: {result.get('remote_url')}\nbranch: {result.get('branch')}")
-        for name, value in result.items():
-            if "request" in name and value:  # the pull request (GitHub) or merge request (GitLab)
-                self.stdout.write(f"{name.replace('_', ' ')}: {value}")
+        request = result.get("pull_request")  # a pull request on GitHub, a merge request on GitLab; none locally
+        if isinstance(request, dict):
+            draft = " (draft)" if request.get("draft") else ""
+            self.stdout.write(f"pull request #{request.get('number')}: {request.get('url')}{draft}")
+        elif not request:
+            self.stdout.write(f"no pull request: the branch is in the project's remote; git clone -b "
+                              f"{result.get('branch')} {result.get('remote_url')}")
 
     def _report_change(self, req: Requirement) -> None:
         if not req.base_sha:
