@@ -22,9 +22,11 @@ OUTCOMES = {
     DELIVERED: "a branch (a pull request on a host) whose diff from the merge base is the fix; the repository's "
                "tests that passed at base still pass, QC's tests pass, the hidden tests pass on the delivered "
                "branch, and the scope is within the default limits (300 lines, 2 top-level modules)",
-    REFUSED: "the change is empty: nothing is delivered, and the run says why",
-    STOPPED: "a test that passed at the base commit fails after the change: the gate stops the run (pass-to-pass), "
-             "nothing is delivered",
+    REFUSED: "the engineer's answer changes nothing: nothing is delivered, and the run says why (the quality gate "
+             "fails it, the reproduction still failing; a branch with nothing beyond the base is refused at the "
+             "deployment approval)",
+    STOPPED: "a test that passed at the base commit fails after the change: the self-test sends it back to the "
+             "engineer, and when the fix fails the same way the run escalates to a person; nothing is delivered",
     FLAGGED: "the change is over the scope limits: the review page flags it and autonomous mode does not approve "
              "the deployment; a person decides",
 }
@@ -146,6 +148,7 @@ def build(entry: Entry, where: Path) -> Built:
 def write_history(entry: Entry, work: Path) -> list[str]:
     """The entry's commits in a new repository at `work` (on `main`), one a day from 2026-01-01 so the same entry
     always gives the same commits; their shas, oldest first."""
+    work.parent.mkdir(parents=True, exist_ok=True)
     git(work.parent, "init", "-q", "-b", "main", str(work))
     shas = []
     for day, (message, files) in enumerate(entry.commits, start=1):
