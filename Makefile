@@ -32,13 +32,14 @@ demo: venv
 
 ## ticket-demo: a ticket on an existing repository (docs/adr/0035) on the embedded default: the sample repository
 ## (var/sample-ticket-repo, textkit: slugify leaves double dashes) is built with its history, copied into the
-## project's own remote, and the ticket runs to a delivered branch on the bundled cassette; the diff, its scope and
-## the tests before and after are printed (you approve the deployment at the terminal)
+## project's own remote, and the ticket runs to a delivered branch on the bundled cassette, offline (no package
+## index: the sample has no dependencies); the diff, its scope and the tests before and after are printed (you
+## approve the deployment at the terminal)
 SAMPLE_TICKET := agents/cassettes/sample_ticket
 ticket-demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) $(SAMPLE_TICKET)/make_repo.py var/sample-ticket-repo
-	$(EMBEDDED) $(PY) manage.py aiteam_ticket --repo var/sample-ticket-repo --base main \
+	$(EMBEDDED) AITEAM_PIP_INDEX_URL= $(PY) manage.py aiteam_ticket --repo var/sample-ticket-repo --base main \
 	  --title "$$(cat $(SAMPLE_TICKET)/title.txt)" --body-file $(SAMPLE_TICKET)/body.md \
 	  --cassette $(SAMPLE_TICKET)/cassette.json --approve-deployment
 

@@ -109,3 +109,20 @@ def test_a_users_mistake_ends_in_one_line_before_anything_is_submitted(change, m
 
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert not Requirement.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the first step is queued on commit
+def test_a_ticket_the_cassette_did_not_record_ends_at_triage_in_one_line(local_root, clone, tmp_path):
+    body = tmp_path / "ticket.md"
+    body.write_text("truncate cuts words in half when the width falls inside one")
+    cassette = Path(__file__).resolve().parents[2] / "agents/cassettes/sample_ticket/cassette.json"
+
+    with pytest.raises(CommandError) as caught:
+        call_command("aiteam_ticket", stdout=StringIO(), repo=str(clone), title="truncate cuts words", body_file=body,
+                     cassette=cassette)
+
+    message = str(caught.value)
+    assert message.startswith("step po_triage: replay: the cassette") and "\n" not in message
+    assert "no answer recorded for this product_owner request" in message
+    requirement = Requirement.objects.get()
+    assert (requirement.ticket_source, requirement.project.slug) == ("cli", "textkit")

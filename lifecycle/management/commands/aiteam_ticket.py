@@ -107,8 +107,8 @@ class Command(BaseCommand):
         if outcome == "live":
             self.stdout.write(f"Ticket {ticket.key} already has a live run ({requirement.pk}): reporting it.")
         failed = _failed_step(requirement)
-        if failed is not None and failed.error.startswith(CONFIG_ERRORS):
-            raise CommandError(failed.error.partition(": ")[2])  # its message says what to do
+        if failed is not None and failed.error.startswith(CONFIG_ERRORS):  # its message says what to do
+            raise CommandError(f"step {failed.key}: {failed.error.partition(': ')[2]}")
         return requirement
 
     def _approve_deployment(self, req: Requirement, user) -> None:
