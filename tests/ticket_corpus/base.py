@@ -148,6 +148,7 @@ def build(entry: Entry, where: Path) -> Built:
 def write_history(entry: Entry, work: Path) -> list[str]:
     """The entry's commits in a new repository at `work` (on `main`), one a day from 2026-01-01 so the same entry
     always gives the same commits; their shas, oldest first."""
+    work = work.resolve()  # git runs in its parent: a relative path would land below it
     work.parent.mkdir(parents=True, exist_ok=True)
     git(work.parent, "init", "-q", "-b", "main", str(work))
     shas = []

@@ -59,14 +59,15 @@ def test_another_ticket_is_refused_at_triage(llm):
         TRIAGER.run(TriageContext(title="Crash", body="truncate crashes on a width of 0"), llm)
 
 
-def test_make_repo_writes_the_same_commits_with_the_entrys_files(tmp_path):
+def test_make_repo_writes_the_same_commits_with_the_entrys_files(tmp_path, monkeypatch):
     make_repo = _script("make_repo")
+    monkeypatch.chdir(tmp_path)  # a relative target, as the Makefile gives it
     heads = []
     for name in ("first", "second"):
-        assert make_repo.main([str(tmp_path / name)]) == 0
-        heads.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path / name, capture_output=True, text=True,
+        assert make_repo.main([f"var/{name}"]) == 0
+        heads.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path / "var" / name, capture_output=True, text=True,
                                     check=True).stdout)
-    tracked = subprocess.run(["git", "ls-files"], cwd=tmp_path / "first", capture_output=True, text=True,
+    tracked = subprocess.run(["git", "ls-files"], cwd=tmp_path / "var" / "first", capture_output=True, text=True,
                              check=True).stdout.split()
 
     assert heads[0] == heads[1] and sorted(tracked) == sorted(SAMPLE.files_at_base)
