@@ -13,7 +13,7 @@ TEST_SECRET_KEY   ?= aiteam-tests-only-not-a-secret
 TEST_WORKERS      ?= 2
 EMBEDDED    := env -u DATABASE_URL -u CELERY_BROKER_URL -u ANTHROPIC_API_KEY
 
-.PHONY: venv demo test test-unit test-integration test-unit-pg serve lint bench bench-deps screenshots
+.PHONY: venv demo ticket-demo test test-unit test-integration test-unit-pg serve lint bench bench-deps screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -29,6 +29,19 @@ venv: $(STAMP)
 demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) manage.py aiteam_demo --approve-deployment
+
+## ticket-demo: a ticket on an existing repository (docs/adr/0035) on the embedded default: the sample repository
+## (var/sample-ticket-repo, textkit: slugify leaves double dashes) is built with its history, copied into the
+## project's own remote, and the ticket runs to a delivered branch on the bundled cassette, offline (no package
+## index: the sample has no dependencies); the diff, its scope and the tests before and after are printed (you
+## approve the deployment at the terminal)
+SAMPLE_TICKET := agents/cassettes/sample_ticket
+ticket-demo: venv
+	$(EMBEDDED) $(PY) manage.py migrate -v0
+	$(EMBEDDED) $(PY) $(SAMPLE_TICKET)/make_repo.py var/sample-ticket-repo
+	$(EMBEDDED) AITEAM_PIP_INDEX_URL= $(PY) manage.py aiteam_ticket --repo var/sample-ticket-repo --base main \
+	  --title "$$(cat $(SAMPLE_TICKET)/title.txt)" --body-file $(SAMPLE_TICKET)/body.md \
+	  --cassette $(SAMPLE_TICKET)/cassette.json --approve-deployment
 
 ## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit
 ## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)

@@ -1,0 +1,301 @@
+"""Run one ticket on an existing repository (docs/adr/0035) and print what happened: the steps and gates, the
+branch and the pull request (or the local remote), the diff from the merge base, its scope, and the tests before
+and after.
+
+    python manage.py aiteam_ticket --repo PATH_OR_URL --base main --title "..." --body-file ticket.md \\
+        [--cassette FILE] [--project SLUG] [--key KEY] [--approve-deployment]
+
+The repository's project is made (or found) in the operator's organization: a local PATH is copied, its base
+branch with its history, into the project's own bare repository under AITEAM_GIT_LOCAL_ROOT
+(<organization id>/<project id>.git, the only local remote the operator's rule allows) and the project's repo_url
+points there; a URL becomes the repo_url as it is, if the operator's rule allows it (AITEAM_GIT_HOSTS). Running the
+command again refreshes the copy's base branch and, while the ticket's run is live, reports that run instead of
+starting another (one live requirement per ticket).
+
+--cassette answers the model's requests from a recorded cassette (docs/cassettes.md) instead of the configured
+provider. A user's mistake (no such file or directory, a refused URL, a missing branch, a request the cassette did
+not record) ends in one line saying what to do and a non-zero exit status, never a traceback."""
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_slug
+from django.db import transaction
+from django.test.utils import override_settings
+
+from agents.repo.scope import measure
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.management.commands.aiteam_demo import CONFIG_ERRORS
+from lifecycle.models import Membership, Organization, Project, Requirement
+from lifecycle.repo_settings import HostKind, validate_branch_name
+from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.autonomous import deployment_hold
+from lifecycle.services.decisions import review_decide
+from lifecycle.services.development import workspace_for
+from lifecycle.services.repositories import tenant_remote
+from lifecycle.services.tickets import ticket_submit
+from lifecycle.states import ArtifactKind, Decision, ReviewKind, Role, StepState
+from lifecycle.tickets import Ticket, TicketSource, ticket_problems
+
+ORGANIZATION = "local"  # the operator's organization for repositories run from the terminal
+OPERATOR = "operator"
+URL_LIKE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/@\s]+@[^/:\s]+:")  # scheme://… or user@host:path
+DIFF_LINES = 400  # printed; the whole diff is in the workspace and on the pull request
+GIT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+           "LANG": "C.UTF-8"}
+
+
+class Command(BaseCommand):
+    help = ("Run a ticket on an existing repository (a local path, copied into the project's own remote, or an "
+            "allowed URL) and print its steps, branch, pull request, diff, scope and tests before and after.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--repo", required=True, metavar="PATH_OR_URL", help=(
+            "a local git repository (copied into the project's own bare remote under AITEAM_GIT_LOCAL_ROOT) or an "
+            "https:// or ssh:// URL on a host of AITEAM_GIT_HOSTS"))
+        parser.add_argument("--base", default="main", help="the branch the change starts from and is proposed to")
+        parser.add_argument("--title", required=True, help="the ticket's title")
+        parser.add_argument("--body-file", required=True, type=Path, metavar="FILE",
+                            help="a UTF-8 text file holding the ticket's body: what is wrong or wanted, in plain words")
+        parser.add_argument("--cassette", type=Path, metavar="FILE", help=(
+            "answer the model's requests from this replay cassette (docs/cassettes.md) instead of the provider "
+            "configured by AITEAM_LLM_PROVIDER / ANTHROPIC_API_KEY"))
+        parser.add_argument("--project", metavar="SLUG", help="the project's slug (default: the repository's name)")
+        parser.add_argument("--key", help="the ticket's key (default: derived from the title and body, so running "
+                            "the same ticket again finds its run)")
+        parser.add_argument("--host", choices=HostKind.values, help="the remote's kind (default: from the URL's host)")
+        parser.add_argument("--token-env", default="", metavar="NAME",
+                            help="the variable holding the host's token (one of AITEAM_TOKEN_ENVS)")
+        parser.add_argument("--approve-deployment", action="store_true", help=(
+            "approve the deployment gate yourself, as the operator at this terminal, when autonomous mode leaves it "
+            "to a person; without it the run stops at ready_to_deploy with the task in the review inbox"))
+
+    def handle(self, *args, repo, base, title, body_file, cassette=None, project=None, key=None, host=None,
+               token_env="", approve_deployment=False, **options):
+        body = read_body(Path(body_file))  # a Path from the command line, maybe a str from call_command
+        _check_branch(base)
+        ticket = Ticket(source=TicketSource.CLI, key=key or ticket_key(title, body), title=title.strip(), body=body)
+        if problems := ticket_problems(ticket):
+            raise CommandError("; ".join(f"{field}: {problem}" for field, problem in problems.items()))
+        # the provider is read from settings at each model call (agents/llm/factory.py): overridden for this run only
+        with override_settings(**_cassette_settings(Path(cassette) if cassette else None)):
+            user, organization = operator()
+            project_row = project_for(organization, repo=repo, base=base, slug=project, host=host, token_env=token_env)
+            self.stdout.write(f"Project {organization.slug}/{project_row.slug}: {project_row.repo_url} "
+                              f"(base {project_row.base_branch})")
+            requirement = self._submit(user, ticket, project_row)
+            if approve_deployment:
+                self._approve_deployment(requirement, user)
+            self._report(Requirement.objects.get(pk=requirement.pk))
+
+    def _submit(self, user, ticket: Ticket, project: Project) -> Requirement:
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            self.stdout.write("Celery is not eager: steps run on your workers; this command only submits and reports.")
+        try:
+            requirement, outcome = ticket_submit(user=user, ticket=ticket, project=project)
+        except (DomainError, NotPermitted) as exc:
+            raise CommandError(str(exc)) from None
+        if outcome == "live":
+            self.stdout.write(f"Ticket {ticket.key} already has a live run ({requirement.pk}): reporting it.")
+        failed = _failed_step(requirement)
+        if failed is not None and failed.error.startswith(CONFIG_ERRORS):  # its message says what to do
+            raise CommandError(f"step {failed.key}: {failed.error.partition(': ')[2]}")
+        return requirement
+
+    def _approve_deployment(self, req: Requirement, user) -> None:
+        task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
+        if task is None:
+            return
+        held = deployment_hold(task) or "autonomous mode is off"
+        self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username} "
+                          "(--approve-deployment).")
+        review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
+                      reason=f"approved at the terminal with aiteam_ticket --approve-deployment; held: {held}")
+
+    def _report(self, req: Requirement) -> None:
+        out = self.stdout.write
+        out(f"\n=== Ticket {req.ticket_key}: {req.title}\nrequirement {req.pk}, playbook {req.playbook}, "
+            f"state {req.state}")
+        out("\n--- Steps")
+        for step in req.steps.order_by("id"):
+            error = f" — {step.error.splitlines()[0]}" if step.error else ""
+            out(f"{step.key:<24} #{step.attempt} {step.state}{error}")
+        out("\n--- Gates")
+        for task in req.review_tasks.order_by("created_at"):
+            out(f"{task.kind:<22} round {task.round} {task.state}")
+        self._report_delivery(req)
+        self._report_change(req)
+        self._report_tests(req)
+        if req.state != "deployed":
+            failed = _failed_step(req)
+            why = f": step {failed.key}#{failed.attempt} failed: {failed.error}" if failed else ""
+            raise CommandError(f"the ticket's run did not reach deployed (state {req.state}){why}")
+
+    def _report_delivery(self, req: Requirement) -> None:
+        delivered = latest(req, ArtifactKind.DELIVERY, "delivery")
+        if delivered is None:
+            return
+        result = content_json(delivered)
+        self.stdout.write(f"\n--- Delivered: {'yes' if result.get('succeeded') else 'NO: ' + str(result.get('error'))}")
+        self.stdout.write(f"remote: {result.get('remote_url')}\nbranch: {result.get('branch')}")
+        request = result.get("pull_request")  # a pull request on GitHub, a merge request on GitLab; none locally
+        if isinstance(request, dict):
+            draft = " (draft)" if request.get("draft") else ""
+            self.stdout.write(f"pull request #{request.get('number')}: {request.get('url')}{draft}")
+        elif not request:
+            self.stdout.write(f"no pull request: the branch is in the project's remote; git clone -b "
+                              f"{result.get('branch')} {result.get('remote_url')}")
+
+    def _report_change(self, req: Requirement) -> None:
+        if not req.base_sha:
+            return
+        change = workspace_for(req).change()
+        recorded = latest(req, ArtifactKind.SCOPE)
+        scope = recorded.summary if recorded else _scope_line(change.diff)
+        self.stdout.write(f"\n--- Change {change.merge_base[:10]}..{change.head[:10]}\nscope: {scope}")
+        lines = change.diff.splitlines()
+        self.stdout.write("\n".join(lines[:DIFF_LINES]) or "(no change from the merge base)")
+        if len(lines) > DIFF_LINES:
+            self.stdout.write(f"… {len(lines) - DIFF_LINES} more lines: git diff {change.merge_base[:10]} "
+                              f"{change.head[:10]} in the workspace")
+
+    def _report_tests(self, req: Requirement) -> None:
+        out = self.stdout.write
+        out("\n--- Tests")
+        baseline = latest(req, ArtifactKind.BASELINE)
+        out(f"before (base commit): {baseline.summary if baseline else 'no baseline recorded'}")
+        for name, label in (("self_test", "after (engineer's self-test)"), ("qc", "after (QC's run)")):
+            report = latest(req, ArtifactKind.TEST_REPORT, name)
+            out(f"{label}: {report.summary if report else 'not run'}")
+
+
+def read_body(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise CommandError(f"no body file {path}: give --body-file a text file holding the ticket's body") from None
+    except UnicodeDecodeError:
+        raise CommandError(f"the body file {path} is not UTF-8 text: save it as UTF-8") from None
+    except OSError as exc:
+        raise CommandError(f"cannot read the body file {path}: {exc.strerror or exc}") from None
+    if not text:
+        raise CommandError(f"the body file {path} is empty: write what is wrong or wanted in it, in plain words")
+    return text
+
+
+def ticket_key(title: str, body: str) -> str:
+    """A key for a ticket typed at the terminal: the same title and body give the same key (and so the live run)."""
+    return "cli-" + hashlib.sha256(f"{title.strip()}\n{body.strip()}".encode()).hexdigest()[:8]
+
+
+def operator() -> tuple[Any, Organization]:
+    """The terminal's user, an admin of the operator's organization."""
+    organization, _ = Organization.objects.get_or_create(slug=ORGANIZATION, defaults={"name": "Local repositories"})
+    user, _ = get_user_model().objects.get_or_create(username=OPERATOR)
+    Membership.objects.update_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
+    return user, organization
+
+
+def project_for(organization: Organization, *, repo: str, base: str, slug: str | None = None, host: str | None = None,
+                token_env: str = "") -> Project:
+    """The repository's project, made on first use; its repo_url the URL, or the project's own copy of a PATH.
+    Nothing is saved when the operator's rule refuses the remote or a field is invalid."""
+    source = None if URL_LIKE.match(repo) else Path(repo).expanduser().resolve()
+    if source is not None and not _is_repository(source):
+        raise CommandError(f"--repo {repo}: not a git repository (give a local clone, a bare repository or a URL)")
+    slug = slug or _slug(repo)
+    try:
+        validate_slug(slug)
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(organization=organization, slug=slug,
+                                                       defaults={"name": slug, "base_branch": base})
+            repo_url = str(import_local(source, own_remote(project), base=base)) if source else repo
+            if reason := tenant_remote(project, repo_url).refusal():
+                raise CommandError(f"--repo {repo}: the operator's rule refuses it: it {reason}")
+            project.repo_url, project.base_branch, project.token_env = repo_url, base, token_env
+            project.host_kind = host or _host_kind(repo_url)
+            project.full_clean()
+            project.save()
+    except ValidationError as exc:
+        raise CommandError(f"project {slug!r}: {'; '.join(exc.messages)}") from None
+    return project
+
+
+def _is_repository(path: Path) -> bool:
+    """A clone (its .git) or a bare repository, at this very directory (not a folder inside another repository)."""
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def own_remote(project: Project) -> Path:
+    """<AITEAM_GIT_LOCAL_ROOT>/<organization id>/<project id>.git: the only local remote the rule allows it."""
+    if settings.AITEAM_GIT_LOCAL_ROOT is None:
+        raise CommandError("local repositories are off (AITEAM_GIT_LOCAL_ROOT is empty): give --repo a URL, or set "
+                           "AITEAM_GIT_LOCAL_ROOT")
+    return Path(settings.AITEAM_GIT_LOCAL_ROOT) / f"{project.organization_id}/{project.pk}.git"
+
+
+def import_local(source: Path, target: Path, *, base: str) -> Path:
+    """The source's base branch, with its history, in the bare repository at target (made when missing). Run again,
+    it moves the base branch to the source's; the branches aiteam delivered there are left as they are."""
+    if _git(source, "rev-parse", "--verify", "--quiet", f"refs/heads/{base}^{{commit}}", check=False) is None:
+        raise CommandError(f"--repo {source} has no branch {base!r}: pass the branch to start from with --base")
+    target.mkdir(parents=True, exist_ok=True)
+    _git(target, "init", "-q", "--bare")
+    _git(target, "fetch", "-q", "--no-tags", str(source), f"+refs/heads/{base}:refs/heads/{base}")
+    _git(target, "symbolic-ref", "HEAD", f"refs/heads/{base}")
+    return target
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str | None:
+    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False)
+    if done.returncode != 0:
+        if check:
+            raise CommandError(f"git {args[0]} in {cwd} failed: {done.stderr.strip()[-500:]}")
+        return None
+    return done.stdout
+
+
+def _check_branch(base: str) -> None:
+    try:
+        validate_branch_name(base)
+    except ValidationError as exc:
+        raise CommandError(f"--base {base!r}: {'; '.join(exc.messages)}") from None
+
+
+def _cassette_settings(cassette: Path | None) -> dict[str, Any]:
+    if cassette is None:
+        return {}
+    if not cassette.is_file():
+        raise CommandError(f"no cassette file {cassette}: give --cassette a replay cassette (docs/cassettes.md)")
+    return {"AITEAM_LLM_PROVIDER": "replay", "AITEAM_REPLAY_CASSETTE": cassette.resolve()}
+
+
+def _slug(repo: str) -> str:
+    name = re.split(r"[/:]", repo.rstrip("/"))[-1].removesuffix(".git")
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "repository"
+
+
+def _host_kind(url: str) -> str:
+    host = re.sub(r"^[a-z+]+://|^[^@/]*@", "", url.lower()).split("/")[0].split(":")[0].split("@")[-1]
+    return HostKind.GITHUB if host == "github.com" else HostKind.GITLAB if host.startswith("gitlab.") else HostKind.GIT
+
+
+def _scope_line(diff: str) -> str:
+    scope = measure(diff)
+    reasons = scope.reasons()
+    return (f"{scope.lines_changed} lines in {len(scope.files)} files, modules {', '.join(scope.modules) or '-'}"
+            f"{' — over the default limits: ' + '; '.join(reasons) if reasons else ''}")
+
+
+def _failed_step(req: Requirement):
+    return req.steps.filter(state=StepState.FAILED).order_by("id").first()
