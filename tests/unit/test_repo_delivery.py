@@ -24,7 +24,6 @@ from tests.conftest import staff_client
 from tests.fakes.github_server import FakeGitHubServer
 from tests.fakes.gitlab_server import FakeGitLabServer
 from tests.flows import decide, fresh, pending
-from tests.repo_history import git
 from tests.repo_approval import (
     CART,
     SMALL_CHANGE,
@@ -35,6 +34,7 @@ from tests.repo_approval import (
     repository_project,
     repository_requirement,
 )
+from tests.repo_history import git
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SMALL = SMALL_CHANGE
