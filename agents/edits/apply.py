@@ -119,6 +119,12 @@ def apply_edits(files: Files, answer: Answer) -> Applied:
                  if not isinstance(files.get(path), bytes)]
     if problems:
         return Applied(problems=tuple(problems))
+    changed = {path: data for path, data in changed.items() if files.get(path) != data}
+    if not changed and not answer.deleted:  # blocks that cancel out, a new file written as it already is
+        paths = ", ".join(named_paths(answer))
+        return Applied(problems=(Problem(named_paths(answer)[0], "no_change", (
+            f"the answer changes nothing: {paths} would be exactly as they are now. Give the blocks that make the "
+            "change the task asks for.")),))
     return Applied(changed=changed, deleted=tuple(answer.deleted), reindented=tuple(reindented))
 
 

@@ -16,7 +16,7 @@ from lifecycle import step_keys
 from lifecycle.actors import Actor
 from lifecycle.contexts import from_ticket, ticket_of
 from lifecycle.failure_rules import Failure, Source
-from lifecycle.models import Requirement
+from lifecycle.models import Artifact, Requirement
 from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.change_facts import change_scope, change_tests, ticket_ref
 from lifecycle.services.development import workspace_aligned, workspace_for
@@ -65,9 +65,16 @@ def _repository_plan(requirement: Requirement) -> DeliveryPlan:
 
 
 def last_pushed(requirement: Requirement) -> str:
-    """The commit the requirement's last successful delivery pushed: the only one a new push may replace (a
-    rework reset the branch), under a lease on it; any other commit on the remote branch is someone's work."""
-    rows = requirement.artifacts.filter(kind=ArtifactKind.DELIVERY, metadata__succeeded=True).select_related("blob")
+    """The commit the branch's last successful delivery pushed: the only one a new push may replace (a rework
+    reset the branch), under a lease on it; any other commit on the remote branch is someone's work. A ticket's
+    branch is named by its key: an earlier, finished run of the same ticket in the project pushed it too, so a
+    ticket run again replaces its own earlier delivery, never a commit someone added on top."""
+    runs = Requirement.objects.filter(pk=requirement.pk)
+    if requirement.ticket_key:
+        runs = Requirement.objects.filter(project_id=requirement.project_id, ticket_source=requirement.ticket_source,
+                                          ticket_key=requirement.ticket_key)
+    rows = Artifact.objects.filter(requirement__in=runs, kind=ArtifactKind.DELIVERY,
+                                   metadata__succeeded=True).select_related("blob")
     newest = rows.order_by("-created_at", "-version").first()
     return str(content_json(newest).get("head_commit") or "") if newest else ""
 

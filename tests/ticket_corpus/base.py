@@ -22,9 +22,9 @@ OUTCOMES = {
     DELIVERED: "a branch (a pull request on a host) whose diff from the merge base is the fix; the repository's "
                "tests that passed at base still pass, QC's tests pass, the hidden tests pass on the delivered "
                "branch, and the scope is within the default limits (300 lines, 2 top-level modules)",
-    REFUSED: "the engineer's answer changes nothing: nothing is delivered, and the run says why (the quality gate "
-             "fails it, the reproduction still failing; a branch with nothing beyond the base is refused at the "
-             "deployment approval)",
+    REFUSED: "the engineer's answer changes nothing: it is refused as it is validated and goes back to the model "
+             "as a repair request; an answer that never changes anything fails the step for a person, and nothing is "
+             "delivered",
     STOPPED: "a test that passed at the base commit fails after the change: the self-test sends it back to the "
              "engineer, and when the fix fails the same way the run escalates to a person; nothing is delivered",
     FLAGGED: "the change is over the scope limits: the review page flags it and autonomous mode does not approve "

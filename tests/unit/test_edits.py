@@ -43,6 +43,13 @@ def only_problem(applied: Applied):
     return problem
 
 
+def test_an_answer_whose_blocks_cancel_out_is_refused_as_changing_nothing():
+    noted = "    return os.path.getsize(path)  # bytes\n"
+    problem = only_problem(apply_edits({"m.py": MODULE}, answer(
+        edit("m.py", "    return os.path.getsize(path)\n", noted), edit("m.py", noted, "    return os.path.getsize(path)\n"))))
+    assert problem.kind == "no_change" and "changes nothing" in problem.message and "m.py" in problem.message
+
+
 def test_a_block_replaces_the_one_place_it_matches():
     applied = apply_edits({"m.py": MODULE}, answer(edit("m.py", "    return os.path.getsize(path)\n",
                                                         "    return os.stat(path).st_size\n")))

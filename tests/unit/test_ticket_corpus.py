@@ -137,16 +137,15 @@ def test_in_the_sandbox_qc_and_hidden_tests_fail_at_base_and_pass_after_the_fix(
     assert environment.requirements == tuple(f"{w.name}=={w.version}" for w in entry.wheels)
 
 
-def test_the_empty_control_applies_but_changes_nothing(repositories):
+def test_the_empty_control_is_refused_as_changing_nothing(repositories):
     control = CONTROLS["empty-change"]
     built = repositories[control.entry.key]
-    before = built.base_files(["textkit/slug.py"])
 
     applied = apply(control.answer, built.work)
-    diff = unified_diff(before, applied)
 
-    assert applied.ok and applied.changed == before
-    assert "@@" not in diff and measure(diff).lines_changed == 0 and control.expected == REFUSED
+    assert not applied.ok and applied.changed == {} and control.expected == REFUSED
+    assert [p.kind for p in applied.problems] == ["no_change"]
+    assert "changes nothing" in applied.repair_request()
     with pytest.raises(ValidationError, match="must change something"):
         EditsOutput.model_validate({"reasoning": "Nothing to do.", "edits": []})
 
