@@ -9,7 +9,10 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agents.schemas.base import Strict
 
-SAFE_PATH = re.compile(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(py|md|toml|txt|cfg|ini|json|ya?ml)$")
+# the text files a project's code and its tests are made of (an existing repository has templates and front-end
+# files too); anything else (binaries, archives, lock files of other ecosystems) is not the team's to write
+SAFE_PATH = re.compile(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(py|pyi|md|rst|toml|txt|cfg|ini|json|ya?ml|html|css|js|ts|"
+                       r"sql|csv|jinja|j2|tmpl)$")
 
 
 def safe_path(path: str) -> bool:
