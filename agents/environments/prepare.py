@@ -145,8 +145,12 @@ def _pip(venv: Path, sources: PackageSources, args: list[str]) -> list[str]:
     where = ["--index-url", sources.index_url] if sources.index_url else ["--no-index"]
     for folder in sources.find_links:
         where += ["--find-links", str(folder)]
+    # wheels only: installing a wheel runs none of its code, while building a source distribution runs its setup
+    # script here, outside the test sandbox, with the worker's rights and network (a tenant's repository names
+    # what gets installed)
     return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-            "--disable-pip-version-check", "--no-input", "--progress-bar", "off", *where, *args]
+            "--disable-pip-version-check", "--no-input", "--progress-bar", "off", "--only-binary", ":all:", *where,
+            *args]
 
 
 def _environment(home: Path) -> dict[str, str]:

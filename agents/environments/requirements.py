@@ -23,6 +23,7 @@ _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
 _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  # "-e .", ".[dev]": the repo itself
+_DIRECT = re.compile(r"(://|^\s*(git|hg|svn|bzr)\+|\s@\s|^[\w.-]+\s*@)")  # "pkg @ https://…", "git+https://…"
 _INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 
 
@@ -59,6 +60,9 @@ def collect_requirements(root: Path, files: list[str]) -> tuple[list[str], list[
         if name.endswith((".txt", ".in")):
             lines += _requirements_file(root, root / name, seen=set())
     lines += _pyproject(root) + _setup_cfg(root) + _poetry_lock(root) + _pipfile_lock(root)
+    if direct := [line for line in lines if _DIRECT.search(line)]:
+        raise BadDependencies(f"{direct[0]!r} names a direct URL or VCS source: packages come only from the "
+                              "sources the operator configured")
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
         notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
                      "requirements file")

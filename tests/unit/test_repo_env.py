@@ -20,7 +20,7 @@ from agents.environments import (
     prepare_environment,
     run_repository,
 )
-from agents.environments.prepare import READY
+from agents.environments.prepare import READY, _pip
 from agents.environments.requirements import collect_requirements, dependency_files, environment_key
 from agents.environments.wheels import repack_installed, write_wheel
 from agents.sandbox import SandboxLimits, bwrap_available
@@ -289,6 +289,24 @@ def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, so
 
     with pytest.raises(BadDependencies, match="names its own package source"):
         prepare_environment(root, cache_dir=cache, sources=sources)
+
+
+@pytest.mark.parametrize("files", [
+    {"requirements.txt": "evil @ https://example.invalid/evil-1.0.tar.gz\n"},
+    {"requirements.txt": "git+https://example.invalid/evil.git#egg=evil\n"},
+    {"pyproject.toml": '[project]\ndependencies = ["evil@ file:///srv/evil.tar.gz"]\n'},
+])
+def test_a_direct_url_or_vcs_requirement_is_refused(files, tmp_path, cache, sources):
+    root = _repo(tmp_path, files)
+
+    with pytest.raises(BadDependencies, match="direct URL or VCS source"):
+        prepare_environment(root, cache_dir=cache, sources=sources)
+
+
+def test_source_distributions_are_never_built(tmp_path):
+    """Building an sdist runs its setup script outside the sandbox: pip is told to take wheels only."""
+    argv = _pip(tmp_path / "venv", PackageSources(index_url="https://pypi.org/simple"), ["-r", "requirements.txt"])
+    assert argv[argv.index("--only-binary") + 1] == ":all:"
 
 
 def test_requirements_are_read_from_every_dependency_file_without_running_any(tmp_path):
