@@ -17,6 +17,28 @@ AUTHOR = {"GIT_AUTHOR_NAME": "aiteam", "GIT_AUTHOR_EMAIL": "aiteam@localhost",
           "GIT_COMMITTER_NAME": "aiteam", "GIT_COMMITTER_EMAIL": "aiteam@localhost"}
 
 
+def checked_target(root: Path, path: str) -> Path:
+    """`path` under `root`, refused when it leaves the root, enters `.git` or passes through a symbolic link: a
+    repository may track a link (tests/x.py -> ../../.git/config) that a written file would otherwise follow, and
+    git would then run what that config names. Every existing component is checked with lstat."""
+    parts = Path(path).parts
+    if not parts or Path(path).is_absolute() or ".." in parts or ".git" in parts:
+        raise WorkspaceError(f"{path} is outside the workspace or inside .git")
+    for depth in range(1, len(parts) + 1):
+        if root.joinpath(*parts[:depth]).is_symlink():
+            raise WorkspaceError(f"{path}: {'/'.join(parts[:depth])} is a symbolic link; it is not written through")
+    return root.joinpath(*parts)
+
+
+def write_inside(root: Path, path: str, data: bytes) -> None:
+    """Write `data` at `path` under `root` (checked_target), the file opened O_NOFOLLOW."""
+    target = checked_target(root, path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
 class WorkspaceError(Exception):
     """The workspace refused an operation (a path outside it) or git failed."""
 
@@ -60,13 +82,8 @@ class Workspace:
         self._git("clean", "-q", "-ffdx")
 
     def write(self, files: list[SourceFile]) -> None:
-        root = self.path.resolve()
         for file in files:
-            target = (root / file.path).resolve()
-            if root not in target.parents:
-                raise WorkspaceError(f"{file.path} is outside the workspace")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(file.content, encoding="utf-8")
+            write_inside(self.path, file.path, file.content.encode("utf-8"))
 
     def commit(self, message: str) -> str:
         """Commit everything as one attempt and return the new HEAD. An attempt that changed
@@ -98,7 +115,7 @@ class Workspace:
         """`A|M|D path (+added -removed)` since `base` (the empty tree when not given)."""
         base = base or self._git("hash-object", "-t", "tree", "/dev/null").strip()
         status = dict(reversed(line.split("\t", 1)) for line in self._git("diff", "--name-status", base, "HEAD").splitlines())
-        counts = [line.split("\t") for line in self._git("diff", "--numstat", base, "HEAD").splitlines()]
+        counts = [line.split("\t") for line in self._git("diff", "--numstat", "--text", base, "HEAD").splitlines()]
         return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
 
     def _git(self, *args: str) -> str:

@@ -39,9 +39,12 @@ class GitLabClient(HostClient):
         return cls(settings.token, url=settings.url, timeout_s=settings.timeout_s)
 
     def find_open_merge_request(self, project: str, source_branch: str) -> dict[str, Any] | None:
+        """The open merge request from this project's own branch: GitLab's filter by source branch also answers
+        merge requests opened from forks (any user's fork may have a branch of that name), which are not ours."""
         found = self._api.request("GET", f"{_base(project)}/merge_requests",
                                   params={"source_branch": source_branch, "state": "opened"})
-        return found[0] if found else None
+        ours = [mr for mr in found or () if mr.get("source_project_id") == mr.get("target_project_id")]
+        return ours[0] if ours else None
 
     def open_merge_request(self, project: str, source: str, target: str, title: str, description: str, *,
                            draft: bool = True) -> dict[str, Any]:

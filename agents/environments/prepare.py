@@ -74,7 +74,7 @@ def prepare_environment(root: Path, *, cache_dir: Path, sources: PackageSources,
     started = time.monotonic()
     files = dependency_files(root)
     requirements, notes = collect_requirements(root, files)
-    key = environment_key(root, files, extra=tuple(sorted(runner_packages)))
+    key = environment_key(root, files, extra=tuple(sorted(runner_packages)), requirements=tuple(requirements))
     home = _cache(cache_dir) / f"env-{key[:24]}"
     reused = (home / READY).is_file()
     if not reused:

@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 import agents.environments.pyconfig as pyconfig
 
 KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
@@ -23,7 +25,6 @@ _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
 _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  # "-e .", ".[dev]": the repo itself
-_DIRECT = re.compile(r"(://|^\s*(git|hg|svn|bzr)\+|\s@\s|^[\w.-]+\s*@)")  # "pkg @ https://…", "git+https://…"
 _INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 
 
@@ -39,11 +40,13 @@ def dependency_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = ()) -> str:
-    """sha256 of the dependency files' names and bytes, the interpreter, and `extra` (the runner's own needs)."""
+def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = (), requirements: tuple[str, ...] = ()) -> str:
+    """sha256 of the dependency files' names and bytes, the interpreter, `extra` (the runner's own needs) and the
+    requirements collected from them (what `-r` includes brought in, which the files' own bytes do not show: two
+    repositories whose requirements.txt only includes differing files must not share a venv)."""
     digest = hashlib.sha256()
     interpreter = [KEY_VERSION, platform.python_implementation(), platform.machine(), *map(str, sys.version_info[:3])]
-    for part in [*interpreter, *extra]:
+    for part in [*interpreter, *extra, "requirements:", *requirements]:
         digest.update(part.encode() + b"\0")
     for name in files:
         digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
@@ -60,13 +63,34 @@ def collect_requirements(root: Path, files: list[str]) -> tuple[list[str], list[
         if name.endswith((".txt", ".in")):
             lines += _requirements_file(root, root / name, seen=set())
     lines += _pyproject(root) + _setup_cfg(root) + _poetry_lock(root) + _pipfile_lock(root)
-    if direct := [line for line in lines if _DIRECT.search(line)]:
-        raise BadDependencies(f"{direct[0]!r} names a direct URL or VCS source: packages come only from the "
-                              "sources the operator configured")
+    lines = [checked for line in lines if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
         notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
                      "requirements file")
     return list(dict.fromkeys(lines)), notes
+
+
+def _requirement(line: str) -> str:
+    """A requirement pip may install: a name, extras, a version and markers, nothing else (an allow-list, not a
+    list of options to refuse). A pip option (`--no-binary`, a shortened `--find`), a path, a direct URL or a VCS
+    source would let the repository choose what runs at install time or where packages come from. Hash options
+    are dropped (the pins stand without them); "" for what is left of a hash-only continuation line."""
+    text = re.sub(r"\s+--hash[= ]\S+", "", line).removesuffix("\\").strip()
+    if not text or text.startswith("--hash"):
+        return ""
+    if any(c in text for c in "\r\n") or text.startswith("-"):
+        raise BadDependencies(f"{line.strip()[:200]!r} is a pip option, not a requirement: only names, versions and "
+                              "markers are installed")
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        kind = "a direct URL or VCS source" if ("://" in text or "+" in text.split("/")[0]) else "not a requirement"
+        raise BadDependencies(f"{text[:200]!r} is {kind} aiteam installs (names, versions and markers only): "
+                              f"{exc}") from None
+    if requirement.url:
+        raise BadDependencies(f"{text[:200]!r} names a direct URL or VCS source: packages come only from the "
+                              "sources the operator configured")
+    return text
 
 
 def _requirements_file(root: Path, path: Path, *, seen: set[Path]) -> list[str]:

@@ -30,7 +30,7 @@ from agents.repo.mirror import Mirror
 from agents.repo.refs import checked_branch
 from agents.repo.scope import Scope, measure
 from agents.schemas import SourceFile
-from agents.workspace import GitError, Workspace, WorkspaceError
+from agents.workspace import GitError, Workspace, WorkspaceError, checked_target, write_inside
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,9 @@ class RepoWorkspace(Workspace):
         applied = apply_edits(self.current_files(named_paths(answer)), answer)
         if applied.ok:
             for path, data in applied.changed.items():
-                self._target(path).write_bytes(data)  # bytes as apply_edits made them: line endings kept
+                write_inside(self.path, path, data)  # bytes as apply_edits made them: line endings kept
             for path in applied.deleted:
-                self._target(path).unlink()
+                checked_target(self.path, path).unlink()
         return applied
 
     def log(self) -> list[tuple[str, str]]:
@@ -109,7 +109,9 @@ class RepoWorkspace(Workspace):
         return self._git("merge-base", self.base_sha, "HEAD").strip()
 
     def diff(self) -> str:
-        return self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+        # --text: a .gitattributes of the repository's marking files -diff or binary must not hide their lines
+        # from the scope guard and the reviewer
+        return self._git("diff", "--text", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
                          "--src-prefix=a/", "--dst-prefix=b/", self.merge_base(), "HEAD")
 
     def change(self) -> Change:
@@ -139,14 +141,6 @@ class RepoWorkspace(Workspace):
             raise GitError(str(exc)) from None
         self._git("remote", "remove", "origin")
         self._git("checkout", "-q", "-f", "-B", self.branch, self.base_sha)
-
-    def _target(self, path: str) -> Path:
-        root = self.path.resolve()
-        target = (root / path).resolve()
-        if root not in target.parents or ".git" in Path(path).parts:
-            raise WorkspaceError(f"{path} is outside the workspace")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return target
 
 
 def _has_commit(repository: Path, sha: str) -> bool:

@@ -38,6 +38,16 @@ class FakeGitLabServer(LocalServer):
         self._lock = threading.Lock()
         super().__init__(json_handler_for(self), "fake-gitlab")
 
+    def add_fork_merge_request(self, path: str, source_branch: str, *, fork_id: int = 999) -> dict[str, Any]:
+        """A merge request someone opened from their fork into `path`, from a branch of the same name as ours."""
+        project = self.projects[path]
+        mr = {"id": 9000 + len(self.merge_requests), "iid": 1 + len(self.merge_requests), "project_id": project["id"],
+              "title": "From a fork", "description": "", "state": "opened", "draft": False, "work_in_progress": False,
+              "source_branch": source_branch, "target_branch": "main", "source_project_id": fork_id,
+              "target_project_id": project["id"], "web_url": f"https://gitlab.example/{path}/-/merge_requests/0"}
+        self.merge_requests.append(mr)
+        return mr
+
     def add_project(self, path: str, *, issues: tuple[int, ...] = ()) -> int:
         with self._lock:
             self.projects[path] = {"id": len(self.projects) + 100, "issues": set(issues)}
@@ -100,12 +110,14 @@ class FakeGitLabServer(LocalServer):
         if body["source_branch"] == body["target_branch"]:
             return 422, {"message": ["You can't use same project/branch for source and target"]}
         for mr in self.merge_requests:
-            if mr["project_id"] == project["id"] and mr["source_branch"] == body["source_branch"] and mr["state"] == "opened":
+            if (mr["project_id"] == project["id"] and mr["source_branch"] == body["source_branch"]
+                    and mr["source_project_id"] == project["id"] and mr["state"] == "opened"):
                 return 409, {"message": [f"Another open merge request already exists for this source branch: !{mr['iid']}"]}
         iid = 1 + sum(1 for m in self.merge_requests if m["project_id"] == project["id"])
         mr = {"id": 5000 + len(self.merge_requests), "iid": iid, "project_id": project["id"], "title": body["title"],
               "description": body.get("description") or "", "state": "opened", "draft": bool(_DRAFT.match(body["title"])),
               "source_branch": body["source_branch"], "target_branch": body["target_branch"],
+              "source_project_id": project["id"], "target_project_id": project["id"],
               "web_url": f"https://gitlab.example/{project['path']}/-/merge_requests/{iid}"}
         mr["work_in_progress"] = mr["draft"]
         self.merge_requests.append(mr)

@@ -141,6 +141,21 @@ def test_a_gitlab_project_gets_a_draft_merge_request_that_closes_its_issue(
     assert all(r.headers.get("private-token") == TOKEN for r in gitlab.requests)
 
 
+def test_a_merge_request_from_a_fork_on_a_branch_of_our_name_is_not_taken_for_ours(
+        acme_project, gitlab, settings, tmp_path, rita):
+    origin = repository_project(acme_project, tmp_path, settings, host_kind="gitlab", token_env="GITLAB_TOKEN",
+                                settings={"gitlab": {"project": "acme/shop", "url": gitlab.url}})
+    req = repository_requirement(acme_project, origin, ticket=("gitlab", "#12", ""))
+    commit_change(req, SMALL)
+    fork = gitlab.add_fork_merge_request("acme/shop", workspace_for(req).branch)
+    ask_for_deployment(req)
+    result = approved_and_delivered(req, rita)
+
+    ours = [mr for mr in gitlab.merge_requests if mr["source_project_id"] == mr["target_project_id"]]
+    assert len(ours) == 1 and result["pull_request"]["url"] == ours[0]["web_url"] != fork["web_url"]
+    assert result["pull_request"]["reused"] is False and fork["state"] == "opened"
+
+
 class LateToOpen(FakeGitLabServer):
     """Opens a merge request as asked, then answers after the client gave up: the answer is lost."""
 

@@ -281,7 +281,8 @@ def test_a_failed_install_gives_the_log_tail_without_secrets_and_is_not_marked_r
 
     assert "No matching distribution found for ***==1.0" in failure.value.log_tail
     assert SECRET not in failure.value.log_tail and len(failure.value.log_tail) <= 4000
-    assert not list(cache.glob(f"env-{environment_key(root, ['requirements.txt'], ('pytest',))[:24]}/{READY}"))
+    key = environment_key(root, ["requirements.txt"], ("pytest",), requirements=(f"{SECRET}==1.0",))
+    assert not list(cache.glob(f"env-{key[:24]}/{READY}"))
 
 
 def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, sources):
@@ -295,11 +296,15 @@ def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, so
     {"requirements.txt": "evil @ https://example.invalid/evil-1.0.tar.gz\n"},
     {"requirements.txt": "git+https://example.invalid/evil.git#egg=evil\n"},
     {"pyproject.toml": '[project]\ndependencies = ["evil@ file:///srv/evil.tar.gz"]\n'},
+    {"pyproject.toml": '[project]\ndependencies = ["/srv/evil-source-tree"]\n'},
+    {"requirements.txt": "--no-binary :all:\nevil-sdist\n"},
+    {"requirements.txt": "--find /srv/wheels\nevil\n"},
+    {"setup.cfg": "[options]\ninstall_requires =\n    ok\n    --index-url=https://example.invalid\n"},
 ])
-def test_a_direct_url_or_vcs_requirement_is_refused(files, tmp_path, cache, sources):
+def test_only_names_versions_and_markers_are_installed(files, tmp_path, cache, sources):
     root = _repo(tmp_path, files)
 
-    with pytest.raises(BadDependencies, match="direct URL or VCS source"):
+    with pytest.raises(BadDependencies, match="direct URL or VCS source|pip option|not a requirement"):
         prepare_environment(root, cache_dir=cache, sources=sources)
 
 
