@@ -44,3 +44,16 @@ def test_a_write_through_a_tracked_link_or_into_git_is_refused(linked, tmp_path,
 def test_an_ordinary_file_is_written(linked):
     linked.write([SourceFile(path="tests/acceptance/test_total.py", content="def test_ok():\n    pass\n")])
     assert (linked.path / "tests/acceptance/test_total.py").read_text().startswith("def test_ok")
+
+
+def test_a_gitattributes_marking_code_binary_does_not_hide_changed_lines_from_the_scope(tmp_path):
+    project = make_project(tmp_path / "origin")
+    project.advance_main("Hide diffs", {".gitattributes": b"*.py -diff\n"})
+    workspace = project.workspace(tmp_path)
+    lines = "".join(f"def f{i}():\n    return {i}\n" for i in range(200))
+    workspace.write([SourceFile(path="src/shop/cart.py", content=lines)])
+    workspace.commit("T1 (attempt 1)")
+
+    change = workspace.change()
+
+    assert "Binary files" not in change.diff and change.scope.lines_changed >= 400, change.scope
