@@ -303,6 +303,12 @@ class RetriageIn(StrictSerializer):
     reason = StrictCharField(max_length=2000, help_text="why the triage's playbook was wrong (in the audit trail)")
 
 
+class CancelIn(StrictSerializer):
+    """A person cancels a requirement: why (in the audit trail and the ticket's comment)."""
+
+    reason = StrictCharField(max_length=2000, help_text="why the requirement is cancelled")
+
+
 class ReplayIn(StrictSerializer):
     """POST /requirements/{id}/replay/ takes no input: the recording decides everything."""
 

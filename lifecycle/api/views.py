@@ -14,6 +14,7 @@ from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.origin import request_origin
 from lifecycle.replay.runs import replay_start
 from lifecycle.services.assignment import review_claim, review_unassign
+from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
 from lifecycle.services.product import requirement_retriage
@@ -97,6 +98,19 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         data = s.RetriageIn(data=request.data)
         data.is_valid(raise_exception=True)
         requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
+                                         context=self.get_serializer_context()).data)
+
+    @extend_schema(request=s.CancelIn, responses={200: s.RequirementOut, 409: CONFLICT})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel the requirement (its reviewers and admins, or its submitter): every waiting review task expires
+        and no further step starts; 409 once it is deployed or cancelled."""
+        requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
+        data = s.CancelIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        requirement_cancel_request(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"),
+                                   **data.validated_data)
         return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
                                          context=self.get_serializer_context()).data)
 
