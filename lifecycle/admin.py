@@ -43,7 +43,7 @@ from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.replay.admin import ReplayAdminMixin
 from lifecycle.repo_settings import moved_settings
-from lifecycle.selectors import secret_env_shared
+from lifecycle.selectors import secret_env_shared, token_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
@@ -313,6 +313,9 @@ class ProjectForm(forms.ModelForm):
             if (env := cleaned.get(field)) and secret_env_shared(env, self.instance):
                 self.add_error(field, f"'{env}' is named by another organization's project: each organization "
                                       "needs a secret of its own (ask the operator for one)")
+        if (env := cleaned.get("token_env")) and token_env_shared(env, self.instance):
+            self.add_error("token_env", f"'{env}' is named by another organization's project: each organization "
+                                        "needs a token variable of its own (ask the operator for one)")
         return cleaned
 
 

@@ -31,6 +31,14 @@ def origins_visible_to(user: Any, organization_id: Any) -> bool:
                                                           role=Role.ADMIN).exists()
 
 
+def token_env_shared(env: str, project: Project) -> bool:
+    """Whether a project of another organization names `env` as a host token (its token_env, or its Jira
+    settings'): whoever names a variable sends requests with its token, to a repository of their choosing, so
+    one organization's token is never another's."""
+    naming = Q(token_env=env) | Q(settings__jira__token_env=env)
+    return Project.objects.filter(naming).exclude(organization_id=project.organization_id).exists()
+
+
 def secret_env_shared(env: str, project: Project) -> bool:
     """Whether a project of another organization names `env` as a webhook secret: then whoever signs for one
     could start runs on the other, so neither may use it."""

@@ -21,6 +21,7 @@ from agents.delivery.jira import JiraSettings
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.repo_settings import HostKind
+from lifecycle.selectors import token_env_shared
 
 
 def github_settings(project: Project, *, draft: bool = False) -> GitHubSettings | None:
@@ -48,10 +49,22 @@ def gitlab_settings(project: Project, *, draft: bool = True) -> GitLabSettings |
 def host_token(project: Project, needs: str) -> str:
     if not project.token_env:
         raise DomainError(f"{needs} needs a token: set the project's token_env", "token_env")
-    if project.token_env not in settings.AITEAM_TOKEN_ENVS:
-        raise DomainError(f"token_env {project.token_env!r} is not one of the operator's AITEAM_TOKEN_ENVS",
-                          "token_env")
-    return os.environ.get(project.token_env, "")
+    return token_of(project, project.token_env)
+
+
+def token_of(project: Project, env: str, field: str = "token_env") -> str:
+    """The value of a token variable the project names: one on the operator's AITEAM_TOKEN_ENVS, named by this
+    organization's projects only (selectors.token_env_shared), and set on the worker. Checked where it is used,
+    not only when saved: the operator may have narrowed the list, and a project saved before this rule may name
+    another organization's variable."""
+    if env not in settings.AITEAM_TOKEN_ENVS:
+        raise DomainError(f"token_env {env!r} is not one of the operator's AITEAM_TOKEN_ENVS", field)
+    if token_env_shared(env, project):
+        raise DomainError(f"{env!r} is also named by another organization's project: each organization needs a token "
+                          "variable of its own (ask the operator for one)", field)
+    if not (token := os.environ.get(env, "")):
+        raise DomainError(f"the worker has no value for {env}: the operator sets it", field)
+    return token
 
 
 def jira_settings(project: Project) -> JiraSettings | None:
@@ -62,13 +75,5 @@ def jira_settings(project: Project) -> JiraSettings | None:
     site = str(config["site_url"]).rstrip("/")
     if site not in settings.AITEAM_JIRA_URLS:
         raise DomainError(f"jira site_url {site!r} is not one of the operator's AITEAM_JIRA_URLS", "settings")
-    env = str(config.get("token_env") or "")
-    if env not in settings.AITEAM_TOKEN_ENVS:
-        raise DomainError(f"jira token_env {env!r} is not one of the operator's AITEAM_TOKEN_ENVS", "settings")
-    return JiraSettings(site_url=site, email=str(config.get("email") or ""), token=_value(env))
-
-
-def _value(env: str) -> str:
-    if not (token := os.environ.get(env, "")):
-        raise DomainError(f"the worker has no value for {env}: the operator sets it", "token_env")
-    return token
+    token = token_of(project, str(config.get("token_env") or ""), "settings")
+    return JiraSettings(site_url=site, email=str(config.get("email") or ""), token=token)

@@ -8,7 +8,6 @@ works in a clone of the mirror on its own branch (`agents.repo.workspace.RepoWor
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.conf import settings
@@ -20,6 +19,7 @@ from agents.repo.refs import branch_name
 from agents.repo.workspace import RepoWorkspace
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement
+from lifecycle.services.host_settings import token_of
 
 
 def remote_url(requirement: Requirement) -> str:
@@ -63,12 +63,7 @@ def host_auth(project: Project) -> HostAuth | None:
     through its environment only (agents/delivery/credentials.py), never put in a URL, a row or a log."""
     if not project.token_env:
         return None
-    if project.token_env not in settings.AITEAM_TOKEN_ENVS:
-        raise DomainError(f"token_env {project.token_env!r} is not one of the operator's AITEAM_TOKEN_ENVS", "token_env")
-    token = os.environ.get(project.token_env, "")
-    if not token:
-        raise DomainError(f"the worker has no value for {project.token_env}: the operator sets it", "token_env")
-    return HostAuth.for_host(project.host_kind, token)
+    return HostAuth.for_host(project.host_kind, token_of(project, project.token_env))
 
 
 def mirror_for(project: Project) -> Mirror:

@@ -12,9 +12,11 @@ from django.apps import apps
 from django.core.checks import run_checks
 from django.db import connection
 
+from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.services.delivery import delivery_plan
 from lifecycle.services.host_settings import github_settings
+from lifecycle.services.repositories import host_auth
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, project_form_data
 from tests.flows import submit
@@ -88,6 +90,22 @@ def test_a_webhook_secret_another_organization_names_is_refused(acme_project, bo
     sibling = ProjectFactory(organization=acme_project.organization, slug="sibling", gitlab_webhook_secret_env="ACME_HOOK_SECRET")
     assert save(boss, acme_project, github_webhook_secret_env="ACME_HOOK_SECRET").status_code == 302  # same org
     assert sibling.gitlab_webhook_secret_env == "ACME_HOOK_SECRET"
+
+
+def test_a_token_variable_another_organization_names_is_refused_when_saved_and_when_used(
+        acme_project, boss, lists, monkeypatch):
+    """Whoever names a token variable sends requests with its token to a repository of their choosing: one
+    organization's token is never another's, in the form and where a stored value is used."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-globex-value")
+    ProjectFactory(organization=OrganizationFactory(slug="globex"), token_env="GITHUB_TOKEN")
+    response = save(boss, acme_project, token_env="GITHUB_TOKEN")
+    assert "named by another organization's project" in errors(response)["token_env"][0]
+    assert save(boss, acme_project, token_env="ACME_GITLAB_TOKEN").status_code == 302  # its own is fine
+
+    Project.objects.filter(pk=acme_project.pk).update(token_env="GITHUB_TOKEN", host_kind="github")  # stored before
+    with pytest.raises(DomainError, match="another organization's project") as refused:
+        host_auth(Project.objects.get(pk=acme_project.pk))
+    assert "ghp-globex-value" not in str(refused.value)
 
 
 def test_delivery_reads_the_base_branch_and_token_variable_from_the_fields(alice, acme_project, monkeypatch):
