@@ -87,12 +87,14 @@ def test_ci_dependency_and_settings_files_are_named_wherever_they_sit():
         ".github/workflows/ci.yml", "services/api/.gitlab-ci.yml", "Jenkinsfile", "requirements-dev.txt",
         "requirements/base.txt", "services/api/pyproject.toml", "poetry.lock", "setup.cfg", ".github/CODEOWNERS",
         "mysite/settings.py", "mysite/settings/prod.py", "tox.ini", "tests/conftest.py", ".env.production",
-        "shop/cart.py", "docs/ci.md", "myJenkinsfile.txt"))
+        "shop/cart.py", "docs/ci.md", "myJenkinsfile.txt", ".aiteam.toml", ".gitea/workflows/test.yaml",
+        ".gitlab/issue_templates/bug.md"))
     assert scope.ci_files == (".github/workflows/ci.yml", "Jenkinsfile", "services/api/.gitlab-ci.yml")
     assert scope.dependency_files == ("poetry.lock", "requirements-dev.txt", "requirements/base.txt",
                                       "services/api/pyproject.toml", "setup.cfg")
-    assert scope.settings_files == (".env.production", ".github/CODEOWNERS", "mysite/settings.py",
-                                    "mysite/settings/prod.py", "tests/conftest.py", "tox.ini")
+    assert scope.settings_files == (".aiteam.toml", ".env.production", ".gitea/workflows/test.yaml", ".github/CODEOWNERS",
+                                    ".gitlab/issue_templates/bug.md", "mysite/settings.py", "mysite/settings/prod.py",
+                                    "tests/conftest.py", "tox.ini")
 
 
 def test_within_the_limits_there_is_no_reason_to_stop():
