@@ -100,21 +100,28 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
     """A request that should get `code` from the operation."""
     collection = path.split("/")[3]
     target = world.ids[collection] if "{id}" in path else None
-    retriage = path.endswith("/retriage/")
+    retriage, cancel = path.endswith("/retriage/"), path.endswith("/cancel/")
     body = ({"brief": "ok"} if path == "/api/v1/requirements/" else {"decision": "approve"} if "decision" in path
             else {"autonomous_deployments": False} if collection == "projects"
-            else {"playbook": "bug_fix", "reason": "a crash"} if retriage else {})
+            else {"playbook": "bug_fix", "reason": "a crash"} if retriage
+            else {"reason": "no longer wanted"} if cancel else {})
     headers = world.headers()
+    if cancel and code in ("403", "409"):  # a requirement of its own: cancelling the seeded one ends other cases
+        target = requests.post(f"{world.url}/api/v1/requirements/", json={"brief": "to be cancelled"},
+                               headers=headers, timeout=30).json()["id"]
     if code == "400":
         headers = {"Authorization": "Token abc\x00def"}  # the probe's 500: a NUL reaching the token lookup
     elif code == "401":
         headers = {}
-    elif code == "403":  # a member without the role (deciding a retriage is the reviewer's, submitting is not)
-        headers = world.headers("rita" if collection == "requirements" and not retriage else "sam")
+    elif code == "403":  # a member without the role (deciding a retriage is the reviewer's, submitting is not;
+        # cancelling is the reviewer's or the submitter's own, not another submitter's)
+        headers = world.headers("rita" if collection == "requirements" and not (retriage or cancel) else "sam")
     elif code == "404":
         target = str(uuid.uuid4())
     elif code == "409" and collection == "review-tasks":
         target = world.decided_task
+    elif code == "409" and cancel:  # cancelled already
+        requests.post(f"{world.url}{path.replace('{id}', target)}", json=body, headers=headers, timeout=30)
     elif code == "409" and retriage:  # planning has started: too late to change the playbook
         Step.objects.get_or_create(requirement_id=target, key="tl_plan", attempt=1, defaults={"state": "done"})
     elif code == "409":  # a replay of it is still running (no worker here to run it)
