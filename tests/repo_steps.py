@@ -98,3 +98,20 @@ class HeldSteps:
         self.held.remove(step.pk)
         app.tasks[dispatch.RUN_STEP].apply((step.pk,))
         return Step.objects.get(pk=step.pk)
+
+
+def ticket_on_repository(project: Project, user, tmp: Path) -> Requirement:
+    """The shop ticket (a bug) submitted on the shop repository and branched from main: clarification is next."""
+    from lifecycle.services.intake import requirement_submit
+
+    repository_project(project, tmp)
+    req = requirement_submit(user=user, brief=TICKET, title="Missing prices", playbook="bug_fix")
+    branch_from_repository(Requirement.objects.get(pk=req.pk))
+    return Requirement.objects.get(pk=req.pk)
+
+
+def repair_text(request) -> str:
+    """The repair request a scripted model's request carries last: the tool result that refused its answer."""
+    (result,) = request.messages[-1]["content"]
+    assert result["type"] == "tool_result" and result["is_error"]
+    return result["content"]

@@ -13,16 +13,14 @@ from agents.roles import PLAN_JOBS
 from agents.schemas import LocatedFile, RepoPlanContext, RepoTicketPlanContext, Ticket
 from lifecycle import contexts, guards
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.intake import requirement_submit
 from tests.flows import fresh
 from tests.repo_steps import (
     LOCALIZED,
     PLAN,
     PO_TICKET,
-    TICKET,
     HeldSteps,
-    branch_from_repository,
-    repository_project,
+    repair_text,
+    ticket_on_repository,
 )
 
 WRONG_PATH = {**LOCALIZED, "files": [{**LOCALIZED["files"][0], "path": "src/shop/carts.py"}, *LOCALIZED["files"][1:]]}
@@ -37,20 +35,12 @@ def steps(monkeypatch):
 @pytest.fixture
 def clarified(alice, acme_project, tmp_path, steps, scripted):
     """A bug ticket on the shop repository, branched from main and clarified: the localization is next."""
-    repository_project(acme_project, tmp_path)
-    req = requirement_submit(user=alice, brief=TICKET, title="Missing prices", playbook="bug_fix")
-    branch_from_repository(fresh(req))
+    req = ticket_on_repository(acme_project, alice, tmp_path)
     scripted.enqueue(PO_TICKET)
     steps.run("po_clarify")
     assert steps.kinds()[-1:] == ["tl_localize"]
     scripted.requests.clear()  # the Product Owner's
     return fresh(req)
-
-
-def repair_text(request) -> str:
-    (result,) = request.messages[-1]["content"]
-    assert result["type"] == "tool_result" and result["is_error"]
-    return result["content"]
 
 
 @pytest.mark.django_db(transaction=True)

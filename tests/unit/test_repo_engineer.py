@@ -7,7 +7,6 @@ from agents.prompts import load_prompt
 from lifecycle import step_keys
 from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.development import workspace_for
-from lifecycle.services.intake import requirement_submit
 from lifecycle.services.scheduling import step_schedule
 from tests.flows import fresh
 from tests.repo_history import git
@@ -16,10 +15,9 @@ from tests.repo_steps import (
     LOCALIZED,
     PLAN,
     PO_TICKET,
-    TICKET,
     HeldSteps,
-    branch_from_repository,
-    repository_project,
+    repair_text,
+    ticket_on_repository,
 )
 
 STALE = {"reasoning": "sum what is there", "edits": [
@@ -39,20 +37,12 @@ def steps(monkeypatch):
 @pytest.fixture
 def planned(alice, acme_project, tmp_path, steps, scripted):
     """The shop ticket localized and planned: task T1 (src/shop/cart.py and its test) is next."""
-    repository_project(acme_project, tmp_path)
-    req = requirement_submit(user=alice, brief=TICKET, title="Missing prices", playbook="bug_fix")
-    branch_from_repository(fresh(req))
+    req = ticket_on_repository(acme_project, alice, tmp_path)
     scripted.enqueue(PO_TICKET).enqueue(LOCALIZED).enqueue(PLAN)
     for kind in ("po_clarify", "tl_localize", "tl_plan"):
         steps.run(kind)
     scripted.requests.clear()
     return fresh(req)
-
-
-def repair_text(request) -> str:
-    (result,) = request.messages[-1]["content"]
-    assert result["type"] == "tool_result" and result["is_error"]
-    return result["content"]
 
 
 @pytest.mark.django_db(transaction=True)
