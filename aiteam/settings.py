@@ -191,6 +191,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": STEP_TIMEOUTS.visibilit
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "lifecycle.runner.run_step": {"queue": "llm"},
+    "lifecycle.tasks.answer_message": {"queue": "llm"},  # model calls, as steps
     "lifecycle.tasks.*": {"queue": "default"},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -206,6 +207,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "every-minute-compare-settled-replays": {
         "task": "lifecycle.tasks.compare_settled_replays",
+        "schedule": 60.0,
+    },
+    "every-minute-requeue-lost-answers": {
+        "task": "lifecycle.tasks.requeue_answers",
         "schedule": 60.0,
     },
     "every-day-pm-status-digests": {
@@ -240,6 +245,8 @@ AITEAM_ROLE_MODELS = {
     "senior_engineer": "strong",
     "tech_lead": "fast",
 }
+# The assistant's model spend per organization over the last 24 hours (ADR 36); calls past it are refused.
+AITEAM_ASSISTANT_DAILY_USD = env_float("AITEAM_ASSISTANT_DAILY_USD", 5.0)
 AITEAM_AUTONOMOUS = env_bool("AITEAM_AUTONOMOUS", EMBEDDED)
 # What autonomous mode does when a budget runs out (lifecycle/services/budget_gate.py); logged as a policy decision.
 AITEAM_BUDGET_POLICY = env_choice("AITEAM_BUDGET_POLICY", "terminate", ("terminate", "approve_partial", "override_budget"))

@@ -6,7 +6,7 @@ from django.db import DatabaseError
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications import sending
 from lifecycle.replay.runs import replays_sweep
-from lifecycle.services import leases, outbox, sla
+from lifecycle.services import answering, leases, outbox, sla
 from lifecycle.services.digest import digests_refresh_all
 
 
@@ -41,6 +41,18 @@ def sweep_review_slas() -> dict[str, int]:
 def notify_for_event(event_id: int) -> None:
     """Who hears about an outbox event and what they are told: Notification rows, then their sending."""
     notifying.notify_for_event(event_id)
+
+
+@shared_task(ignore_result=True, acks_late=True)
+def answer_message(message_id: int) -> None:
+    """The assistant's answer to a message (lifecycle.services.answering): a worker on the llm queue."""
+    answering.answer_message(message_id)
+
+
+@shared_task(ignore_result=True)
+def requeue_answers() -> int:
+    """Every minute: answers never picked up, or whose worker was lost."""
+    return answering.answers_requeue()
 
 
 @shared_task(ignore_result=True)

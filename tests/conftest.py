@@ -127,6 +127,7 @@ def scripted(monkeypatch):
 
     provider = ScriptedProvider()
     monkeypatch.setattr("lifecycle.runner.provider_from_settings", lambda: provider)
+    monkeypatch.setattr("lifecycle.services.answering.provider_from_settings", lambda: provider)
     return provider
 
 

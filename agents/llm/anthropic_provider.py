@@ -24,7 +24,6 @@ from agents.llm.base import (
     LLMRequest,
     LLMResponse,
     LLMTransientError,
-    ToolSpec,
     Usage,
 )
 from agents.llm.deadline import seconds_left
@@ -68,7 +67,7 @@ class AnthropicProvider:
         except anthropic.AnthropicError as exc:
             error = self._translate(exc, timeout=timeout, retries=retries)
         else:
-            response = _to_response(message, request.tool, latency_ms=int((time.monotonic() - started) * 1000))
+            response = _to_response(message, request.tool_names, latency_ms=int((time.monotonic() - started) * 1000))
             _log_call(request, response)
             return response
         # Raised outside the except block so no __context__ keeps the SDK error, whose
@@ -140,25 +139,27 @@ def _is_transient(exc: anthropic.APIStatusError) -> bool:
 def _create_params(request: LLMRequest) -> dict[str, Any]:
     # No temperature: SDK 2.x dropped sampling parameters and API version 2026-10-21
     # (which it sends) answers 400 to temperature/top_p/top_k, even at their defaults.
-    tool = request.tool
+    tools = (request.tool, *request.tools)
+    # one tool call: the repair turn (or the tool's result) answers one, and an unanswered tool_use would be a 400;
+    # with several tools the model picks which ("any": it must call one)
+    choice = ({"type": "any"} if request.tools else {"type": "tool", "name": request.tool.name})
     return {
         "model": request.model,
         "max_tokens": request.max_tokens,
         # The system prompt is the stable prefix of every call of a role: cache it.
         "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
         "messages": request.messages,
-        "tools": [{"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}],
-        # one tool call: the repair turn answers one, and an unanswered tool_use would be a 400
-        "tool_choice": {"type": "tool", "name": tool.name, "disable_parallel_tool_use": True},
+        "tools": [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools],
+        "tool_choice": {**choice, "disable_parallel_tool_use": True},
     }
 
 
-def _to_response(message: Message, tool: ToolSpec, *, latency_ms: int) -> LLMResponse:
+def _to_response(message: Message, names: tuple[str, ...], *, latency_ms: int) -> LLMResponse:
     # exclude_none: the SDK models fill absent optional fields with None (tool_use `caller`,
     # `toolset_name`), and a repair turn echoes these blocks back; the request types do not
     # allow a null `caller`, so send back only what the API sent.
     content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
-    tool_use = next((b for b in content if b.get("type") == "tool_use" and b.get("name") == tool.name), None)
+    tool_use = next((b for b in content if b.get("type") == "tool_use" and b.get("name") in names), None)
     usage = message.usage
     return LLMResponse(
         tool_input=tool_use.get("input") if tool_use else None,
@@ -172,6 +173,7 @@ def _to_response(message: Message, tool: ToolSpec, *, latency_ms: int) -> LLMRes
         ),
         stop_reason=message.stop_reason or "",
         latency_ms=latency_ms,
+        tool_name=tool_use.get("name", "") if tool_use else "",
     )
 
 

@@ -26,6 +26,13 @@ class LLMRequest:
     messages: list[dict[str, Any]]
     tool: ToolSpec
     max_tokens: int = 4096
+    # Tools the model may call instead of `tool` (agents.llm.tool_use): with any, the model picks one of `tool`
+    # and these for each call; without, `tool` is forced.
+    tools: tuple[ToolSpec, ...] = ()
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return (self.tool.name, *(t.name for t in self.tools))
 
 
 @dataclass(frozen=True)
@@ -38,12 +45,13 @@ class Usage:
 
 @dataclass(frozen=True)
 class LLMResponse:
-    tool_input: dict[str, Any] | None
+    tool_input: dict[str, Any] | None  # the input of the tool called
     content: list[dict[str, Any]]
     model: str
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""
     latency_ms: int = 0
+    tool_name: str = ""  # which tool was called: the request's `tool` unless it offered others
 
 
 class LLMError(Exception):

@@ -86,18 +86,19 @@ class ReplayProvider:
         tool_input, usage = _tool_input_of(found), _usage_of(found)
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
-        tool_use = {"type": "tool_use", "id": f"toolu_replay_{uuid.uuid4().hex[:12]}",
-                    "name": request.tool.name, "input": tool_input}
+        name = found.get("tool", request.tool.name)
+        tool_use = {"type": "tool_use", "id": f"toolu_replay_{uuid.uuid4().hex[:12]}", "name": name,
+                    "input": tool_input}
         return LLMResponse(
             tool_input=tool_input, content=[tool_use], model=found.get("model", request.model),
-            usage=usage, stop_reason="tool_use", latency_ms=int((time.monotonic() - started) * 1000),
+            usage=usage, stop_reason="tool_use", latency_ms=int((time.monotonic() - started) * 1000), tool_name=name,
         )
 
     def _match(self, request: LLMRequest) -> dict[str, Any]:
         text = "\n".join([request.system, *(_text_of(m["content"]) for m in request.messages)])
         candidates = [
             i for i in self.interactions
-            if i["role"] == request.role and i.get("tool", request.tool.name) == request.tool.name
+            if i["role"] == request.role and i.get("tool", request.tool.name) in request.tool_names
             and all(_field(key, value) in text for key, value in i["recorded_for"].items())
             and all(m in text for m in i.get("match", []))
         ]

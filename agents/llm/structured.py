@@ -54,7 +54,7 @@ def generate(
     for _ in range(max_repairs + 1):
         request = LLMRequest(role=role, model=model, system=system, messages=conversation, tool=tool, max_tokens=max_tokens)
         response = provider.complete(request)
-        _raise_if_stopped_early(response.stop_reason, role=role, max_tokens=max_tokens)
+        raise_if_stopped_early(response.stop_reason, role=role, max_tokens=max_tokens)
         try:
             return schema.model_validate(response.tool_input if response.tool_input is not None else {},
                                          context=validation_context)
@@ -65,7 +65,7 @@ def generate(
                                 repairs=max_repairs, errors=tuple(errors))
 
 
-def _raise_if_stopped_early(stop_reason: str, *, role: str, max_tokens: int) -> None:
+def raise_if_stopped_early(stop_reason: str, *, role: str, max_tokens: int) -> None:
     """Raise for an answer that ended before it was complete, for a reason a repair turn cannot change."""
     if stop_reason == "max_tokens":
         raise LLMOutputTruncated(f"{role}: the answer was cut off at max_tokens={max_tokens}; raise "

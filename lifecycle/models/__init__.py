@@ -1,5 +1,14 @@
 from lifecycle.models.artifacts import Artifact, ArtifactBlob
 from lifecycle.models.audit import OutboxEvent, StateTransition
+from lifecycle.models.conversations import (
+    ActionApproval,
+    ActionPreauthorization,
+    Conversation,
+    ConversationChannelBinding,
+    ConversationParticipant,
+    Message,
+    ToolCall,
+)
 from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
 from lifecycle.models.notifications import Notification
@@ -16,6 +25,8 @@ from lifecycle.models.tokens import ApiToken
 from lifecycle.models.webhooks import WebhookDelivery
 
 __all__ = [
+    "ActionApproval", "ActionPreauthorization", "Conversation", "ConversationChannelBinding",
+    "ConversationParticipant", "Message", "ToolCall",
     "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
     "OutboxEvent", "Project",
     "PromptBundle", "Replay",

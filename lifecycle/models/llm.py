@@ -7,6 +7,9 @@ class LLMCall(models.Model):
         "lifecycle.Requirement", null=True, blank=True, on_delete=models.CASCADE, related_name="llm_calls"
     )
     step = models.ForeignKey("lifecycle.Step", null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls")
+    # an assistant's call (ADR 36): the answer it was made for; such calls count against no requirement's budget
+    message = models.ForeignKey("lifecycle.Message", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="llm_calls")
     role = models.CharField(max_length=40)
     provider = models.CharField(max_length=40)
     model = models.CharField(max_length=100)

@@ -16,12 +16,13 @@ def context_sources(context: object) -> list[dict]:
 
 
 def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None,
-                    sources: list[dict] | None = None) -> LLMCall:
+                    sources: list[dict] | None = None, message_id: int | None = None) -> LLMCall:
     request, response = record.request, record.response
     usage = response.usage if response else None
     model = response.model if response else request.model
     return LLMCall.objects.create(
-        requirement_id=requirement_id, step_id=step_id, role=request.role, provider=record.provider, model=model,
+        requirement_id=requirement_id, step_id=step_id, message_id=message_id, role=request.role,
+        provider=record.provider, model=model,
         system_sha256=hashlib.sha256(request.system.encode()).hexdigest(), system=redact(request.system),
         messages=redact(request.messages), tool_name=request.tool.name,
         params={"max_tokens": request.max_tokens, "requested_model": request.model},

@@ -1,0 +1,204 @@
+"""Actions the assistant's mutating tools ask for (ADR 36): each becomes an ActionApproval that a person approves
+or rejects, unless the project pre-authorized that action type; on approval it runs through the same service a
+person would use (review_decide, requirement_cancel_request), as the person who approved, so their permissions
+apply and the ordinary audit records them.
+
+An action type is exact: "cancel_requirement", or "<review kind>:<decision>" for deciding a review task
+("stories_approval:approve", "step_failed:approve" to run a failed step again, "budget_exhausted:inject_constraint",
+"budget_exhausted:override_budget"). A pre-authorization names one type, never a pattern, so approving stories
+never covers approving a deployment ("deployment_approval:approve" must be granted by name).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.models import (
+    ActionApproval,
+    ActionPreauthorization,
+    Conversation,
+    Membership,
+    Project,
+    Requirement,
+    ReviewTask,
+    ToolCall,
+)
+from lifecycle.services.conversations import system_note
+from lifecycle.services.outbox import emit
+from lifecycle.states import Role
+
+CANCEL = "cancel_requirement"
+REASON_MAX_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """What an action would do, worked out (and checked to exist in the asker's organization) before asking."""
+
+    action: str  # the exact type, as pre-authorizations name it
+    summary: str
+    project: Project | None
+    arguments: dict[str, Any]
+
+
+def action_types() -> list[tuple[str, str]]:
+    """Every type a project may pre-authorize, with its label (the admin's and the API's choices)."""
+    from lifecycle.states import Decision, ReviewKind
+
+    decisions = {
+        ReviewKind.STORIES_APPROVAL: (Decision.APPROVE, Decision.REJECT),
+        ReviewKind.DESIGN_REVIEW: (Decision.APPROVE, Decision.REQUEST_CHANGES),
+        ReviewKind.CODE_REVIEW: (Decision.APPROVE, Decision.REQUEST_CHANGES),
+        ReviewKind.STEP_FAILED: (Decision.APPROVE, Decision.REJECT),
+        ReviewKind.ESCALATION: (Decision.APPROVE, Decision.REJECT),
+        ReviewKind.BUDGET_EXHAUSTED: (Decision.APPROVE, Decision.REJECT, Decision.OVERRIDE_BUDGET,
+                                      Decision.INJECT_CONSTRAINT),
+        ReviewKind.DEPLOYMENT_APPROVAL: (Decision.APPROVE, Decision.REJECT),
+    }
+    types = [(CANCEL, "cancel a requirement")]
+    for kind, options in decisions.items():
+        types += [(f"{kind}:{decision}", f"{Decision(decision).label} on {ReviewKind(kind).label}") for decision in options]
+    return types
+
+
+def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str, reason: str = "",
+                            feedback: str = "", constraint: str = "",
+                            budget: dict[str, Any] | None = None) -> Proposed:
+    task = ReviewTask.objects.select_related("requirement").filter(pk=task_id, organization_id=organization_id).first()
+    if task is None:
+        raise DomainError(f"no review task {task_id} in this organization", "task_id")
+    if not task.is_pending:
+        raise IllegalTransition(f"review task {task_id} is already {task.state}")
+    if decision not in task.options:
+        raise DomainError(f"'{decision}' is not an option of this task; options: {', '.join(task.options)}", "decision")
+    arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
+                 "constraint": constraint, **({"budget": budget} if budget is not None else {})}
+    summary = f"{decision.replace('_', ' ')} the {task.get_kind_display().lower()} of {task.requirement}"
+    return Proposed(action=f"{task.kind}:{decision}", summary=summary[:300], project=task.requirement.project,
+                    arguments=arguments)
+
+
+def propose_cancel(*, organization_id: Any, requirement_id: Any, reason: str) -> Proposed:
+    requirement = Requirement.objects.select_related("project").filter(pk=requirement_id,
+                                                                        organization_id=organization_id).first()
+    if requirement is None:
+        raise DomainError(f"no requirement {requirement_id} in this organization", "requirement_id")
+    if not reason.strip():
+        raise DomainError("say why it is cancelled", "reason")
+    return Proposed(action=CANCEL, summary=f"cancel {requirement}"[:300], project=requirement.project,
+                    arguments={"requirement_id": str(requirement.pk), "reason": reason.strip()[:REASON_MAX_CHARS]})
+
+
+def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversation,
+                     tool_call: ToolCall | None = None) -> ActionApproval:
+    """Ask for an action: pending, for a person to decide; or, when the project pre-authorized its type, run at
+    once as the asker (with the asker's permissions: a pre-authorization lets the assistant act without a second
+    confirmation, it grants no one a permission)."""
+    preauthorization = (ActionPreauthorization.objects.filter(project=proposed.project, action=proposed.action).first()
+                        if proposed.project is not None else None)
+    with transaction.atomic():
+        approval = ActionApproval.objects.create(
+            organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
+            tool_call=tool_call, action=proposed.action, arguments=proposed.arguments, summary=proposed.summary,
+            requested_for=asker, preauthorization=preauthorization)
+        emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
+                                       "conversation": str(conversation.pk)})
+    if preauthorization is not None:
+        _run(approval, Actor.human(asker, "assistant"), via="pre_authorized", reason="pre-authorized for the project")
+        approval.refresh_from_db()
+    return approval
+
+
+def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: str = "") -> ActionApproval:
+    """A person approves (the action runs as them) or rejects an action. Whoever could do the action themselves
+    may decide it; a decided one is a conflict (409)."""
+    with transaction.atomic():
+        approval = ActionApproval.objects.select_for_update().get(pk=approval_id)
+        if not _may_decide(actor.user, approval):
+            raise NotPermitted(f"{actor.user} may not decide actions of this kind in {approval.organization_id}")
+        if approval.state != ActionApproval.State.PENDING:
+            raise IllegalTransition(f"this action is already {approval.state}")
+        if not approve:
+            _close(approval, actor, state=ActionApproval.State.REJECTED, reason=reason.strip()[:REASON_MAX_CHARS])
+            return approval
+        approval.decided_by, approval.decided_via, approval.decided_at = actor.user, actor.via, timezone.now()
+        approval.reason = reason.strip()[:REASON_MAX_CHARS]
+        approval.save(update_fields=["decided_by", "decided_via", "decided_at", "reason"])
+    _run(approval, actor, via=actor.via, reason=approval.reason)
+    approval.refresh_from_db()
+    return approval
+
+
+def preauthorize(*, project: Project, action: str, actor: Actor) -> ActionPreauthorization:
+    """A project admin lets an action type run without a second confirmation; only the organization's admins
+    may."""
+    if action not in dict(action_types()):
+        raise DomainError(f"no action type {action!r}", "action")
+    if not Membership.objects.filter(user=actor.user, organization_id=project.organization_id, role=Role.ADMIN).exists():
+        raise NotPermitted(f"only the admins of {project.organization} may pre-authorize actions")
+    grant, _ = ActionPreauthorization.objects.get_or_create(project=project, action=action,
+                                                            defaults={"granted_by": actor.user})
+    return grant
+
+
+def _may_decide(user: Any, approval: ActionApproval) -> bool:
+    if user is None or not Membership.objects.filter(user=user, organization_id=approval.organization_id).exists():
+        return False
+    if approval.action == CANCEL:  # the submitter may withdraw their own; the service checks who else may
+        return True
+    from lifecycle.services.assignment import decide_refusal
+
+    return not decide_refusal(user, approval.organization, project_id=approval.project_id)
+
+
+def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> None:
+    """Run the approved action through its service, as `actor`; record what came of it. A refusal by the service
+    (not permitted, already decided, bad input) is recorded as the action's failure, not raised: the decision
+    itself stands."""
+    from lifecycle.services.cancellation import requirement_cancel_request
+    from lifecycle.services.decisions import review_decide
+
+    args = approval.arguments
+    try:
+        if approval.action == CANCEL:
+            requirement_cancel_request(requirement_id=args["requirement_id"], actor=actor, reason=args["reason"])
+            result = "cancelled"
+        else:
+            task = review_decide(task_id=args["task_id"], actor=actor, decision=args["decision"],
+                                 reason=args.get("reason", ""), feedback=args.get("feedback", ""),
+                                 constraint=args.get("constraint", ""), budget=args.get("budget"),
+                                 origin={"approval": str(approval.pk)})
+            result = f"review task decided: {task.decision}"
+        state = ActionApproval.State.DONE
+    except (DomainError, IllegalTransition, NotPermitted, Requirement.DoesNotExist, ReviewTask.DoesNotExist) as exc:
+        result, state = f"not done: {exc}", ActionApproval.State.FAILED
+    with transaction.atomic():
+        approval = ActionApproval.objects.select_for_update().get(pk=approval.pk)
+        approval.result = result
+        _close(approval, actor, state=state, reason=reason, via=via)
+
+
+def _close(approval: ActionApproval, actor: Actor, *, state: str, reason: str, via: str = "") -> None:
+    approval.state = state
+    approval.decided_by = approval.decided_by or actor.user
+    approval.decided_via = via or actor.via
+    approval.decided_at = approval.decided_at or timezone.now()
+    approval.reason = reason
+    approval.save()
+    emit(None, "ActionDecided", {"approval": str(approval.pk), "action": approval.action, "state": state,
+                                 "conversation": str(approval.conversation_id or "")})
+    if approval.conversation_id:
+        system_note(approval.conversation_id, _note(approval))
+
+
+def _note(approval: ActionApproval) -> str:
+    who = getattr(approval.decided_by, "username", "") or "someone"
+    if approval.state == ActionApproval.State.REJECTED:
+        return f"{who} rejected: {approval.summary}" + (f" ({approval.reason})" if approval.reason else "")
+    how = "pre-authorized for this project, run" if approval.preauthorization_id else f"approved by {who}"
+    return f"{approval.summary}: {how}; {approval.result}"

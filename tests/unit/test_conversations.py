@@ -1,0 +1,143 @@
+"""Conversations with the assistant (ADR 36): routing, memory, and mutating tools that wait for approval."""
+from __future__ import annotations
+
+import pytest
+
+from lifecycle.actors import Actor
+from lifecycle.errors import NotPermitted
+from lifecycle.models import ActionApproval, ActionPreauthorization, LLMCall, Message, ReviewTask, ToolCall
+from lifecycle.services import answering
+from lifecycle.services.approvals import approval_decide
+from lifecycle.services.conversations import conversation_start, message_post, visible_conversations
+from tests.conversations import script_answer
+from tests.review_tasks import open_review
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ask(user, org, text, requirement=None):
+    conversation, answer = conversation_start(actor=Actor.human(user, "web"), organization=org, text=text,
+                                              requirement=requirement)
+    return conversation, Message.objects.get(pk=answer.pk)
+
+
+def test_a_question_is_routed_to_its_specialists_and_answered_with_their_tools(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"status_reporter": [("requirement_status", {})]},
+                  answer="It waits for the stories' approval.")
+    conversation, answer = ask(rita, acme, "What is the reading list waiting for?", requirement=task.requirement)
+
+    assert answer.state == "done" and answer.text == "It waits for the stories' approval."
+    assert answer.route["specialists"] == ["status_reporter"]
+    call = ToolCall.objects.get(message=answer)
+    assert (call.tool, call.kind, call.status) == ("requirement_status", "read", "done")
+    assert "stories_approval" in call.result and "user_stories_created" in call.result
+    tool_result = scripted.requests[2].messages[-1]["content"][0]  # the specialist's second call reads the result
+    assert tool_result["type"] == "tool_result" and "stories_approval" in tool_result["content"]
+    calls = LLMCall.objects.filter(message=answer)
+    assert [c.role for c in calls] == ["supervisor", "status_reporter", "status_reporter", "supervisor"]
+    assert not calls.filter(requirement__isnull=False).exists()  # no requirement's budget pays for it
+
+
+def test_the_next_turn_reads_the_earlier_ones(scripted, acme, rita):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Two requirements are in flight.")
+    conversation, _ = ask(rita, acme, "How many requirements are in flight?")
+    script_answer(scripted, specialists={"status_reporter": []}, answer="The older one is the reading list.")
+    message_post(conversation_id=conversation.pk, actor=Actor.human(rita, "web"), text="Which of them is older?")
+
+    route_request = scripted.requests[-3]
+    assert "How many requirements are in flight?" in route_request.messages[0]["content"]
+    assert "Two requirements are in flight." in route_request.messages[0]["content"]
+    assert [m.author for m in conversation.messages.order_by("seq")] == ["person", "assistant", "person", "assistant"]
+
+
+def test_a_long_history_is_folded_into_a_stored_summary(scripted, acme, rita):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="answer 1")
+    conversation, _ = ask(rita, acme, "question 1")
+    last = answering.FOLD_AT // 2 + 1  # the turn whose history first holds more than FOLD_AT turns
+    for n in range(2, last + 1):
+        if n == last:
+            scripted.enqueue({"summary": "Rita asked several things; each was answered."})
+        script_answer(scripted, specialists={"status_reporter": []}, answer=f"answer {n}")
+        message_post(conversation_id=conversation.pk, actor=Actor.human(rita, "web"), text=f"question {n}")
+
+    conversation.refresh_from_db()
+    assert conversation.summary == "Rita asked several things; each was answered."
+    assert conversation.summary_through == 2 * (last - 1) + 1 - answering.KEEP_TURNS  # the question asked is a turn
+    route = scripted.requests[-3].messages[0]["content"]
+    assert "question 1\"" not in route and "Rita asked several things" in route
+    assert f"question {last - 1}" in route  # the turns after the summary are there as they were
+
+
+def test_a_mutating_tool_waits_for_approval_then_runs_as_the_approver(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve", "reason": "looks right"})]},
+        answer="I asked for the stories to be approved; approve the request to do it.")
+    conversation, answer = ask(rita, acme, "Approve the reading list's stories", requirement=task.requirement)
+
+    approval = ActionApproval.objects.get()
+    assert approval.state == "pending" and approval.action == "stories_approval:approve"
+    assert ReviewTask.objects.get(pk=task.pk).is_pending  # nothing ran
+    assert ToolCall.objects.get(message=answer).status == "awaiting_approval"
+
+    approval = approval_decide(approval_id=approval.pk, actor=Actor.human(rita, "web"), approve=True)
+    assert approval.state == "done" and approval.decided_by == rita
+    decided = ReviewTask.objects.get(pk=task.pk)
+    assert (decided.decision, decided.decided_by) == ("approve", rita)
+    note = conversation.messages.order_by("-seq").first()
+    assert note.author == "system" and "approved by rita" in note.text
+
+
+def test_a_pre_authorized_action_runs_at_once_as_the_asker(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, title="Reading list")
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Approved.")
+    ask(rita, acme, "Approve the stories", requirement=task.requirement)
+
+    approval = ActionApproval.objects.get()
+    assert approval.state == "done" and approval.preauthorization is not None and approval.decided_by == rita
+    assert ReviewTask.objects.get(pk=task.pk).decision == "approve"
+
+
+def test_a_pre_authorization_names_one_action_type_only(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, kind="step_failed", title="Broken step")
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Run it again", requirement=task.requirement)
+    assert ActionApproval.objects.get().state == "pending"
+
+
+def test_tools_do_not_reach_another_organization(scripted, acme, acme_project, rita, oscar):
+    from lifecycle.models import Project
+
+    theirs = open_review(Project.objects.get(organization__slug="globex"), title="Globex secret")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("requirement_status", {"requirement_id": str(theirs.requirement_id)}),
+        ("decide_review_task", {"task_id": str(theirs.pk), "decision": "approve"})]}, answer="Not found.")
+    ask(rita, acme, "What about the Globex secret?")
+
+    refused = list(ToolCall.objects.order_by("id").values_list("status", "result"))
+    assert [status for status, _ in refused] == ["refused", "refused"]
+    assert all("in this organization" in result for _, result in refused)
+    assert "Globex secret" not in "".join(r for _, r in refused)
+    assert not ActionApproval.objects.exists()
+
+
+def test_a_person_who_could_not_decide_cannot_approve_the_request(scripted, acme, acme_project, rita, alice):
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Approve the stories", requirement=task.requirement)
+    with pytest.raises(NotPermitted):
+        approval_decide(approval_id=ActionApproval.objects.get().pk, actor=Actor.human(alice, "web"), approve=True)
+    assert ReviewTask.objects.get(pk=task.pk).is_pending
+
+
+def test_a_conversation_is_seen_by_its_participants_only(scripted, acme, rita, alice):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="ok")
+    conversation, _ = ask(rita, acme, "a question")
+    assert visible_conversations(rita).filter(pk=conversation.pk).exists()
+    assert not visible_conversations(alice).filter(pk=conversation.pk).exists()
