@@ -28,9 +28,12 @@ from lifecycle.models import (
     ReviewTask,
     ToolCall,
 )
+from lifecycle.services.assignment import decide_refusal
+from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
+from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
-from lifecycle.states import Role
+from lifecycle.states import Decision, ReviewKind, Role
 
 CANCEL = "cancel_requirement"
 REASON_MAX_CHARS = 2000
@@ -48,8 +51,6 @@ class Proposed:
 
 def action_types() -> list[tuple[str, str]]:
     """Every type a project may pre-authorize, with its label (the admin's and the API's choices)."""
-    from lifecycle.states import Decision, ReviewKind
-
     decisions = {
         ReviewKind.STORIES_APPROVAL: (Decision.APPROVE, Decision.REJECT),
         ReviewKind.DESIGN_REVIEW: (Decision.APPROVE, Decision.REQUEST_CHANGES),
@@ -151,8 +152,6 @@ def _may_decide(user: Any, approval: ActionApproval) -> bool:
         return False
     if approval.action == CANCEL:  # the submitter may withdraw their own; the service checks who else may
         return True
-    from lifecycle.services.assignment import decide_refusal
-
     return not decide_refusal(user, approval.organization, project_id=approval.project_id)
 
 
@@ -160,9 +159,6 @@ def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> No
     """Run the approved action through its service, as `actor`; record what came of it. A refusal by the service
     (not permitted, already decided, bad input) is recorded as the action's failure, not raised: the decision
     itself stands."""
-    from lifecycle.services.cancellation import requirement_cancel_request
-    from lifecycle.services.decisions import review_decide
-
     args = approval.arguments
     try:
         if approval.action == CANCEL:
