@@ -30,18 +30,21 @@ demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) manage.py aiteam_demo --approve-deployment
 
-## ticket-demo: a ticket on an existing repository (docs/adr/0035) on the embedded default: the sample repository
-## (var/sample-ticket-repo, textkit: slugify leaves double dashes) is built with its history, copied into the
-## project's own remote, and the ticket runs to a delivered branch on the bundled cassette, offline (no package
-## index: the sample has no dependencies); the diff, its scope and the tests before and after are printed (you
-## approve the deployment at the terminal)
+## ticket-demo: a ticket on an existing repository (docs/adr/0035) on the embedded default, ending at a draft pull
+## request on a local fake GitHub: the sample repository (var/sample-ticket-repo, textkit: slugify leaves double
+## dashes) is built with its history and served by tests/fakes/host.py (git over https, the pulls API, ports the OS
+## picks, stopped when the run ends) as demo/textkit; the ticket runs on the bundled cassette, offline (no package
+## index: the sample has no dependencies), pushes its branch with the demo's token (allow-listed for this run only)
+## and opens the pull request; the pull request, the diff, its scope and the tests before and after are printed
+## (you approve the deployment at the terminal)
 SAMPLE_TICKET := agents/cassettes/sample_ticket
 ticket-demo: venv
 	$(EMBEDDED) $(PY) manage.py migrate -v0
 	$(EMBEDDED) $(PY) $(SAMPLE_TICKET)/make_repo.py var/sample-ticket-repo
-	$(EMBEDDED) AITEAM_PIP_INDEX_URL= $(PY) manage.py aiteam_ticket --repo var/sample-ticket-repo --base main \
-	  --title "$$(cat $(SAMPLE_TICKET)/title.txt)" --body-file $(SAMPLE_TICKET)/body.md \
-	  --cassette $(SAMPLE_TICKET)/cassette.json --approve-deployment
+	$(EMBEDDED) AITEAM_PIP_INDEX_URL= $(PY) -m tests.fakes.host --repo var/sample-ticket-repo --as demo/textkit \
+	  --root var/fake-github -- $(PY) manage.py aiteam_ticket --repo {git_url} --host github --api-url {api_url} \
+	  --token-env {token_env} --base main --title "$$(cat $(SAMPLE_TICKET)/title.txt)" \
+	  --body-file $(SAMPLE_TICKET)/body.md --cassette $(SAMPLE_TICKET)/cassette.json --approve-deployment
 
 ## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit
 ## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)

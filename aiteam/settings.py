@@ -282,6 +282,9 @@ AITEAM_REMOTES_ROOT = Path(env_str("AITEAM_REMOTES_ROOT", str(VAR_DIR / "remotes
 # local path under this root that is the project's own <organization id>/<project id>.git (empty: no local path).
 AITEAM_GIT_HOSTS = [v.strip().lower() for v in env_str("AITEAM_GIT_HOSTS", "github.com,gitlab.com").split(",") if v.strip()]
 AITEAM_GIT_LOCAL_ROOT = Path(_root) if (_root := env_str("AITEAM_GIT_LOCAL_ROOT", str(AITEAM_REMOTES_ROOT))) else None
+# A CA bundle for https remotes on a host with its own CA (self-hosted): git trusts it instead of the system's, for
+# the project's remote host only, when the project has a token (agents/delivery/credentials.py).
+AITEAM_GIT_CA_FILE = Path(_ca) if (_ca := env_str("AITEAM_GIT_CA_FILE")) else None
 AITEAM_MAX_DESIGN_ROUNDS = env_int("AITEAM_MAX_DESIGN_ROUNDS", 3)
 AITEAM_MAX_CODE_REVIEW_ROUNDS = env_int("AITEAM_MAX_CODE_REVIEW_ROUNDS", 3)
 AITEAM_SANDBOX_TIMEOUT_S = env_float("AITEAM_SANDBOX_TIMEOUT_S", 120.0)

@@ -63,7 +63,7 @@ def host_auth(project: Project) -> HostAuth | None:
     through its environment only (agents/delivery/credentials.py), never put in a URL, a row or a log."""
     if not project.token_env:
         return None
-    return HostAuth.for_host(project.host_kind, token_of(project, project.token_env))
+    return HostAuth.for_host(project.host_kind, token_of(project, project.token_env), ca_file=settings.AITEAM_GIT_CA_FILE)
 
 
 def mirror_for(project: Project) -> Mirror:

@@ -26,8 +26,8 @@ BODY_MAX_CHARS = 65_536  # GitHub's limit for a pull request's or a comment's bo
 class FakeGitHubServer(LocalServer):
     """Start with `start()` (or `with`); point GitHubSettings.api_url at `url`; inspect `pulls`, `creations`, `requests`."""
 
-    def __init__(self, token: str) -> None:
-        self.token = token
+    def __init__(self, token: str, *, html_url: str = "https://github.example") -> None:
+        self.token, self.html_url = token, html_url  # html_url: where people open a pull request (github.com's part)
         self.pulls: dict[int, dict[str, Any]] = {}
         self.creations = 0  # successful POSTs only
         self.requests: list[RecordedRequest] = []
@@ -106,7 +106,7 @@ class FakeGitHubServer(LocalServer):
         self.pulls[number] = {
             "number": number, "state": "open", "title": body["title"], "body": body.get("body", ""), "repo": repo,
             "draft": bool(body.get("draft", False)), "head": {"ref": body["head"], "label": label}, "base": {"ref": body["base"]},
-            "html_url": f"https://github.example/{repo}/pull/{number}", "url": f"{self.url}/repos/{repo}/pulls/{number}",
+            "html_url": f"{self.html_url}/{repo}/pull/{number}", "url": f"{self.url}/repos/{repo}/pulls/{number}",
         }
         self.creations += 1
         return 201, self.pulls[number]
@@ -121,7 +121,7 @@ class FakeGitHubServer(LocalServer):
             return 422, _too_long("IssueComment")
         comment_id = len(self.comments) + 1
         comment = {"id": comment_id, "body": body["body"], "repo": repo, "issue": number,
-                   "html_url": f"https://github.example/{repo}/issues/{number}#issuecomment-{comment_id}"}
+                   "html_url": f"{self.html_url}/{repo}/issues/{number}#issuecomment-{comment_id}"}
         self.comments.append(comment)
         return 201, comment
 

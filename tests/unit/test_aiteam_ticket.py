@@ -70,6 +70,27 @@ def test_an_allowed_url_becomes_the_repo_url_with_its_host_kind(local_root):
 
     assert (project.slug, project.repo_url, project.host_kind, project.base_branch) == (
         "textkit", "https://github.com/acme/textkit.git", "github", "develop")
+    assert project.settings["github"] == {"repository": "acme/textkit", "api_url": "https://api.github.com"}
+
+
+def test_a_gitlab_url_names_the_project_its_merge_request_is_opened_on(local_root):
+    _, organization = operator()
+
+    project = project_for(organization, repo="git@gitlab.com:acme/tools/textkit.git", base="main",
+                          token_env="GITLAB_TOKEN")
+
+    assert project.host_kind == "gitlab" and project.token_env == "GITLAB_TOKEN"
+    assert project.settings["gitlab"] == {"project": "acme/tools/textkit", "url": "https://gitlab.com"}
+
+
+def test_an_api_url_off_the_operators_list_saves_nothing(local_root, settings):
+    settings.AITEAM_GIT_HOSTS = ["git.acme.example"]
+    _, organization = operator()
+
+    with pytest.raises(CommandError, match="'https://git.acme.example/api/v3' is not one of the operator's AITEAM_GITHUB"):
+        project_for(organization, repo="https://git.acme.example/acme/textkit.git", base="main", host="github")
+
+    assert not Project.objects.exists()
 
 
 def test_a_url_the_operators_rule_refuses_saves_nothing(local_root):

@@ -3,14 +3,17 @@ branch and the pull request (or the local remote), the diff from the merge base,
 and after.
 
     python manage.py aiteam_ticket --repo PATH_OR_URL --base main --title "..." --body-file ticket.md \\
-        [--cassette FILE] [--project SLUG] [--key KEY] [--approve-deployment]
+        [--cassette FILE] [--project SLUG] [--key KEY] [--host github|gitlab|git] [--token-env NAME]
+        [--api-url URL] [--approve-deployment]
 
 The repository's project is made (or found) in the operator's organization: a local PATH is copied, its base
 branch with its history, into the project's own bare repository under AITEAM_GIT_LOCAL_ROOT
 (<organization id>/<project id>.git, the only local remote the operator's rule allows) and the project's repo_url
-points there; a URL becomes the repo_url as it is, if the operator's rule allows it (AITEAM_GIT_HOSTS). Running the
-command again refreshes the copy's base branch and, while the ticket's run is live, reports that run instead of
-starting another (one live requirement per ticket).
+points there; a URL becomes the repo_url as it is, if the operator's rule allows it (AITEAM_GIT_HOSTS), and on a
+GitHub or GitLab host the repository its path names is where the pull (merge) request is opened, through --api-url
+or the host's own API, with the token --token-env names (one of AITEAM_TOKEN_ENVS). Running the command again
+refreshes the copy's base branch and, while the ticket's run is live, reports that run instead of starting another
+(one live requirement per ticket).
 
 --cassette answers the model's requests from a recorded cassette (docs/cassettes.md) instead of the configured
 provider. A user's mistake (no such file or directory, a refused URL, a missing branch, a request the cassette did
@@ -31,6 +34,8 @@ from django.core.validators import validate_slug
 from django.db import transaction
 from django.test.utils import override_settings
 
+from agents.delivery.api import ApiUrlRefused, checked_api_url
+from agents.delivery.pr_body import change_title
 from agents.repo.scope import measure
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
@@ -39,6 +44,7 @@ from lifecycle.models import Membership, Organization, Project, Requirement
 from lifecycle.repo_settings import HostKind, validate_branch_name
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.autonomous import deployment_hold
+from lifecycle.services.change_facts import ticket_ref
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.development import workspace_for
 from lifecycle.services.repositories import tenant_remote
@@ -49,6 +55,7 @@ from lifecycle.tickets import Ticket, TicketSource, ticket_problems
 ORGANIZATION = "local"  # the operator's organization for repositories run from the terminal
 OPERATOR = "operator"
 URL_LIKE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/@\s]+@[^/:\s]+:")  # scheme://… or user@host:path
+URL_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]*/|^[^/@\s]+@[^/:\s]+:")  # what comes before a URL's path
 DIFF_LINES = 400  # printed; the whole diff is in the workspace and on the pull request
 GIT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
            "LANG": "C.UTF-8"}
@@ -75,12 +82,16 @@ class Command(BaseCommand):
         parser.add_argument("--host", choices=HostKind.values, help="the remote's kind (default: from the URL's host)")
         parser.add_argument("--token-env", default="", metavar="NAME",
                             help="the variable holding the host's token (one of AITEAM_TOKEN_ENVS)")
+        parser.add_argument("--api-url", metavar="URL", help=(
+            "the host's API for the pull or merge request, one of AITEAM_GITHUB_API_URLS or AITEAM_GITLAB_URLS "
+            "(default: https://api.github.com for github.com, https://HOST/api/v3 for another GitHub host, "
+            "https://HOST for GitLab)"))
         parser.add_argument("--approve-deployment", action="store_true", help=(
             "approve the deployment gate yourself, as the operator at this terminal, when autonomous mode leaves it "
             "to a person; without it the run stops at ready_to_deploy with the task in the review inbox"))
 
     def handle(self, *args, repo, base, title, body_file, cassette=None, project=None, key=None, host=None,
-               token_env="", approve_deployment=False, **options):
+               token_env="", api_url=None, approve_deployment=False, **options):
         body = read_body(Path(body_file))  # a Path from the command line, maybe a str from call_command
         _check_branch(base)
         ticket = Ticket(source=TicketSource.CLI, key=key or ticket_key(title, body), title=title.strip(), body=body)
@@ -89,7 +100,8 @@ class Command(BaseCommand):
         # the provider is read from settings at each model call (agents/llm/factory.py): overridden for this run only
         with override_settings(**_cassette_settings(Path(cassette) if cassette else None)):
             user, organization = operator()
-            project_row = project_for(organization, repo=repo, base=base, slug=project, host=host, token_env=token_env)
+            project_row = project_for(organization, repo=repo, base=base, slug=project, host=host, token_env=token_env,
+                                      api_url=api_url)
             self.stdout.write(f"Project {organization.slug}/{project_row.slug}: {project_row.repo_url} "
                               f"(base {project_row.base_branch})")
             requirement = self._submit(user, ticket, project_row)
@@ -150,7 +162,8 @@ class Command(BaseCommand):
         request = result.get("pull_request")  # a pull request on GitHub, a merge request on GitLab; none locally
         if isinstance(request, dict):
             draft = " (draft)" if request.get("draft") else ""
-            self.stdout.write(f"pull request #{request.get('number')}: {request.get('url')}{draft}")
+            self.stdout.write(f"pull request #{request.get('number')}: {request.get('url')}{draft}\n"
+                              f"title: {change_title(ticket_ref(req), req.title or req.brief[:60])}")
         elif not request:
             self.stdout.write(f"no pull request: the branch is in the project's remote; git clone -b "
                               f"{result.get('branch')} {result.get('remote_url')}")
@@ -206,9 +219,9 @@ def operator() -> tuple[Any, Organization]:
 
 
 def project_for(organization: Organization, *, repo: str, base: str, slug: str | None = None, host: str | None = None,
-                token_env: str = "") -> Project:
+                token_env: str = "", api_url: str | None = None) -> Project:
     """The repository's project, made on first use; its repo_url the URL, or the project's own copy of a PATH.
-    Nothing is saved when the operator's rule refuses the remote or a field is invalid."""
+    Nothing is saved when the operator's rule refuses the remote or the API, or a field is invalid."""
     source = None if URL_LIKE.match(repo) else Path(repo).expanduser().resolve()
     if source is not None and not _is_repository(source):
         raise CommandError(f"--repo {repo}: not a git repository (give a local clone, a bare repository or a URL)")
@@ -223,11 +236,32 @@ def project_for(organization: Organization, *, repo: str, base: str, slug: str |
                 raise CommandError(f"--repo {repo}: the operator's rule refuses it: it {reason}")
             project.repo_url, project.base_branch, project.token_env = repo_url, base, token_env
             project.host_kind = host or _host_kind(repo_url)
+            if source is None:
+                project.settings = {**project.settings, **change_request_settings(project.host_kind, repo, api_url)}
             project.full_clean()
             project.save()
     except ValidationError as exc:
         raise CommandError(f"project {slug!r}: {'; '.join(exc.messages)}") from None
     return project
+
+
+def change_request_settings(host_kind: str, url: str, api_url: str | None) -> dict[str, Any]:
+    """Where the pull (merge) request of a remote on GitHub (GitLab) is opened: the repository the URL's path names,
+    through `api_url` or the host's own API, which must be on the operator's list; nothing for a plain git host."""
+    host, path = _host(url), URL_HOST.sub("", url).strip("/").removesuffix(".git")  # owner/name, group/name
+    if host_kind == HostKind.GITHUB:
+        default = "https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"
+        return {"github": {"repository": path, "api_url": _api_url(api_url or default, "AITEAM_GITHUB_API_URLS")}}
+    if host_kind == HostKind.GITLAB:
+        return {"gitlab": {"project": path, "url": _api_url(api_url or f"https://{host}", "AITEAM_GITLAB_URLS")}}
+    return {}
+
+
+def _api_url(url: str, setting: str) -> str:
+    try:
+        return checked_api_url(url, getattr(settings, setting), setting)
+    except ApiUrlRefused as exc:
+        raise CommandError(f"--api-url: {exc}: the operator adds it to {setting}, or give --api-url") from None
 
 
 def _is_repository(path: Path) -> bool:
@@ -285,8 +319,12 @@ def _slug(repo: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "repository"
 
 
+def _host(url: str) -> str:
+    return re.sub(r"^[a-z+]+://|^[^@/]*@", "", url.lower()).split("/")[0].split(":")[0].split("@")[-1]
+
+
 def _host_kind(url: str) -> str:
-    host = re.sub(r"^[a-z+]+://|^[^@/]*@", "", url.lower()).split("/")[0].split(":")[0].split("@")[-1]
+    host = _host(url)
     return HostKind.GITHUB if host == "github.com" else HostKind.GITLAB if host.startswith("gitlab.") else HostKind.GIT
 
 
