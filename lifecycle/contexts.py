@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from agents import translators
 from agents.edits import read_files
+from agents.runner_reach import is_test_file
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
@@ -26,6 +27,7 @@ from agents.schemas import (
     RepoEngineerContext,
     RepoFixContext,
     RepoPlanContext,
+    RepoQCContext,
     RepoTicketPlanContext,
     RequirementDocView,
     StoryFeedback,
@@ -267,13 +269,30 @@ def _repo_code_review_context(req: Requirement, facts: dict) -> RepoCodeReviewCo
         return repo.review_fitted(context, workspace.path, diff, changed, budget)
 
 
-def qc_context(requirement_id) -> QCContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def qc_context(requirement_id) -> QCContext | RepoQCContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    if req.base_sha:
+        return _repo_qc_context(req)
     if from_ticket(req):
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
         context = translators.qc_context(approved_stories(req), spec_of(req), workspace_files(req.pk))
     return context.model_copy(update={"guidance": _restated_criteria(req), "findings": _tests_not_run(req)})
+
+
+def _repo_qc_context(req: Requirement) -> RepoQCContext:
+    """On a repository: the ticket, the code the change touched (never its tests) and the localization's, as they
+    stand, and the tests at the base commit, within QC's budget."""
+    interfaces = ticket_plan_of(req).interfaces if from_ticket(req) else spec_of(req).interfaces
+    with repo.checkout(req.pk) as workspace:
+        changed = [path for path in repo.changed_paths(workspace) if not is_test_file(path)]
+    localization = [f for f in repo.localization_of(req) if not is_test_file(f.path)]
+    wanted = repo.named(changed, "changed by this requirement", localization)
+    wanted += repo.localized(localization, skip=set(changed))
+    context = RepoQCContext(criteria=acceptance_criteria_of(req), interfaces=interfaces, modules=changed,
+                            guidance=_restated_criteria(req), findings=_tests_not_run(req), ticket=repo_ticket(req),
+                            baseline=repo.baseline_facts(req), reproduce=req.playbook == "bug_fix")
+    return repo.with_files(context, req.pk, wanted, repo.budget_for(req.project, "qc_engineer"))
 
 
 def devops_context(requirement_id) -> DevOpsContext:
