@@ -198,16 +198,19 @@ def qc_wrote(requirement: Requirement, text: str, test: str) -> None:
         artifact_store(locked, kind="acceptance_coverage", name="acceptance", content={"AC-1": [test]}, step=step)
 
 
-def qc_answer(text: str, test: str) -> dict:
-    return {"reasoning": "mean of a pair", "files": [{"path": QC_FILE, "content": text}], "coverage": {"AC-1": [test]}}
-
-
-def test_a_reproduction_that_passes_at_the_base_commit_goes_back_to_qc_with_the_test(alice, scripted, repository):
+def not_reproducing_then(alice, scripted, repository, text: str, test: str) -> Requirement:
+    """A fixed bug whose reproduction by QC passes at the base commit; QC's next answer writes `text` (test)."""
     requirement = changed(prepared(alice, scripted, repository), "test_pending", {"calc.py": FIXED},
                           playbook="bug_fix")
     qc_wrote(requirement, PASSES_AT_BASE, "test_mean_of_even_values")
     artifact_store(requirement, kind="implementation_plan", name="plan", content=TICKET_PLAN)
-    scripted.enqueue(qc_answer(REPRODUCES, "test_mean_keeps_fractions"))
+    scripted.enqueue({"reasoning": "mean of a pair", "files": [{"path": QC_FILE, "content": text}],
+                      "coverage": {"AC-1": [test]}})
+    return requirement
+
+
+def test_a_reproduction_that_passes_at_the_base_commit_goes_back_to_qc_with_the_test(alice, scripted, repository):
+    requirement = not_reproducing_then(alice, scripted, repository, REPRODUCES, "test_mean_keeps_fractions")
 
     run(requirement, step_keys.QC_RUN)  # the gate, QC again with the finding, the gate again
 
@@ -224,11 +227,7 @@ def test_a_reproduction_that_passes_at_the_base_commit_goes_back_to_qc_with_the_
 
 
 def test_a_reproduction_still_passing_at_base_after_qcs_rewrite_goes_to_a_person(alice, scripted, repository):
-    requirement = changed(prepared(alice, scripted, repository), "test_pending", {"calc.py": FIXED},
-                          playbook="bug_fix")
-    qc_wrote(requirement, PASSES_AT_BASE, "test_mean_of_even_values")
-    artifact_store(requirement, kind="implementation_plan", name="plan", content=TICKET_PLAN)
-    scripted.enqueue(qc_answer(PASSES_AT_BASE, "test_mean_of_even_values"))
+    requirement = not_reproducing_then(alice, scripted, repository, PASSES_AT_BASE, "test_mean_of_even_values")
 
     run(requirement, step_keys.QC_RUN)
 
