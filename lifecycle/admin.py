@@ -42,7 +42,7 @@ from lifecycle.models.tenancy import WEBHOOK_SOURCES
 from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.replay.admin import ReplayAdminMixin
-from lifecycle.repo_settings import moved_settings
+from lifecycle.repo_settings import moved_settings, repository_settings_problems
 from lifecycle.selectors import secret_env_shared, token_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
@@ -300,6 +300,7 @@ class ProjectForm(forms.ModelForm):
         problems += [f"budgets: {p}" for p in budget_problems(value.get("budgets") or {})]
         problems += _notification_problems(value.get("notifications") or {})
         problems += moved_settings(value)
+        problems += repository_settings_problems(value)
         if problems:
             raise forms.ValidationError(problems)
         return value

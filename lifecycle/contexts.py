@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from agents import translators
 from agents.edits import read_files
+from agents.runner_reach import is_test_file
 from agents.schemas import (
     AcceptanceCriterion,
     ArchitectContext,
@@ -26,6 +27,7 @@ from agents.schemas import (
     RepoEngineerContext,
     RepoFixContext,
     RepoPlanContext,
+    RepoQCContext,
     RepoTicketPlanContext,
     RequirementDocView,
     StoryFeedback,
@@ -46,7 +48,8 @@ from lifecycle.services.development import workspace_files
 from lifecycle.states import ArtifactKind, Decision, ReviewKind, ReviewState, StoryState
 
 TEST_COMMAND = "python -m pytest -q"
-TESTS_NOT_RUN = "AcceptanceTestsNotRun"  # the event by which the gate hands QC's tests back (gate_routing)
+TESTS_NOT_RUN = "AcceptanceTestsNotRun"  # the events by which the gate hands QC's tests back (gate_routing)
+NOT_REPRODUCED = "ReproductionsPassAtBase"
 STORY_FIELDS = ["title", "as_a", "i_want", "so_that", "acceptance_criteria", "priority", "story_points"]
 
 
@@ -267,13 +270,30 @@ def _repo_code_review_context(req: Requirement, facts: dict) -> RepoCodeReviewCo
         return repo.review_fitted(context, workspace.path, diff, changed, budget)
 
 
-def qc_context(requirement_id) -> QCContext:
-    req = Requirement.objects.get(pk=requirement_id)
+def qc_context(requirement_id) -> QCContext | RepoQCContext:
+    req = Requirement.objects.select_related("project").get(pk=requirement_id)
+    if req.base_sha:
+        return _repo_qc_context(req)
     if from_ticket(req):
         context = translators.ticket_qc_context(ticket_of(req), ticket_plan_of(req).interfaces, workspace_files(req.pk))
     else:
         context = translators.qc_context(approved_stories(req), spec_of(req), workspace_files(req.pk))
-    return context.model_copy(update={"guidance": _restated_criteria(req), "findings": _tests_not_run(req)})
+    return context.model_copy(update={"guidance": _restated_criteria(req), "findings": _qc_findings(req)})
+
+
+def _repo_qc_context(req: Requirement) -> RepoQCContext:
+    """On a repository: the ticket, the code the change touched (never its tests) and the localization's, as they
+    stand, and the tests at the base commit, within QC's budget."""
+    interfaces = ticket_plan_of(req).interfaces if from_ticket(req) else spec_of(req).interfaces
+    with repo.checkout(req.pk) as workspace:
+        changed = [path for path in repo.changed_paths(workspace) if not is_test_file(path)]
+    localization = [f for f in repo.localization_of(req) if not is_test_file(f.path)]
+    wanted = repo.named(changed, "changed by this requirement", localization)
+    wanted += repo.localized(localization, skip=set(changed))
+    context = RepoQCContext(criteria=acceptance_criteria_of(req), interfaces=interfaces, modules=changed,
+                            guidance=_restated_criteria(req), findings=_qc_findings(req), ticket=repo_ticket(req),
+                            baseline=repo.baseline_facts(req), reproduce=req.playbook == "bug_fix")
+    return repo.with_files(context, req.pk, wanted, repo.budget_for(req.project, "qc_engineer"))
 
 
 def devops_context(requirement_id) -> DevOpsContext:
@@ -311,14 +331,17 @@ def _restated_criteria(req: Requirement) -> list[str]:
                 .order_by("created_at").values_list("feedback", flat=True))
 
 
-def _tests_not_run(req: Requirement) -> list[str]:
-    """Why the gate handed QC's tests back, when it did after QC last wrote them: the tests that did not run."""
-    event = req.events.filter(name=TESTS_NOT_RUN).order_by("-id").first()
+def _qc_findings(req: Requirement) -> list[str]:
+    """Why the gate handed QC's tests back, when it did after QC last wrote them: the tests that did not run, and
+    the reproduction tests that passed at the base commit."""
     written = latest(req, ArtifactKind.ACCEPTANCE_COVERAGE)
-    if event is None or (written and written.created_at > event.created_at):
-        return []
-    return [f"{criterion}: {', '.join(tests)} did not run (skipped, deselected or never collected)"
-            for criterion, tests in event.payload["criteria"].items()]
+    events = {name: req.events.filter(name=name).order_by("-id").first() for name in (TESTS_NOT_RUN, NOT_REPRODUCED)}
+    handed = {name: e.payload for name, e in events.items() if e and not (written and written.created_at > e.created_at)}
+    findings = [f"{criterion}: {', '.join(tests)} did not run (skipped, deselected or never collected)"
+                for criterion, tests in handed.get(TESTS_NOT_RUN, {}).get("criteria", {}).items()]
+    return findings + [f"{test} passed at the base commit, before the change: it does not reproduce the bug. Write "
+                       "it so that it fails at the base commit and passes once the bug is fixed"
+                       for test in handed.get(NOT_REPRODUCED, {}).get("tests", [])]
 
 
 def _guidance(req: Requirement) -> list[str]:

@@ -23,7 +23,10 @@ Order, and why:
    instead of burning the remaining attempts.
 5. A used-up loop (engineer attempts, code review rounds) goes to a human whatever the cause.
 6. Problems upstream of the code (an inconsistent spec, acceptance criteria no test covers)
-   go to the role that owns them before the engineer touches code built on them.
+   go to the role that owns them before the engineer touches code built on them. A bug's
+   reproduction test that passes at the base commit is QC's, not the engineer's: the gate hands
+   it back to QC first (lifecycle/services/gate_routing.py); one still passing there after that
+   is a person's to look at, never the engineer's next attempt.
 7. What is left of the code's own failures (failing tests, review notes, gate findings) goes
    to the engineer. Nothing matched: a human operator looks (a permanent error such as a
    misconfiguration or a refused answer, or a bug of a kind not listed).
@@ -102,6 +105,7 @@ class Failure:
     repairs: int = 0  # repair requests sent before the model's output was given up as invalid
     validation_errors: tuple[str, ...] = ()  # the last answer's validation errors, "loc: msg"
     tampered: tuple[str, ...] = ()  # why a sandbox report cannot be believed (agents/sandbox/canary.py)
+    not_reproducing: tuple[str, ...] = ()  # a bug's reproduction tests that pass at the base commit (QC rewrote them)
 
     @property
     def infrastructure(self) -> bool:
@@ -160,6 +164,9 @@ RULES: tuple[Rule, ...] = (
          lambda f: bool(f.spec_issues)),
     Rule("acceptance_gap", Route.BUSINESS_ANALYST, "acceptance criteria that no acceptance test covers",
          lambda f: bool(f.uncovered_criteria)),
+    Rule("reproduction_passes_at_base", Route.HUMAN, "QC's reproduction test passes at the base commit, so it does "
+         "not reproduce the bug, even after QC wrote it again: no fix can make it fail there, a person looks",
+         lambda f: bool(f.not_reproducing)),
     Rule("failing_tests", Route.ENGINEER, "tests fail", lambda f: f.tests_failed or bool(f.failing_tests)),
     Rule("review_changes", Route.ENGINEER, "the tech lead requested changes to the code",
          lambda f: bool(f.review_notes)),

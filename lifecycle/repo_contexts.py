@@ -17,12 +17,14 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.edits import read_files
+from agents.environments.baseline import FAILED
 from agents.repo import RepoIndex, index_repository, repo_map, search
 from agents.repo.budget import context_budget, fit_lines, json_tokens
 from agents.repo.excerpts import excerpt
 from agents.repo.files import git
 from agents.repo.workspace import RepoWorkspace
 from agents.schemas import (
+    BaselineFacts,
     ContextSource,
     Excerpt,
     FileView,
@@ -36,9 +38,11 @@ from agents.schemas.repository import RepositoryContext
 from lifecycle.models import Project, Requirement
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import workspace_aligned
+from lifecycle.services.preparation import BASELINE_NAME
 from lifecycle.states import ArtifactKind
 
 C = TypeVar("C", bound=RepositoryContext)
+BASELINE_TESTS_LISTED = 20  # test ids named per list of the baseline's facts; the counts say the rest
 VIEW_FLOOR_TOKENS = 60  # what a file's entry costs without its text: kept for each file still to come
 VIEW_INDENT_TOKENS = 24  # a view's keys indented inside the context's JSON, over its own JSON's
 
@@ -82,6 +86,21 @@ def localization_of(requirement: Requirement) -> list[LocatedFile]:
     """The Tech Lead's choice of files ([] before it, or for a requirement that never localized)."""
     artifact = latest(requirement, ArtifactKind.LOCALIZATION, "localization")
     return [LocatedFile(**f) for f in content_json(artifact)["files"]] if artifact else []
+
+
+def baseline_facts(requirement: Requirement) -> BaselineFacts | None:
+    """The tests at the base commit as the preparation found them (None before it recorded them): the command, the
+    counts, and the first of the tests that failed in both runs and of the flaky ones."""
+    artifact = latest(requirement, ArtifactKind.BASELINE, BASELINE_NAME)
+    prepared = content_json(artifact) if artifact else None
+    if not prepared or not prepared.get("ok"):
+        return None
+    flaky = set(prepared["flaky"])
+    failing = sorted(test for test, kind in prepared["baseline"]["outcomes"].items() if kind in FAILED
+                     and test not in flaky)
+    return BaselineFacts(test_command=prepared["test_command"]["shown"], counts=prepared["counts"],
+                         failing=failing[:BASELINE_TESTS_LISTED], failing_total=len(failing),
+                         flaky=sorted(flaky)[:BASELINE_TESTS_LISTED])
 
 
 def localized(localization: list[LocatedFile], *, skip: set[str] = frozenset()) -> list[Wanted]:

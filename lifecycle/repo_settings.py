@@ -8,11 +8,16 @@ only names on the operator's lists pass, and no value is ever stored or repeated
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+from agents.repo.budget import DEFAULT_CONTEXT_TOKENS, context_budget
+from agents.repo.scope import DEFAULT_MAX_LINES, DEFAULT_MAX_MODULES
 
 if TYPE_CHECKING:  # the model imports this module for its validators
     from lifecycle.models import Project
@@ -82,3 +87,96 @@ def secret_variable_problems(project: Project) -> list[str]:
                settings.AITEAM_WEBHOOK_SECRET_ENVS, "AITEAM_WEBHOOK_SECRET_ENVS") for source in ("github", "gitlab", "jira")]
     return [f"{field} {value!r} is not on {setting}; it is refused until an admin of its organization changes it"
             for field, value, allowed, setting in named if value and value not in allowed]
+
+
+def scope_values(config: Any) -> dict[str, int]:
+    """`settings["scope"]` with the defaults for what it leaves out; ValueError naming the key of a bad value (a
+    guard that silently fell back would guard nothing)."""
+    if not isinstance(config, Mapping):
+        raise ValueError('settings.scope must be a JSON object, e.g. {"max_lines": 300, "max_modules": 2}')
+    values = {}
+    for key, default in (("max_lines", DEFAULT_MAX_LINES), ("max_modules", DEFAULT_MAX_MODULES)):
+        value = config.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"settings.scope.{key} must be a whole number above 0, not {value!r}")
+        values[key] = value
+    return values
+
+
+def repository_settings_problems(project_settings: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the settings a run on a repository reads (docs/adr/0035), each naming its key: the one
+    check the admin form and any other writer of Project.settings run before saving. Where a value is used it is
+    checked again (scope_guard, budgets, host_settings), since the operator's lists may narrow meanwhile."""
+    problems = [f"{key} must be true or false, not {project_settings[key]!r}" for key in ("draft", "ticket_comments")
+                if key in project_settings and not isinstance(project_settings[key], bool)]
+    for key, check in (("scope", _scope), ("context_tokens", _context_tokens), ("test_command", _test_command),
+                       ("github", _github), ("gitlab", _gitlab), ("jira", _jira)):
+        if project_settings.get(key) is not None:
+            try:
+                check(project_settings[key])
+            except (ValueError, ValidationError) as exc:
+                problems += exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+    return problems
+
+
+def _scope(config: Any) -> None:
+    """As the scope guard reads it, and no key it would ignore (a misspelt limit would leave the default)."""
+    unknown = sorted(set(config) - set(scope_values(config)))
+    if unknown:
+        raise ValueError(f"settings.scope has no key {', '.join(unknown)}: it takes max_lines and max_modules")
+
+
+def _context_tokens(tokens: Any) -> None:
+    if not isinstance(tokens, Mapping):
+        raise ValueError(f'settings["context_tokens"] is a mapping of role to tokens, not {tokens!r}')
+    unknown = sorted(set(tokens) - set(DEFAULT_CONTEXT_TOKENS))
+    if unknown:
+        raise ValueError(f'settings["context_tokens"] names no role of a repository run: {", ".join(unknown)} (the '
+                         f'roles are {", ".join(DEFAULT_CONTEXT_TOKENS)})')
+    for role in tokens:
+        context_budget(role, tokens)
+
+
+def _test_command(command: Any) -> None:
+    """A command line (its kind and paths are checked against the repository when it is prepared)."""
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError(f"test_command must be a command line such as 'pytest tests', not {command!r}")
+    try:
+        shlex.split(command)
+    except ValueError as exc:
+        raise ValueError(f"test_command {command!r} cannot be split into words ({exc})") from None
+
+
+def _github(config: Any) -> None:
+    _host(config, "github", {"repository": "owner/name", "api_url": None})
+    _allowed(config, "github", "api_url", settings.AITEAM_GITHUB_API_URLS, "AITEAM_GITHUB_API_URLS")
+
+
+def _gitlab(config: Any) -> None:
+    _host(config, "gitlab", {"project": "group/name", "url": None})
+    _allowed(config, "gitlab", "url", settings.AITEAM_GITLAB_URLS, "AITEAM_GITLAB_URLS")
+
+
+def _jira(config: Any) -> None:
+    _host(config, "jira", {"site_url": None, "email": "the account's address", "token_env": None})
+    _allowed(config, "jira", "site_url", settings.AITEAM_JIRA_URLS, "AITEAM_JIRA_URLS")
+    _on_list(config.get("token_env", ""), settings.AITEAM_TOKEN_ENVS, "AITEAM_TOKEN_ENVS")
+
+
+def _host(config: Any, name: str, keys: dict[str, str | None]) -> None:
+    """A JSON object of known keys whose values are strings (token_env of github is refused by moved_settings)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"settings.{name} must be a JSON object with {', '.join(keys)}")
+    unknown = sorted(set(config) - set(keys) - ({"token_env"} if name == "github" else set()))
+    if unknown:
+        raise ValueError(f"settings.{name} has no key {', '.join(unknown)}: it takes {', '.join(keys)}")
+    for key, value in config.items():
+        if not isinstance(value, str) or not value.strip():
+            example = f", e.g. {keys[key]}" if keys.get(key) else ""
+            raise ValueError(f"settings.{name}.{key} must be a non-empty string{example}")
+
+
+def _allowed(config: Mapping[str, str], name: str, key: str, allowed: list[str], setting: str) -> None:
+    if key in config and config[key].rstrip("/") not in [url.rstrip("/") for url in allowed]:
+        raise ValueError(f"settings.{name}.{key} {config[key]!r} is not one of the operator's {setting} "
+                         f"({', '.join(allowed) or 'none'})")

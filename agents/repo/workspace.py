@@ -95,10 +95,12 @@ class RepoWorkspace(Workspace):
         return [tuple(line.split("\t", 1)) for line in out.splitlines() if line]
 
     def files(self) -> list[SourceFile]:
-        """The text files this requirement added or changed (not the whole repository)."""
+        """The text files this requirement added or changed (not the whole repository), whole: the repository's own
+        files are not model output, so neither SourceFile's size limit nor its path rule applies (a role's context
+        is cut to its budget elsewhere, lifecycle/repo_contexts.py)."""
         paths = self._git("diff", "--name-only", "--no-renames", "--diff-filter=d", self.merge_base(), "HEAD")
         found = read_files(self.path, paths.splitlines())
-        return [SourceFile(path=p, content=data.decode("utf-8", "replace"))
+        return [SourceFile.model_construct(path=p, content=data.decode("utf-8", "replace"))
                 for p, data in sorted(found.items()) if isinstance(data, bytes)]
 
     def head(self) -> str:

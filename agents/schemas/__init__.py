@@ -42,12 +42,14 @@ from agents.schemas.product import (
 )
 from agents.schemas.quality import AcceptanceCriterion, DevOpsContext, DevOpsOutput, QCContext, QCOutput
 from agents.schemas.repository import (
+    BaselineFacts,
     ContextSource,
     Excerpt,
     FileView,
     RepoCodeReviewContext,
     RepoEngineerContext,
     RepoFixContext,
+    RepoQCContext,
     RepositoryContext,
 )
 from agents.schemas.tickets import BugTicketContext, BugTicketOutput, Ticket, TicketPlanContext, TicketPlanOutput

@@ -17,6 +17,7 @@ from agents.edits import Files, read_files
 from agents.schemas.base import Strict
 from agents.schemas.design import Interface, PlannedTask
 from agents.schemas.engineering import CodeReviewContext
+from agents.schemas.quality import QCContext
 from agents.schemas.tickets import Ticket
 
 
@@ -99,3 +100,25 @@ class RepoCodeReviewContext(CodeReviewContext, RepositoryContext):
     diff: str = Field(description="the change from the merge base (unified diff), cut to whole lines to fit")
     diff_cut: bool = False
     not_shown: list[str] = []
+
+
+class BaselineFacts(Strict):
+    """The repository's tests at the base commit, as the preparation ran them twice (before any change)."""
+
+    test_command: str
+    counts: dict[str, int]
+    failing: list[str] = Field(default=[], description="tests that failed in both base runs (the first ones)")
+    failing_total: int = 0
+    flaky: list[str] = Field(default=[], description="tests whose outcome differed between the two base runs")
+
+
+class RepoQCContext(QCContext, RepositoryContext):
+    """QC on an existing repository: the ticket, the changed code (never the engineer's tests) as it stands, whole or
+    in excerpts cut to QC's budget, and the tests at the base commit."""
+
+    ticket: Ticket
+    files: list[FileView] = []
+    not_shown: list[str] = []
+    baseline: BaselineFacts | None = None
+    reproduce: bool = Field(default=False, description="a bug: each of your tests must fail at the base commit "
+                            "(it shows the bug) and pass after the change")

@@ -1,8 +1,10 @@
 """Where a failed quality gate goes, decided by the failure classifier (lifecycle.failure_rules):
 
-- acceptance criteria whose named tests did not run (skipped, deselected, never collected) → QC's own
-  slip: QC writes its tests again with the finding, QC_REWRITES times at most (qc_tests_rewrite, before
-  the classifier; a map that names no test at all is refused earlier, by QCOutput's validator);
+- acceptance criteria whose named tests did not run (skipped, deselected, never collected), or a bug's
+  reproduction tests that pass at the base commit (they do not reproduce it) → QC's own slip: QC writes its
+  tests again with the finding, QC_REWRITES times at most for each (qc_tests_rewrite, before the classifier;
+  a map that names no test at all is refused earlier, by QCOutput's validator); a reproduction still passing
+  at base after that → a human (the classifier's reproduction_passes_at_base);
 - acceptance criteria no QC test covers after that, or that QC declared untestable → the business
   analyst's question, put to a human: the table has no edge from test_pending back to the stories, and
   changed criteria need a human anyway. The requirement stays in test_pending; an escalation task
@@ -21,7 +23,7 @@ from typing import Any
 from agents.quality import GateResult, QualityGates
 from lifecycle import step_keys
 from lifecycle.actors import Actor
-from lifecycle.contexts import TESTS_NOT_RUN, acceptance_criteria_of
+from lifecycle.contexts import NOT_REPRODUCED, TESTS_NOT_RUN, acceptance_criteria_of
 from lifecycle.failure_rules import Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
@@ -51,7 +53,8 @@ def gate_failure_route(
     failure = failure_with_history(requirement=requirement, failure=Failure(
         source=Source.QUALITY_GATE, step=step_keys.QC_RUN, tests_failed=not report.get("ok", False),
         failing_tests=tuple(report["failing_tests"][:50]), uncovered_criteria=uncovered,
-        gate_reasons=tuple(result.reasons), tampered=tuple(report.get("tampered") or ())))
+        gate_reasons=tuple(result.reasons), tampered=tuple(report.get("tampered") or ()),
+        not_reproducing=tuple(passing_at_base(report))))
     routing = classify(failure)
     route = routing.route if routing.route in ACTIONS else Route.ENGINEER
     action = ACTIONS[route] if route == routing.route else \
@@ -69,17 +72,29 @@ def gate_failure_route(
     return route
 
 
-def qc_tests_rewrite(requirement: Requirement, *, gates: QualityGates, result: GateResult) -> bool:
-    """Inside qc_run_apply's transaction, before the classifier: criteria QC mapped to tests that did not run
-    go back to QC (its tests, its map), while it has rewrites left. True when QC was asked."""
+def qc_tests_rewrite(requirement: Requirement, *, gates: QualityGates, result: GateResult,
+                     report: dict[str, Any]) -> bool:
+    """Inside qc_run_apply's transaction, before the classifier: criteria QC mapped to tests that did not run, and
+    reproduction tests that pass at the base commit, go back to QC (its tests, its map) with the finding, while it
+    has rewrites left for that finding. True when QC was asked."""
     named = content_json(latest(requirement, ArtifactKind.ACCEPTANCE_COVERAGE)) or {}
     not_run = {c: named[c] for c in result.uncovered if named.get(c)} if gates.all_criteria_covered else {}
-    if not not_run or requirement.events.filter(name=TESTS_NOT_RUN).count() >= QC_REWRITES:
-        return False
-    emit(requirement, TESTS_NOT_RUN, {"criteria": not_run})
-    written = requirement.artifacts.filter(kind=ArtifactKind.ACCEPTANCE_COVERAGE).count()
-    step_schedule(requirement_id=requirement.pk, key=step_keys.QC_TESTS, attempt=written + 1)
-    return True
+    findings = [(TESTS_NOT_RUN, {"criteria": not_run}) if not_run else None,
+                (NOT_REPRODUCED, {"tests": passing_at_base(report)}) if passing_at_base(report) else None]
+    handed = [(name, payload) for name, payload in filter(None, findings)
+              if requirement.events.filter(name=name).count() < QC_REWRITES]
+    for name, payload in handed:
+        emit(requirement, name, payload)
+    if handed:
+        written = requirement.artifacts.filter(kind=ArtifactKind.ACCEPTANCE_COVERAGE).count()
+        step_schedule(requirement_id=requirement.pk, key=step_keys.QC_TESTS, attempt=written + 1)
+    return bool(handed)
+
+
+def passing_at_base(report: dict[str, Any]) -> list[str]:
+    """A bug's reproduction tests that passed at the base commit: they do not show the bug, whatever the change."""
+    checks = (report.get("comparison") or {}).get("reproductions") or []
+    return [check["test"] for check in checks if check.get("at_base") == "passed"]
 
 
 def acceptance_criteria_restated(requirement: Requirement, *, actor: Actor, guidance: str) -> None:

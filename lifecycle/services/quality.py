@@ -74,7 +74,7 @@ def qc_run_apply(*, lease: Lease, output: dict[str, Any]) -> None:
                 _ask_for_deployment(requirement, workspace_for(requirement).diff_summary(), "", lease.attempt)
                 return
             step_schedule(requirement_id=requirement.pk, key=step_keys.DEVOPS, attempt=lease.attempt)
-        elif not qc_tests_rewrite(requirement, gates=gates, result=result):
+        elif not qc_tests_rewrite(requirement, gates=gates, result=result, report=report):
             gate_failure_route(requirement, step=step, gates=gates, result=result, report=report)
 
 

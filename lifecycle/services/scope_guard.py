@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agents.repo.scope import DEFAULT_MAX_LINES, DEFAULT_MAX_MODULES, Scope, ScopeLimits
+from agents.repo.scope import Scope, ScopeLimits
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement
+from lifecycle.repo_settings import scope_values
 from lifecycle.services.artifacts import artifact_store, content_json, latest
 from lifecycle.services.development import workspace_for
 from lifecycle.states import ArtifactKind
@@ -51,16 +52,10 @@ class ScopeCheck:
 def scope_limits(project: Project) -> ScopeLimits:
     """The project's `settings["scope"]`, defaults for what it leaves out; a value that is not a positive whole
     number is refused with the key that holds it (a guard that silently fell back would guard nothing)."""
-    config = project.settings.get("scope") or {}
-    if not isinstance(config, dict):
-        raise DomainError('settings.scope must be a JSON object, e.g. {"max_lines": 300, "max_modules": 2}', "settings")
-    values = {}
-    for key, default in (("max_lines", DEFAULT_MAX_LINES), ("max_modules", DEFAULT_MAX_MODULES)):
-        value = config.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DomainError(f"settings.scope.{key} must be a whole number above 0, not {value!r}", "settings")
-        values[key] = value
-    return ScopeLimits(**values)
+    try:
+        return ScopeLimits(**scope_values(project.settings.get("scope") or {}))
+    except ValueError as exc:
+        raise DomainError(str(exc), "settings") from None
 
 
 def scope_measure(requirement: Requirement) -> ScopeCheck:

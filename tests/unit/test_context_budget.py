@@ -4,9 +4,11 @@ import pytest
 
 from agents.repo.budget import DEFAULT_CONTEXT_TOKENS, context_budget, estimate_tokens, json_tokens
 from agents.repo.excerpts import excerpt
-from lifecycle import contexts
+from lifecycle import contexts, step_keys
 from lifecycle.repo_contexts import Wanted, file_views
+from lifecycle.services.artifacts import artifact_store
 from lifecycle.services.intake import requirement_submit
+from lifecycle.services.scheduling import step_schedule
 from tests.flows import fresh
 from tests.repo_history import COMMITS
 from tests.repo_steps import LOCALIZED, PO_TICKET, TICKET, HeldSteps, branch_from_repository, repository_project
@@ -115,6 +117,59 @@ def test_the_reviewer_sees_the_diff_and_the_files_that_fit_within_its_budget(big
         assert context.not_shown == ["src/shop/catalog.py"]  # 2,000 functions: the diff shows what changed
     assert [f.path for f in context.files] == ["tests/test_catalog.py"]
     assert {s.path for s in context.sources} == {"src/shop/catalog.py", "tests/test_catalog.py"}
+
+
+FIND_EDITS = {"reasoning": "compare by value", "edits": [{
+    "path": "src/shop/catalog.py", "search": "def find_1500(items):\n    return [i for i in items if i == 1500]\n",
+    "replace": "def find_1500(items):\n    return [i for i in items if i == 1500.0]\n"}],
+    "files": [{"path": "tests/test_catalog.py", "content": "from shop.catalog import find_1500\n\n\n"
+               "def test_find():\n    assert find_1500([1500]) == [1500]\n"}]}
+BASE_OUTCOMES = {"tests/test_cart.py::test_total": "passed", "tests/test_cart.py::test_none": "failed",
+                 "tests/test_cart.py::test_coin": "passed"}
+QC_TESTS = {"reasoning": "the finder, from the ticket", "files": [{
+    "path": "tests/acceptance/test_finder.py", "content": "from shop.catalog import find_1500\n\n\n"
+    "def test_finds_by_value():\n    assert find_1500([1500.0]) == [1500.0]\n"}],
+    "coverage": {"AC-1": ["test_finds_by_value"], "AC-2": ["test_finds_by_value"]}}
+
+
+def baseline_recorded(req) -> None:
+    """What repo_prepare stores (lifecycle/services/preparation.py), for a requirement these tests branched by hand."""
+    artifact_store(req, kind="baseline", name="baseline", content={
+        "ok": True, "base_sha": req.base_sha, "branch": "aiteam/x", "counts": {"passed": 2, "failed": 1, "errors": 0,
+                                                                               "skipped": 0},
+        "test_command": {"shown": "pytest tests", "source": "pyproject.toml"}, "flaky": ["tests/test_cart.py::test_coin"],
+        "baseline": {"outcomes": BASE_OUTCOMES, "flaky": ["tests/test_cart.py::test_coin"],
+                     "passing": ["tests/test_cart.py::test_total"]}})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_qcs_context_holds_its_budget_though_the_changed_file_is_far_larger(big, scripted, acme_project):
+    req, steps = big
+    scripted.enqueue(LOCALIZED_BIG).enqueue(PLAN_BIG).enqueue(FIND_EDITS)
+    for kind in ("tl_localize", "tl_plan", "engineer"):
+        assert steps.run(kind).state == "done"
+    baseline_recorded(req)
+    assert json_tokens(CATALOG) > 4 * DEFAULT_CONTEXT_TOKENS["qc_engineer"]
+    for budget in (DEFAULT_CONTEXT_TOKENS["qc_engineer"], 1500):
+        set_budgets(acme_project, qc_engineer=budget)
+        context = contexts.qc_context(req.pk)
+        assert json_tokens(context.model_dump(mode="json")) <= budget
+        assert [f.path for f in context.files] == ["src/shop/catalog.py", "src/shop/cart.py", "src/shop/discount.py"
+                                                   ][:len(context.files)]
+        catalog = context.files[0]
+        assert not catalog.whole and any(e.text.startswith("def find_1500(") for e in catalog.excerpts)
+    assert context.modules == ["src/shop/catalog.py"] and context.reproduce  # the engineer's test is not QC's to see
+    assert "tests/test_catalog.py" not in {s.path for s in context.sources} | set(context.not_shown)
+    assert context.baseline.failing == ["tests/test_cart.py::test_none"] and context.baseline.counts["passed"] == 2
+    assert context.ticket.acceptance_criteria == PO_TICKET["acceptance_criteria"]
+    step_schedule(requirement_id=req.pk, key=step_keys.QC_TESTS, attempt=1)
+    scripted.enqueue(QC_TESTS)
+    assert steps.run("qc_tests").state == "done"
+    (call,) = req.llm_calls.filter(step__key="qc_tests")
+    assert call.context_sources[0] == {"path": "src/shop/catalog.py", "symbol": "find_1500",
+                                       "why": "changed by this requirement; find_1500 filters"}
+    shown = scripted.requests[-1].messages[0]["content"]
+    assert "def find_1500(items):" in shown and "tests/test_cart.py::test_none" in shown and "workspace" not in shown
 
 
 def test_a_budget_is_the_projects_setting_for_the_role_or_the_default():

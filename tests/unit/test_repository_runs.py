@@ -32,6 +32,9 @@ FIXED = CALC.replace("//", "/")
 REPRODUCES = "from calc import mean\n\n\ndef test_mean_keeps_fractions():\n    assert mean([1, 2]) == 1.5\n"
 PASSES_AT_BASE = "from calc import mean\n\n\ndef test_mean_of_even_values():\n    assert mean([2, 4]) == 3\n"
 QC_FILE = "tests/acceptance/test_mean_bug.py"
+TICKET_PLAN = {"reasoning": "one function", "interfaces": [{"name": "mean", "signature": "calc.mean(values) -> float"}],
+               "tech_stack": ["Python"], "tasks": [{"key": "T1", "title": "Keep fractions", "story_refs": [1],
+                                                    "files": ["calc.py"], "depends_on": [], "definition_of_done": "x"}]}
 
 
 @pytest.fixture(scope="module")
@@ -195,18 +198,44 @@ def qc_wrote(requirement: Requirement, text: str, test: str) -> None:
         artifact_store(locked, kind="acceptance_coverage", name="acceptance", content={"AC-1": [test]}, step=step)
 
 
-def test_a_reproduction_that_passes_at_the_base_commit_fails_the_gate(alice, scripted, repository):
+def not_reproducing_then(alice, scripted, repository, text: str, test: str) -> Requirement:
+    """A fixed bug whose reproduction by QC passes at the base commit; QC's next answer writes `text` (test)."""
     requirement = changed(prepared(alice, scripted, repository), "test_pending", {"calc.py": FIXED},
                           playbook="bug_fix")
     qc_wrote(requirement, PASSES_AT_BASE, "test_mean_of_even_values")
+    artifact_store(requirement, kind="implementation_plan", name="plan", content=TICKET_PLAN)
+    scripted.enqueue({"reasoning": "mean of a pair", "files": [{"path": QC_FILE, "content": text}],
+                      "coverage": {"AC-1": [test]}})
+    return requirement
+
+
+def test_a_reproduction_that_passes_at_the_base_commit_goes_back_to_qc_with_the_test(alice, scripted, repository):
+    requirement = not_reproducing_then(alice, scripted, repository, REPRODUCES, "test_mean_keeps_fractions")
+
+    run(requirement, step_keys.QC_RUN)  # the gate, QC again with the finding, the gate again
+
+    first, second = (content_json(a)["gate"] for a in requirement.artifacts.filter(kind="test_report", name="qc")
+                     .order_by("metadata__round"))
+    assert (f"the reproduction test {QC_FILE}::test_mean_of_even_values passes at the base commit: it does not "
+            "reproduce the bug") in first["reasons"] and second["passed"]
+    (event,) = requirement.events.filter(name="ReproductionsPassAtBase")
+    assert event.payload == {"tests": [f"{QC_FILE}::test_mean_of_even_values"]}
+    (request,) = [r for r in scripted.requests if r.role == "qc_engineer"]
+    assert f"{QC_FILE}::test_mean_of_even_values passed at the base commit" in request.messages[0]["content"]
+    assert not FailureRoute.objects.filter(requirement=requirement).exists()  # never the engineer's attempt
+    assert fresh(requirement).state == "ready_to_deploy" and fresh(requirement).dev_attempts == requirement.dev_attempts
+
+
+def test_a_reproduction_still_passing_at_base_after_qcs_rewrite_goes_to_a_person(alice, scripted, repository):
+    requirement = not_reproducing_then(alice, scripted, repository, PASSES_AT_BASE, "test_mean_of_even_values")
 
     run(requirement, step_keys.QC_RUN)
 
-    gate = content_json(latest(requirement, "test_report", "qc"))["gate"]
-    assert not gate["passed"]
-    assert (f"the reproduction test {QC_FILE}::test_mean_of_even_values passes at the base commit: it does not "
-            "reproduce the bug") in gate["reasons"]
-    assert fresh(requirement).state == "in_development"
+    route = FailureRoute.objects.get(requirement=requirement, source="quality_gate")
+    assert (route.route, route.rule) == ("human", "reproduction_passes_at_base")
+    assert route.facts["not_reproducing"] == [f"{QC_FILE}::test_mean_of_even_values"]
+    assert route.matched[:2] == ["reproduction_passes_at_base", "failing_tests"]  # the engineer's rule loses on order
+    assert fresh(requirement).state == "escalated"
 
 
 def test_a_reproduction_that_fails_at_base_and_passes_after_opens_the_deployment_approval(alice, scripted, repository):
