@@ -299,6 +299,16 @@ AITEAM_BRIEF_MAX_CHARS = 20_000
 # webhook's shared secret (none: webhooks are off), and the largest body read (a bigger one is a 413, unread).
 AITEAM_WEBHOOK_SECRET_ENVS = [v.strip() for v in env_str("AITEAM_WEBHOOK_SECRET_ENVS").split(",") if v.strip()]
 AITEAM_WEBHOOK_MAX_BYTES = env_int("AITEAM_WEBHOOK_MAX_BYTES", 1_048_576)
+# Slack (docs/configuration.md "Slack"): the operator's Slack app. Its signing secret is read from the variable
+# AITEAM_SLACK_SIGNING_SECRET_ENV names (unset: /webhooks/slack/ refuses everything); each workspace's bot token
+# from a variable on AITEAM_SLACK_TOKEN_ENVS, named by its SlackWorkspace row. Requests signed more than
+# AITEAM_SLACK_MAX_AGE_S ago are refused (a replayed request).
+AITEAM_SLACK_SIGNING_SECRET_ENV = env_str("AITEAM_SLACK_SIGNING_SECRET_ENV", "SLACK_SIGNING_SECRET")
+AITEAM_SLACK_TOKEN_ENVS = [v.strip() for v in env_str("AITEAM_SLACK_TOKEN_ENVS", "SLACK_BOT_TOKEN").split(",") if v.strip()]
+AITEAM_SLACK_API_URL = env_str("AITEAM_SLACK_API_URL", "https://slack.com/api").rstrip("/")
+if _bad := url_list_problems([AITEAM_SLACK_API_URL]):
+    raise ImproperlyConfigured(f"AITEAM_SLACK_API_URL: {'; '.join(_bad)}")
+AITEAM_SLACK_MAX_AGE_S = env_int("AITEAM_SLACK_MAX_AGE_S", 300)
 AITEAM_JSON_MAX_DEPTH = env_int("AITEAM_JSON_MAX_DEPTH", 32)  # deeper API request bodies are a 400
 AITEAM_MAX_STORY_ROUNDS = env_int("AITEAM_MAX_STORY_ROUNDS", 3)
 AITEAM_STEP_MAX_RUNS = env_int("AITEAM_STEP_MAX_RUNS", 3)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from lifecycle import step_keys
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
+from lifecycle.notifications.slack import queue_slack_post
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
@@ -68,6 +69,8 @@ HANDLERS: dict[str, list[Handler]] = {
     "RepositoryPrepared": [queue_ticket_comment],
     "TicketAnswered": [queue_ticket_comment],
     "TicketRefused": [queue_ticket_comment],
+    # an answer or a system line in a conversation bound to a Slack thread (lifecycle/notifications/slack.py)
+    "MessageWritten": [queue_slack_post],
 }
 
 

@@ -18,6 +18,7 @@ from lifecycle.models.replay import Replay
 from lifecycle.models.requirement import Requirement, RequirementDoc
 from lifecycle.models.review import ReviewTask
 from lifecycle.models.routing import FailureRoute
+from lifecycle.models.slack import SlackIdentity, SlackMessageSeen, SlackWorkspace
 from lifecycle.models.steps import Step
 from lifecycle.models.stories import UserStory
 from lifecycle.models.tenancy import Membership, Organization, Project
@@ -31,5 +32,6 @@ __all__ = [
     "OutboxEvent", "Project",
     "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
+    "SlackIdentity", "SlackMessageSeen", "SlackWorkspace",
     "Notification", "StoryEdit", "WebhookDelivery",
 ]

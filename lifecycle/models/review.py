@@ -25,6 +25,7 @@ class ReviewTask(FSMModelMixin, models.Model):
         ADMIN = "admin"
         POLICY = "policy"
         CLI = "cli"  # the operator at a terminal (aiteam_demo --approve-deployment)
+        SLACK = "slack"  # a button in a Slack thread, as the person the Slack user is mapped to
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="review_tasks")

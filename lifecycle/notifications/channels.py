@@ -5,11 +5,12 @@ from collections.abc import Callable
 
 from lifecycle import ticket_comments
 from lifecycle.models import Notification
-from lifecycle.notifications import email, webhook
+from lifecycle.notifications import email, slack, webhook
 from lifecycle.notifications.errors import ChannelError
 
+# "slack": a post into a conversation's Slack thread, its rows made by lifecycle.notifications.slack
 # "ticket": a comment on the requirement's ticket, its rows made by lifecycle.ticket_comments from outbox events
 CHANNELS: dict[str, Callable[[Notification], None]] = {"email": email.send, "webhook": webhook.send,
-                                                       "ticket": ticket_comments.send}
+                                                       "ticket": ticket_comments.send, "slack": slack.send}
 
 __all__ = ["CHANNELS", "ChannelError"]

@@ -26,7 +26,7 @@ from agents.roles import assistant
 from agents.schemas.conversation import AnswerContext, FoldContext, QuestionContext, Turn
 from lifecycle.models import Conversation, LLMCall, Message
 from lifecycle.services.assistant_tools import tools_for
-from lifecycle.services.conversations import ANSWER_TASK
+from lifecycle.services.conversations import ANSWER_TASK, message_written
 from lifecycle.services.dispatch import send_task
 from lifecycle.services.llm_calls import llm_call_record
 
@@ -113,6 +113,7 @@ def _answer(message: Message) -> None:
             route={"specialists": list(route.specialists), "reason": route.reason, "findings": findings})
         if updated:
             Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+            message_written(message)
 
 
 def _question(conversation: Conversation, message: Message) -> QuestionContext:

@@ -21,9 +21,18 @@ from django.utils import timezone
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
-from lifecycle.models import Conversation, ConversationParticipant, Membership, Message, Organization, Requirement
+from lifecycle.models import (
+    Conversation,
+    ConversationChannelBinding,
+    ConversationParticipant,
+    Membership,
+    Message,
+    Organization,
+    Requirement,
+)
 from lifecycle.models.conversations import Channel
 from lifecycle.services.dispatch import send_task
+from lifecycle.services.outbox import emit
 
 ANSWER_TASK = "lifecycle.tasks.answer_message"
 TEXT_MAX_CHARS = 4000
@@ -79,7 +88,16 @@ def system_note(conversation_id: Any, text: str) -> Message:
     """A line from the system in a conversation (an action approved, rejected or run)."""
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().get(pk=conversation_id)
-        return _append(conversation, author=Message.Author.SYSTEM, text=_clip(text), channel=Channel.SYSTEM)
+        message = _append(conversation, author=Message.Author.SYSTEM, text=_clip(text), channel=Channel.SYSTEM)
+        message_written(message)
+        return message
+
+
+def message_written(message: Message) -> None:
+    """An answer or a system line others should see where the conversation is bound too (a Slack thread): the
+    outbox relays it to those channels. The caller's transaction holds it."""
+    if ConversationChannelBinding.objects.filter(conversation_id=message.conversation_id).exists():
+        emit(None, "MessageWritten", {"message": message.pk, "conversation": str(message.conversation_id)})
 
 
 def mark_read(conversation: Conversation, user: Any) -> None:

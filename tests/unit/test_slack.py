@@ -1,0 +1,227 @@
+"""Slack, both ways (issue 24), against a fake Slack on a local socket: signed Events API and button requests in,
+chat.postMessage into the bound thread out."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.test import Client
+
+from lifecycle.models import (
+    ActionApproval,
+    ConversationChannelBinding,
+    Message,
+    Notification,
+    ReviewTask,
+    SlackIdentity,
+    SlackWorkspace,
+)
+from tests.conversations import script_answer
+from tests.fakes.slack_server import FakeSlackServer, actions_body, event_body
+from tests.review_tasks import open_review
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TOKEN, SECRET, TEAM = "xoxb-test-bot-token", "slack-signing-secret-for-tests", "T0ACME"
+EVENTS, ACTIONS = "/webhooks/slack/events/", "/webhooks/slack/interactive/"
+
+
+@pytest.fixture
+def slack(settings, monkeypatch):
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", SECRET)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+    with FakeSlackServer(TOKEN, SECRET) as server:
+        settings.AITEAM_SLACK_API_URL = server.api_url
+        server.add_channel("C1")
+        yield server
+
+
+@pytest.fixture
+def workspace(acme, rita):
+    workspace = SlackWorkspace.objects.create(organization=acme, team_id=TEAM, bot_token_env="SLACK_BOT_TOKEN")
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="URITA", user=rita)
+    return workspace
+
+
+def post(slack, path, body, *, content_type="application/json", **headers):
+    headers = {**slack.signed(body), **headers}
+    return Client().post(path, data=body, content_type=content_type, **headers)
+
+
+def say(slack, text, *, ts, thread_ts="", user="URITA", kind="message", event_id=None, **headers):
+    event = {"type": kind, "user": user, "text": text, "channel": "C1", "ts": ts, "channel_type": "channel",
+             **({"thread_ts": thread_ts} if thread_ts else {})}
+    return post(slack, EVENTS, event_body(TEAM, event, event_id or f"Ev{ts}"), **headers)
+
+
+def press(slack, value, user="URITA"):
+    return post(slack, ACTIONS, actions_body(TEAM, user, value), content_type="application/x-www-form-urlencoded")
+
+
+def test_url_verification_answers_the_challenge_of_a_signed_request(slack):
+    body = json.dumps({"token": "x", "challenge": "3eZbrw1aB", "type": "url_verification"}).encode()
+    response = post(slack, EVENTS, body)
+    assert response.status_code == 200 and response.json() == {"challenge": "3eZbrw1aB"}
+
+
+@pytest.mark.parametrize(("secret", "age_s"), [
+    ("not-the-signing-secret", 0),
+    (SECRET, 310),  # older than five minutes: a replay
+    (SECRET, -310),
+], ids=["bad", "stale", "future"])
+def test_a_request_without_a_good_fresh_signature_is_refused(slack, secret, age_s):
+    body = json.dumps({"challenge": "c", "type": "url_verification"}).encode()
+    signed = slack.signed(body, at=time.time() - age_s, secret=secret)
+    response = Client().post(EVENTS, data=body, content_type="application/json", **signed)
+    assert response.status_code == 401 and "challenge" not in response.json()
+
+
+def test_a_signature_over_another_body_is_refused(slack):
+    signed = slack.signed(b'{"type": "url_verification", "challenge": "a"}')
+    response = Client().post(ACTIONS, data=b"payload=%7B%7D", content_type="application/x-www-form-urlencoded",
+                             **signed)
+    assert response.status_code == 401
+
+
+def test_without_a_signing_secret_everything_is_refused(slack, monkeypatch):
+    monkeypatch.delenv("SLACK_SIGNING_SECRET")
+    response = post(slack, EVENTS, json.dumps({"challenge": "c", "type": "url_verification"}).encode())
+    assert response.status_code == 401
+
+
+def test_a_mention_starts_a_conversation_and_its_answer_is_posted_into_the_thread(scripted, slack, workspace, rita):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Two requirements are in flight.")
+    response = say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+
+    assert response.status_code == 200 and response.json()["detail"] == "started"
+    binding = ConversationChannelBinding.objects.get()
+    assert (binding.channel, binding.external_id) == ("slack", f"{TEAM}:C1:100.1")
+    question = binding.conversation.messages.get(seq=1)
+    assert (question.user, question.channel, question.text) == (rita, "slack", "what is in flight?")
+    [posted] = slack.posted
+    assert (posted["channel"], posted["thread_ts"], posted["text"]) == ("C1", "100.1", "Two requirements are in flight.")
+    assert slack.requests[0].headers["authorization"] == f"Bearer {TOKEN}" and TOKEN not in slack.requests[0].path
+    assert Notification.objects.get(channel="slack").state == "sent"
+
+
+def test_a_reply_in_the_thread_is_the_mapped_persons_message_and_a_repeat_adds_nothing(scripted, slack, workspace, rita):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    script_answer(scripted, specialists={"status_reporter": []}, answer="second answer")
+    response = say(slack, "and which is oldest?", ts="100.5", thread_ts="100.1")
+
+    assert response.json()["detail"] == "posted"
+    conversation = ConversationChannelBinding.objects.get().conversation
+    reply = conversation.messages.get(seq=3)
+    assert (reply.author, reply.user, reply.text, reply.channel) == ("person", rita, "and which is oldest?", "slack")
+    assert [p["text"] for p in slack.posted] == ["first answer", "second answer"]
+
+    retried = say(slack, "and which is oldest?", ts="100.5", thread_ts="100.1", HTTP_X_SLACK_RETRY_NUM="1")
+    also_a_mention = say(slack, "and which is oldest?", ts="100.5", thread_ts="100.1", kind="app_mention",
+                         event_id="EvOther")
+    assert retried.json()["detail"] == also_a_mention.json()["detail"] == "repeat"
+    assert conversation.messages.count() == 4 and len(slack.posted) == 2
+
+
+def test_an_unmapped_user_or_an_unbound_thread_is_ignored(slack, workspace):
+    unmapped = say(slack, "<@UBOT> hello", ts="200.1", user="USTRANGER", kind="app_mention")
+    unbound = say(slack, "just chatting", ts="200.2", thread_ts="199.0")
+
+    assert unmapped.status_code == unbound.status_code == 200
+    assert unmapped.json()["detail"].startswith("ignored: Slack user USTRANGER is not mapped")
+    assert unbound.json()["detail"].startswith("ignored: not in a thread bound")
+    assert not Message.objects.exists() and not ConversationChannelBinding.objects.exists()
+
+
+def test_a_bots_message_in_the_thread_is_not_taken_as_a_persons(slack, workspace):
+    event = {"type": "message", "subtype": "bot_message", "bot_id": "B0BOT", "text": "an answer of ours",
+             "channel": "C1", "ts": "300.2", "thread_ts": "300.1"}
+    response = post(slack, EVENTS, event_body(TEAM, event))
+    assert response.json()["detail"].startswith("ignored: an edit, a join or a bot's message")
+
+
+def ask_for_approval(scripted, slack, acme_project):
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve", "reason": "looks right"})]},
+        answer="I asked for the stories to be approved.")
+    say(slack, "<@UBOT> approve the reading list's stories", ts="400.1", kind="app_mention")
+    return task, ActionApproval.objects.get()
+
+
+def test_a_button_approves_the_request_as_the_mapped_person(scripted, slack, workspace, acme_project, rita):
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+    [answer] = slack.posted
+    buttons = [e for block in answer["blocks"] if block["type"] == "actions" for e in block["elements"]]
+    assert [b["value"] for b in buttons] == [f"approval:approve:{approval.pk}", f"approval:reject:{approval.pk}"]
+
+    response = press(slack, buttons[0]["value"])
+
+    assert response.status_code == 200 and response.json()["detail"] == "action done"
+    approval.refresh_from_db()
+    assert (approval.state, approval.decided_by, approval.decided_via) == ("done", rita, "slack")
+    decided = ReviewTask.objects.get(pk=task.pk)
+    assert (decided.decision, decided.decided_by, decided.decided_via) == ("approve", rita, "slack")
+    assert "approved by rita" in slack.posted[-1]["text"]  # the system's note, in the thread too
+    assert press(slack, buttons[0]["value"]).status_code == 409  # pressed again: nothing more
+
+
+def test_an_unmapped_slack_user_cannot_press_a_button(scripted, slack, workspace, acme_project):
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+    response = press(slack, f"approval:approve:{approval.pk}", user="USTRANGER")
+    assert response.status_code == 403
+    assert ActionApproval.objects.get(pk=approval.pk).state == "pending" and ReviewTask.objects.get(pk=task.pk).is_pending
+
+
+def test_a_mapped_user_without_the_permission_is_refused(scripted, slack, workspace, acme_project, sam):
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="USAM", user=sam)  # a submitter, not a reviewer
+    assert press(slack, f"approval:approve:{approval.pk}", user="USAM").status_code == 403
+    assert ActionApproval.objects.get(pk=approval.pk).state == "pending"
+
+
+def test_a_button_decides_a_review_task_as_the_mapped_person(slack, workspace, acme_project, rita):
+    task = open_review(acme_project, title="Reading list")
+    response = press(slack, f"review:approve:{task.pk}")
+    assert response.status_code == 200
+    decided = ReviewTask.objects.get(pk=task.pk)
+    assert (decided.decision, decided.decided_by, decided.decided_via) == ("approve", rita, "slack")
+
+
+def test_a_button_cannot_reach_another_organizations_task(slack, workspace, oscar):
+    from lifecycle.models import Project
+
+    theirs = open_review(Project.objects.get(organization__slug="globex"), title="Globex secret")
+    assert press(slack, f"review:approve:{theirs.pk}").status_code == 404
+    assert ReviewTask.objects.get(pk=theirs.pk).is_pending
+
+
+def test_an_organizations_admin_maps_its_slack_users_and_other_members_see_none(workspace, alice, rita, oscar):
+    from tests.conftest import staff_client
+    from tests.factories import MembershipFactory
+
+    ada = MembershipFactory(organization=workspace.organization, role="admin", user__username="ada").user
+    add = "/admin/lifecycle/slackidentity/add/"
+    assert staff_client(ada).post(add, {"workspace": workspace.pk, "slack_user_id": "UALICE",
+                                        "user": alice.pk}).status_code == 302
+    refused = staff_client(ada).post(add, {"workspace": workspace.pk, "slack_user_id": "UOSCAR", "user": oscar.pk})
+    assert refused.status_code == 200 and "user" in refused.context["adminform"].form.errors
+    assert set(SlackIdentity.objects.values_list("slack_user_id", flat=True)) == {"URITA", "UALICE"}
+
+    listed = staff_client(rita).get("/admin/lifecycle/slackidentity/")  # a reviewer, not an admin
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 0
+
+
+def test_a_rate_limited_post_is_retried_and_posted_once(scripted, slack, workspace):
+    from lifecycle.notifications.sending import notification_send
+
+    slack.rate_limit_next()
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Later, but once.")
+    say(slack, "<@UBOT> anything new?", ts="500.1", kind="app_mention")
+    note = Notification.objects.get(channel="slack")
+    assert note.state == "pending" and "429" in note.last_error and TOKEN not in note.last_error and not slack.posted
+
+    notification_send(note.pk, now=note.next_attempt_at)
+    notification_send(note.pk, now=note.next_attempt_at)
+    assert [p["text"] for p in slack.posted] == ["Later, but once."]
+    assert Notification.objects.get(pk=note.pk).state == "sent"
