@@ -4,13 +4,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.db import transaction
+
 from lifecycle import step_keys
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
+from lifecycle.notifications.conversation_mail import conversation_mail_queue
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
+from lifecycle.services.system_messages import SYSTEM_EVENTS, system_conversation_open
 from lifecycle.ticket_comments import queue_ticket_comment
 
 log = logging.getLogger("aiteam.progress")
@@ -49,6 +53,19 @@ def compare_replay(event: OutboxEvent) -> None:
         replay_compare(replay)
 
 
+def speak_first(event: OutboxEvent) -> None:
+    """A system conversation for the event when it is an occasion (lifecycle.services.system_messages), and its
+    e-mails, in the relay's transaction: both happen once per event. In a savepoint: a failure here is logged and
+    never holds back the handlers that move the requirement on."""
+    try:
+        with transaction.atomic():
+            conversation = system_conversation_open(event)
+            if conversation is not None:
+                conversation_mail_queue(conversation)
+    except Exception:
+        log.exception("no system conversation for outbox event %s (%s)", event.pk, event.name)
+
+
 HANDLERS: dict[str, list[Handler]] = {
     "RequirementClarified": [schedule_business_analyst],
     "StoriesReworkRequested": [schedule_business_analyst],
@@ -69,6 +86,8 @@ HANDLERS: dict[str, list[Handler]] = {
     "TicketAnswered": [queue_ticket_comment],
     "TicketRefused": [queue_ticket_comment],
 }
+for _name in SYSTEM_EVENTS:
+    HANDLERS[_name] = [*HANDLERS.get(_name, []), speak_first]
 
 
 
