@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.delivery.api import url_list_problems
@@ -216,6 +217,10 @@ CELERY_BEAT_SCHEDULE = {
     "every-day-pm-status-digests": {
         "task": "lifecycle.tasks.refresh_status_digests",
         "schedule": 24 * 3600.0,
+    },
+    "every-day-conversation-email-digests": {
+        "task": "lifecycle.tasks.send_conversation_digests",
+        "schedule": crontab(minute=0, hour=env_int("AITEAM_CONVERSATION_DIGEST_HOUR", 7)),  # UTC
     },
 }
 # Read by Celery's Django fixup from Celery's own conf (see aiteam/celery.py), not from here.

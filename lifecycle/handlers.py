@@ -4,14 +4,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.db import transaction
+
 from lifecycle import step_keys
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
+from lifecycle.notifications.conversation_mail import conversation_mail_queue
 from lifecycle.notifications.slack import queue_slack_post
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
+from lifecycle.services.system_messages import SYSTEM_EVENTS, system_conversation_open
 from lifecycle.ticket_comments import queue_ticket_comment
 
 log = logging.getLogger("aiteam.progress")
@@ -50,6 +54,19 @@ def compare_replay(event: OutboxEvent) -> None:
         replay_compare(replay)
 
 
+def speak_first(event: OutboxEvent) -> None:
+    """A system conversation for the event when it is an occasion (lifecycle.services.system_messages), and its
+    e-mails, in the relay's transaction: both happen once per event. In a savepoint: a failure here is logged and
+    never holds back the handlers that move the requirement on."""
+    try:
+        with transaction.atomic():
+            conversation = system_conversation_open(event)
+            if conversation is not None:
+                conversation_mail_queue(conversation)
+    except Exception:
+        log.exception("no system conversation for outbox event %s (%s)", event.pk, event.name)
+
+
 HANDLERS: dict[str, list[Handler]] = {
     "RequirementClarified": [schedule_business_analyst],
     "StoriesReworkRequested": [schedule_business_analyst],
@@ -72,6 +89,8 @@ HANDLERS: dict[str, list[Handler]] = {
     # an answer or a system line in a conversation bound to a Slack thread (lifecycle/notifications/slack.py)
     "MessageWritten": [queue_slack_post],
 }
+for _name in SYSTEM_EVENTS:
+    HANDLERS[_name] = [*HANDLERS.get(_name, []), speak_first]
 
 
 

@@ -5,6 +5,7 @@ from django.db import DatabaseError
 
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications import sending
+from lifecycle.notifications.conversation_mail import conversation_digests_queue
 from lifecycle.replay.runs import replays_sweep
 from lifecycle.services import answering, leases, outbox, sla
 from lifecycle.services.digest import digests_refresh_all
@@ -53,6 +54,12 @@ def answer_message(message_id: int) -> None:
 def requeue_answers() -> int:
     """Every minute: answers never picked up, or whose worker was lost."""
     return answering.answers_requeue()
+
+
+@shared_task(ignore_result=True)
+def send_conversation_digests() -> int:
+    """Daily: the conversation digest of each person who chose it (lifecycle.notifications.conversation_mail)."""
+    return conversation_digests_queue()
 
 
 @shared_task(ignore_result=True)

@@ -1,5 +1,6 @@
 from lifecycle.models.artifacts import Artifact, ArtifactBlob
 from lifecycle.models.audit import OutboxEvent, StateTransition
+from lifecycle.models.conversation_email import ConversationEmail
 from lifecycle.models.conversations import (
     ActionApproval,
     ActionPreauthorization,
@@ -27,7 +28,7 @@ from lifecycle.models.webhooks import WebhookDelivery
 
 __all__ = [
     "ActionApproval", "ActionPreauthorization", "Conversation", "ConversationChannelBinding",
-    "ConversationParticipant", "Message", "ToolCall",
+    "ConversationEmail", "ConversationParticipant", "Message", "ToolCall",
     "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
     "OutboxEvent", "Project",
     "PromptBundle", "Replay",

@@ -19,6 +19,9 @@ class Conversation(models.Model):
                                    related_name="+", help_text="empty: the system started it")
     title = models.CharField(max_length=200)
     event = models.CharField(max_length=60, blank=True, help_text="the event a system conversation was started by")
+    outbox_event = models.OneToOneField("lifecycle.OutboxEvent", null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="conversation",
+                                        help_text="the event occurrence a system conversation was started by (one each)")
     summary = models.TextField(blank=True, help_text="the earlier turns, folded")
     summary_through = models.PositiveIntegerField(default=0, help_text="the last message seq the summary covers")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -20,7 +20,11 @@ def task_url(task: ReviewTask) -> str:
 def render(kind: str, task: ReviewTask, **extra: Any) -> tuple[str, str]:
     if kind not in KINDS:
         raise ValueError(f"unknown notification kind {kind!r}")
-    text = render_to_string(f"notifications/{kind}.txt", {"task": task, "requirement": task.requirement,
-                                                          "url": task_url(task), **extra})
+    return render_text(kind, {"task": task, "requirement": task.requirement, "url": task_url(task), **extra})
+
+
+def render_text(kind: str, context: dict[str, Any]) -> tuple[str, str]:
+    """templates/notifications/<kind>.txt: its first line the subject, the rest the body."""
+    text = render_to_string(f"notifications/{kind}.txt", context)
     subject, _, body = text.strip().partition("\n")
     return " ".join(subject.split())[:300], body.strip() + "\n"

@@ -28,6 +28,7 @@ from lifecycle.models import (
     Membership,
     Message,
     Organization,
+    OutboxEvent,
     Requirement,
 )
 from lifecycle.models.conversations import Channel
@@ -69,12 +70,12 @@ def message_post(*, conversation_id: Any, actor: Actor, text: str, channel: str 
 
 
 def system_conversation_start(*, requirement: Requirement, event: str, title: str, facts: str,
-                              recipients: list[Any]) -> Conversation:
+                              recipients: list[Any], outbox_event: OutboxEvent | None = None) -> Conversation:
     """The system speaks first: a conversation addressed to `recipients` about an event on `requirement`, opened
     with the event's facts (a system message) and the team's analysis of them (an answer, written by a worker as
-    any other). The caller's transaction holds both."""
+    any other). The caller's transaction holds both. One per `outbox_event` (a unique column)."""
     conversation = Conversation.objects.create(organization_id=requirement.organization_id, requirement=requirement,
-                                               title=title[:200], event=event)
+                                               title=title[:200], event=event, outbox_event=outbox_event)
     ConversationParticipant.objects.bulk_create(
         [ConversationParticipant(conversation=conversation, user=user) for user in {u.pk: u for u in recipients}.values()])
     facts_row = _append(conversation, author=Message.Author.SYSTEM, text=_clip(facts), channel=Channel.SYSTEM)
@@ -107,9 +108,13 @@ def mark_read(conversation: Conversation, user: Any) -> None:
 
 def unread_count(user: Any) -> int:
     """Messages in the user's conversations after what they last read (the admin header's count)."""
+    return unread_messages(user).count()
+
+
+def unread_messages(user: Any) -> QuerySet[Message]:
     return Message.objects.filter(conversation__participants__user=user,
                                   seq__gt=F("conversation__participants__last_read_seq"),
-                                  state=Message.State.DONE).exclude(user=user).count()
+                                  state=Message.State.DONE).exclude(user=user)
 
 
 def _ask(conversation: Conversation, actor: Actor, text: str, channel: str) -> Message:
