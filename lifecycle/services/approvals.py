@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from lifecycle.actors import Actor
@@ -198,3 +199,19 @@ def _note(approval: ActionApproval) -> str:
         return f"{who} rejected: {approval.summary}" + (f" ({approval.reason})" if approval.reason else "")
     how = "pre-authorized for this project, run" if approval.preauthorization_id else f"approved by {who}"
     return f"{approval.summary}: {how}; {approval.result}"
+
+
+def approvals_visible_to(user: Any) -> QuerySet[ActionApproval]:
+    """Approval requests of the user's organizations (others' are 404)."""
+    return ActionApproval.objects.filter(organization__memberships__user=user)
+
+
+def approvals_to_decide(user: Any) -> list[ActionApproval]:
+    """The pending requests the user may decide, newest first (the API's list, the admin's buttons)."""
+    pending = approvals_visible_to(user).filter(state=ActionApproval.State.PENDING).select_related(
+        "organization", "requested_for", "decided_by")
+    return [approval for approval in pending if _may_decide(user, approval)]
+
+
+def may_decide(user: Any, approval: ActionApproval) -> bool:
+    return approval.state == ActionApproval.State.PENDING and _may_decide(user, approval)

@@ -13,10 +13,15 @@ from decimal import Decimal
 import pytest
 import requests
 import schemathesis
+from django.conf import settings as settings_module
+from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 
+from lifecycle.actors import Actor
 from lifecycle.models import FailureRoute, LLMCall, Step
+from lifecycle.services.approvals import approval_decide, approval_request, propose_review_decision
+from lifecycle.services.conversations import conversation_start
 from tests.conftest import api_for
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.flows import decide
@@ -37,6 +42,8 @@ class World:
     ids: dict[str, str]  # the collection in the path → the id of one of its seeded objects
     tokens: dict[str, str]  # persona → Authorization header
     decided_task: str
+    decided_approval: str
+    session: str  # a signed-in browser's session cookie (a write without its CSRF token is 403)
 
     def headers(self, persona: str = "ada") -> dict[str, str]:
         return {"Authorization": self.tokens[persona]}
@@ -61,11 +68,27 @@ def world(live_server) -> World:
                            system_sha256="0" * 64, system="s", tool_name="t", input_tokens=10, cost_usd=Decimal("0.25"))
     decided = open_review(project, title="Decided")
     decide(decided, personas["reviewer"], "approve")
+    conversation, approval, rejected = asked(personas["admin"], project)
+    browser = Client()
+    browser.force_login(personas["admin"])
     return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk),
-                                           "projects": str(project.pk)},
+                                           "projects": str(project.pk), "conversations": str(conversation.pk),
+                                           "approvals": str(approval.pk)},
                  tokens={name: authorization(user) for name, user in
                          (("ada", personas["admin"]), ("rita", personas["reviewer"]), ("sam", personas["submitter"]))},
-                 decided_task=str(decided.pk))
+                 decided_task=str(decided.pk), decided_approval=str(rejected.pk),
+                 session=browser.cookies[settings_module.SESSION_COOKIE_NAME].value)
+
+
+def asked(user, project):
+    """A conversation of `user`'s, with two approval requests its assistant made: one pending, one rejected."""
+    conversation, _ = conversation_start(actor=Actor.human(user, "api"), organization=project.organization,
+                                         text="What is waiting?")
+    pending, rejected = (approval_request(proposed=propose_review_decision(
+        organization_id=project.organization_id, task_id=open_review(project, title=title).pk, decision="approve"),
+        asker=user, conversation=conversation) for title in ("Asked", "Asked and rejected"))
+    approval_decide(approval_id=rejected.pk, actor=Actor.human(user, "api"), approve=False)
+    return conversation, pending, rejected
 
 
 def generated() -> dict:
@@ -104,7 +127,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
     body = ({"brief": "ok"} if path == "/api/v1/requirements/" else {"decision": "approve"} if "decision" in path
             else {"autonomous_deployments": False} if collection == "projects"
             else {"playbook": "bug_fix", "reason": "a crash"} if retriage
-            else {"reason": "no longer wanted"} if cancel else {})
+            else {"reason": "no longer wanted"} if cancel
+            else {"text": "What is waiting?"} if collection == "conversations" else {})
     headers = world.headers()
     if cancel and code in ("403", "409"):  # a requirement of its own: cancelling the seeded one ends other cases
         target = requests.post(f"{world.url}/api/v1/requirements/", json={"brief": "to be cancelled"},
@@ -113,6 +137,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         headers = {"Authorization": "Token abc\x00def"}  # the probe's 500: a NUL reaching the token lookup
     elif code == "401":
         headers = {}
+    elif code == "403" and collection == "conversations":  # every member may ask: a session without its CSRF token
+        headers = {"Cookie": f"{settings_module.SESSION_COOKIE_NAME}={world.session}"}
     elif code == "403":  # a member without the role (deciding a retriage is the reviewer's, submitting is not;
         # cancelling is the reviewer's or the submitter's own, not another submitter's)
         headers = world.headers("rita" if collection == "requirements" and not (retriage or cancel) else "sam")
@@ -120,6 +146,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         target = str(uuid.uuid4())
     elif code == "409" and collection == "review-tasks":
         target = world.decided_task
+    elif code == "409" and collection == "approvals":
+        target = world.decided_approval
     elif code == "409" and cancel:  # cancelled already
         requests.post(f"{world.url}{path.replace('{id}', target)}", json=body, headers=headers, timeout=30)
     elif code == "409" and retriage:  # planning has started: too late to change the playbook

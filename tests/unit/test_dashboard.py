@@ -122,7 +122,7 @@ def test_the_dashboard_costs_the_same_queries_for_10_or_1000_tasks(acme_project,
     req = bulk_tasks(acme_project, count, overdue_every=10)
     llm_call(req, "business_analyst", input_tokens=10, cache_read=10, cost="0.01")
     client = staff_client(rita)
-    # session, user, scope, 11 selectors, and the sidebar's permission checks
-    with django_assert_num_queries(18):
+    # session, user, scope, 11 selectors, the sidebar's permission checks, and the header's unread count
+    with django_assert_num_queries(19):
         response = client.get(URL)
     assert response.status_code == 200 and 'class="bar breached"' in response.content.decode()
