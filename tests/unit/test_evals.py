@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
+from lifecycle.evals.measures import critical_path_s
 from lifecycle.evals.suites import SuiteError, load_case, load_suite
-from lifecycle.models import EvalCase, EvalRun
+from lifecycle.models import EvalCase, EvalRun, ImplementationTask, Requirement, Step
 from tests.ticket_corpus import ENTRIES, SAMPLE
 
 OFFLINE = Path(settings.BASE_DIR) / "evals/offline"
@@ -117,3 +120,20 @@ def test_a_small_suite_runs_end_to_end_scoring_full_and_a_gate_false_pass(small_
     assert data["summary"] == {**data["summary"], "cases": 2, "hidden_full": 1, "gate_false_passes": 1,
                                "outcomes": {"deployed": 2}}
     assert [case["name"] for case in data["cases"]] == ["1-good", "2-false-pass"] and data["bundle"] == run.bundle_id
+
+
+@pytest.mark.django_db
+def test_the_critical_path_counts_the_pipeline_and_the_longest_chain_of_plan_tasks(acme_project):
+    requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+    for position, (key, after) in enumerate((("T1", []), ("T2", ["T1"]), ("T3", []))):
+        ImplementationTask.objects.create(requirement=requirement, key=key, position=position, title=key,
+                                          depends_on=after, definition_of_done="done")
+    start = timezone.now()
+    # seconds per step: the pipeline 5 + 2, T1 3 + 1 (a second attempt), T2 4, T3 6 (in parallel with T1 → T2)
+    for key, attempt, seconds in (("tl_plan", 1, 5), ("engineer:T1", 1, 3), ("engineer:T1", 2, 1),
+                                  ("engineer:T2", 1, 4), ("engineer:T3", 1, 6), ("qc_run", 1, 2)):
+        Step.objects.create(requirement=requirement, key=key, attempt=attempt, state="done", started_at=start,
+                            finished_at=start + timedelta(seconds=seconds))
+    Step.objects.create(requirement=requirement, key="deliver", state="running", started_at=start)
+
+    assert critical_path_s(requirement) == 5 + 2 + (3 + 1 + 4)
