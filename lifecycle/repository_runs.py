@@ -49,7 +49,7 @@ def prepare(requirement: Requirement, *, limits: SandboxLimits) -> dict[str, Any
         base_sha = _base_commit(requirement)
         workspace = workspace_aligned(requirement.pk)
         prepared = prepare_repository(workspace.path, configured=requirement.project.settings.get("test_command"),
-                                      cache_dir=settings.AITEAM_ENVIRONMENTS_ROOT, sources=_package_sources,
+                                      cache_dir=settings.AITEAM_ENVIRONMENTS_ROOT, sources=package_sources,
                                       limits=limits)
     except UNUSABLE as exc:
         return unusable(str(exc), error=exc, log_tail=getattr(exc, "log_tail", ""))
@@ -72,7 +72,7 @@ def judged(requirement: Requirement, workspace: Workspace, *, limits: SandboxLim
             return export_commit(workspace.path, requirement.base_sha, Path(scratch) / name, files)
 
         environment = recorded_environment(prepared, cache_dir=root, base_tree=base_tree,
-                                           sources=_package_sources(recorded_command(prepared)))
+                                           sources=package_sources(recorded_command(prepared)))
         after = _checked(judged_run(workspace.path, prepared, environment, limits=limits, extra_paths=qc_files))
         if not reproduce:
             return judged_report(after, prepared)
@@ -121,7 +121,7 @@ def _has_branches(mirror: Path) -> bool:
         return False
 
 
-def _package_sources(command: TestCommand) -> PackageSources:
+def package_sources(command: TestCommand) -> PackageSources:
     """The operator's index and wheel folders, and the runner's wheelhouse for what the repository lacks."""
     wheels = runner_wheelhouse(settings.AITEAM_ENVIRONMENTS_ROOT, ("pytest", *command.plugins))
     return PackageSources(index_url=settings.AITEAM_PIP_INDEX_URL or None,

@@ -10,6 +10,7 @@ from lifecycle.models.conversations import (
     Message,
     ToolCall,
 )
+from lifecycle.models.evals import EvalCase, EvalOutcome, EvalRun, HiddenResult
 from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
 from lifecycle.models.notifications import Notification
@@ -35,4 +36,5 @@ __all__ = [
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
     "SlackIdentity", "SlackMessageSeen", "SlackWorkspace",
     "Notification", "StoryEdit", "WebhookDelivery",
+    "EvalCase", "EvalOutcome", "EvalRun", "HiddenResult",
 ]

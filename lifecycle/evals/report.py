@@ -1,0 +1,50 @@
+"""A run as a table for the terminal and as JSON for export (`aiteam_eval export RUN_ID`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from lifecycle.models import EvalCase, EvalRun
+
+CASE_FIELDS = ("name", "kind", "requirement_id", "outcome", "state", "hidden", "hidden_passed", "hidden_total",
+               "quality_gate_passed", "gate_false_pass", "attempts", "loops", "gates", "llm_calls", "input_tokens",
+               "output_tokens", "cache_read_tokens", "wall_s", "critical_path_s", "error")
+COLUMNS = ("case", "outcome", "hidden", "gate", "steps", "tokens", "cache", "cost $", "wall s", "path s")
+
+
+def run_json(run: EvalRun) -> dict[str, Any]:
+    cases = list(run.cases.order_by("id"))
+    return {"id": run.pk, "suite": run.suite, "bundle": run.bundle_id, "live": run.live, "provider": run.provider,
+            "started_at": run.started_at.isoformat(),
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "summary": summary(cases), "cases": [case_json(case) for case in cases]}
+
+
+def case_json(case: EvalCase) -> dict[str, Any]:
+    return {**{name: getattr(case, name) for name in CASE_FIELDS}, "cost_usd": str(case.cost_usd)}
+
+
+def summary(cases: list[EvalCase]) -> dict[str, Any]:
+    outcomes: dict[str, int] = {}
+    for case in cases:
+        outcomes[case.outcome] = outcomes.get(case.outcome, 0) + 1
+    return {"cases": len(cases), "outcomes": outcomes, "hidden_full": sum(c.hidden == "full" for c in cases),
+            "gate_false_passes": sum(c.gate_false_pass for c in cases),
+            "cost_usd": str(sum((c.cost_usd for c in cases), start=0)),
+            "tokens": sum(c.input_tokens + c.output_tokens for c in cases)}
+
+
+def table(cases: list[EvalCase]) -> str:
+    rows = [COLUMNS, *(_row(case) for case in cases)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def _row(case: EvalCase) -> tuple[str, ...]:
+    gate = {None: "-", True: "pass", False: "fail"}[case.quality_gate_passed]
+    if case.gate_false_pass:
+        gate = "FALSE PASS"
+    steps = sum(role.get("steps", 0) for role in case.attempts.values())
+    return (case.name, case.outcome, f"{case.hidden} {case.hidden_passed}/{case.hidden_total}", gate, str(steps),
+            str(case.input_tokens + case.output_tokens), str(case.cache_read_tokens), f"{case.cost_usd:.4f}",
+            f"{case.wall_s:.1f}", f"{case.critical_path_s:.1f}")

@@ -1,0 +1,132 @@
+"""A suite run: each case in an evaluation project of its own, submitted through the services a person's brief or
+ticket goes through, its gates decided by the evaluation policy, then measured and judged by its hidden tests."""
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test.utils import override_settings
+from django.utils import timezone
+
+from lifecycle.actors import Actor
+from lifecycle.evals import hidden, measures
+from lifecycle.evals.policy import settle
+from lifecycle.evals.suites import Case
+from lifecycle.management.commands.aiteam_ticket import project_for
+from lifecycle.models import EvalCase, EvalOutcome, EvalRun, Membership, Organization, Project, PromptBundle, Requirement
+from lifecycle.services.intake import requirement_submit
+from lifecycle.services.tickets import ticket_submit
+from lifecycle.states import Role
+from lifecycle.tickets import Ticket, TicketSource
+
+log = logging.getLogger("aiteam.progress")
+ORGANIZATION = "eval"
+EVALUATOR = "eval"
+CASE_TIMEOUT_S = 3600  # on workers: a case still running after this ends as failed
+
+
+def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool) -> EvalRun:
+    provider = settings.AITEAM_LLM_PROVIDER if live else "replay"
+    return EvalRun.objects.create(suite=suite, bundle=bundle, live=live, provider=provider)
+
+
+def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str], None] = log.info) -> list[EvalCase]:
+    """Every case, one after another, each reported as it ends; the run's bundle is the first case's when none
+    was asked for."""
+    rows = []
+    for number, case in enumerate(cases, start=1):
+        progress(f"[{number}/{len(cases)}] {case.name} ({case.kind}): running")
+        row = eval_case_run(run, case)
+        progress(f"[{number}/{len(cases)}] {case.name}: {row.outcome}, hidden {row.hidden} "
+                 f"({row.hidden_passed}/{row.hidden_total}), {row.wall_s:.1f} s{' — ' + row.error if row.error else ''}")
+        rows.append(row)
+    if run.bundle_id is None:
+        run.bundle_id = next((r.requirement.prompt_bundle_id for r in rows if r.requirement), None)
+    run.finished_at = timezone.now()
+    run.save(update_fields=["bundle", "finished_at"])
+    return rows
+
+
+def eval_case_run(run: EvalRun, case: Case) -> EvalCase:
+    """The case's requirement from submission to its end, measured; a case that breaks before or while it runs
+    is recorded as failed with the reason, and the suite goes on."""
+    requirement = None
+    with tempfile.TemporaryDirectory(prefix=f"eval-{case.name}-") as scratch:
+        started = time.monotonic()
+        try:
+            with _case_settings(run, case, Path(scratch) / "wheels"):
+                user, organization = evaluator()
+                requirement = _submit(run, case, user, organization, Path(scratch))
+                requirement = settle(requirement.pk, Actor.human(user, "cli"), timeout_s=CASE_TIMEOUT_S,
+                                     poll_s=0.0 if settings.CELERY_TASK_ALWAYS_EAGER else 1.0)
+                return _record(run, case, requirement, time.monotonic() - started)
+        except Exception as exc:  # one broken case is a row saying why, not a lost suite
+            log.exception("evaluation case %s broke", case.name)
+            return EvalCase.objects.create(run=run, name=case.name, kind=case.kind, requirement=requirement,
+                                           outcome=EvalOutcome.FAILED, state=getattr(requirement, "state", ""),
+                                           wall_s=time.monotonic() - started, error=f"{type(exc).__name__}: {exc}")
+
+
+def _record(run: EvalRun, case: Case, requirement: Requirement, wall: float) -> EvalCase:
+    judged = hidden.judge(requirement, case)
+    gate = measures.quality_gate_passed(requirement)
+    return EvalCase.objects.create(
+        run=run, name=case.name, kind=case.kind, requirement=requirement, outcome=measures.outcome_of(requirement),
+        state=requirement.state, hidden=judged.result, hidden_passed=judged.passed, hidden_total=judged.total,
+        quality_gate_passed=gate, gate_false_pass=bool(gate) and judged.result in ("partial", "none"),
+        attempts=measures.attempts_per_role(requirement), loops=measures.loops(requirement),
+        gates=measures.gate_verdicts(requirement), wall_s=wall, critical_path_s=measures.critical_path_s(requirement),
+        **measures.spend(requirement))
+
+
+@contextmanager
+def _case_settings(run: EvalRun, case: Case, wheels: Path) -> Iterator[None]:
+    """The evaluation policy decides every gate (autonomous mode off, so none is decided twice); offline, the
+    case's cassette answers; the wheels its repository installs are a package source."""
+    overrides: dict[str, Any] = {"AITEAM_AUTONOMOUS": False,
+                                 "AITEAM_PIP_FIND_LINKS": [*settings.AITEAM_PIP_FIND_LINKS, wheels]}
+    if not run.live:
+        if not case.cassette.is_file():
+            raise FileNotFoundError(f"no cassette {case.cassette}: record one (docs/cassettes.md) or run --live")
+        overrides |= {"AITEAM_LLM_PROVIDER": "replay", "AITEAM_REPLAY_CASSETTE": case.cassette}
+    with override_settings(**overrides):
+        yield
+
+
+def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scratch: Path) -> Requirement:
+    if case.repository is None:
+        project, _ = Project.objects.get_or_create(organization=organization, slug=f"eval-{case.name}"[:100],
+                                                   defaults={"name": f"evaluation: {case.name}"})
+    else:
+        repo = case.repository.build(scratch / "repo", scratch / "wheels")
+        project = project_for(organization, repo=str(repo), base=case.repository.base, slug=f"eval-{case.name}"[:100])
+    _use_bundle(project, run.bundle)
+    if case.kind == "brief":
+        return requirement_submit(user=user, brief=case.body, title=case.title, project=project, via="cli")
+    ticket = Ticket(source=TicketSource.CLI, key=f"eval-{run.pk}-{case.name}"[:100], title=case.title, body=case.body)
+    requirement, _ = ticket_submit(user=user, ticket=ticket, project=project)
+    return requirement
+
+
+def _use_bundle(project: Project, bundle: PromptBundle | None) -> None:
+    """A bundle asked for is the project's prompts, every one of them (so the requirement's bundle is that one)."""
+    prompts = project.settings.pop("prompts", None)
+    if bundle is not None:
+        project.settings["prompts"] = bundle.prompts
+    if prompts != project.settings.get("prompts"):
+        project.save(update_fields=["settings"])
+
+
+def evaluator() -> tuple[Any, Organization]:
+    """The evaluation's user, an admin of the evaluation organization its projects belong to."""
+    organization, _ = Organization.objects.get_or_create(slug=ORGANIZATION, defaults={"name": "Evaluations"})
+    user, _ = get_user_model().objects.get_or_create(username=EVALUATOR)
+    Membership.objects.update_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
+    return user, organization

@@ -1,0 +1,66 @@
+"""Evaluation runs (docs/evals.md): a suite's cases run through the whole team, each case's outcome and measures."""
+from django.db import models
+
+
+class EvalOutcome(models.TextChoices):
+    DEPLOYED = "deployed"
+    ESCALATED = "escalated"
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # a step failed for a person, the run stopped short of a decision, or the case broke
+
+
+class HiddenResult(models.TextChoices):
+    FULL = "full"
+    PARTIAL = "partial"
+    NONE = "none"  # no hidden test passed
+    NOT_RUN = "not_run"  # nothing delivered, or the case has no hidden tests
+
+
+class EvalRun(models.Model):
+    suite = models.CharField(max_length=100)
+    bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="eval_runs", help_text="the prompt bundle every case ran with")
+    live = models.BooleanField(default=False, help_text="against the configured model; otherwise each case's cassette")
+    provider = models.CharField(max_length=40)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"eval {self.pk} ({self.suite})"
+
+
+class EvalCase(models.Model):
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="cases")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10)  # brief or ticket
+    requirement = models.ForeignKey("lifecycle.Requirement", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="eval_cases")
+    outcome = models.CharField(max_length=10, choices=EvalOutcome.choices)
+    state = models.CharField(max_length=30, blank=True, help_text="the requirement's state when the case ended")
+    hidden = models.CharField(max_length=10, choices=HiddenResult.choices, default=HiddenResult.NOT_RUN)
+    hidden_passed = models.PositiveIntegerField(default=0)
+    hidden_total = models.PositiveIntegerField(default=0)
+    quality_gate_passed = models.BooleanField(null=True, help_text="QC's last verdict; null when QC never judged")
+    gate_false_pass = models.BooleanField(default=False,
+                                          help_text="the quality gate passed and the hidden tests did not all pass")
+    attempts = models.JSONField(default=dict, help_text="role → steps run (one per attempt) and runs")
+    loops = models.JSONField(default=dict, help_text="story, design and code review rounds, fixes, QC rounds")
+    gates = models.JSONField(default=list, help_text="each gate's verdict: reviews, QC, decisions")
+    llm_calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    wall_s = models.FloatField(default=0.0, help_text="submission to the case's end, hidden tests excluded")
+    critical_path_s = models.FloatField(default=0.0, help_text="step time along the longest dependency chain")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="one_eval_case_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.outcome}"
