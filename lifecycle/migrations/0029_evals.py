@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('lifecycle', '0027_slack'),
+        ('lifecycle', '0028_conversation_email'),
     ]
 
     operations = [
