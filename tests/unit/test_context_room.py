@@ -148,3 +148,12 @@ def test_an_excerpt_holds_its_budget_in_whole_lines_the_first_named_definition_f
         definition = "".join(lines[first:end])
         if json_tokens(definition) + CHUNK_OVERHEAD_TOKENS <= budget:
             assert any(definition in c.text for c in chunks)
+
+
+def test_an_excerpt_numbers_lines_by_their_newlines_as_an_editor_does():
+    before = "".join(f"x_{i} = '\x0c\u2028'\n" for i in range(200))  # a form feed and U+2028 inside each line
+    text = before + "def target():\n    return 1\n" + before
+    chunks = excerpt("a.py", text, 60, ["target"])
+    assert [(c.start_line, c.text) for c in chunks if "target" in c.text] == [(201, "def target():\n    return 1\n")]
+    lines = text.split("\n")
+    assert all(lines[c.start_line - 1 + i] == line for c in chunks for i, line in enumerate(c.text.split("\n")[:-1]))
