@@ -7,11 +7,13 @@ first and the repository's parts fill what is left, best first, however large th
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import textwrap
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -19,8 +21,8 @@ from django.db import transaction
 from agents.edits import read_files
 from agents.environments.baseline import FAILED
 from agents.repo import RepoIndex, index_repository, repo_map, search
-from agents.repo.budget import context_budget, fit_lines, json_tokens
-from agents.repo.excerpts import excerpt
+from agents.repo.budget import context_budget, estimate_tokens, fit_lines, json_tokens
+from agents.repo.excerpts import excerpt, whole_fits
 from agents.repo.files import git
 from agents.repo.workspace import RepoWorkspace
 from agents.schemas import (
@@ -44,7 +46,7 @@ from lifecycle.states import ArtifactKind
 C = TypeVar("C", bound=RepositoryContext)
 BASELINE_TESTS_LISTED = 20  # test ids named per list of the baseline's facts; the counts say the rest
 VIEW_FLOOR_TOKENS = 60  # what a file's entry costs without its text: kept for each file still to come
-VIEW_INDENT_TOKENS = 24  # a view's keys indented inside the context's JSON, over its own JSON's
+LIST_OPENED_TOKENS = 4  # a view's "excerpts": [] opened onto lines to hold its chunks
 
 
 @dataclass(frozen=True)
@@ -118,23 +120,36 @@ def named(paths: list[str], why: str, localization: list[LocatedFile]) -> list[W
 
 
 def file_views(root: Path, wanted: list[Wanted], budget: int) -> tuple[list[FileView], list[str]]:
-    """The files in order, each whole when it fits what is left (keeping a floor for each file after it), else the
-    excerpts of its definitions within a fair share; a file with no room, or that is no text, is not shown."""
-    unique: dict[str, Wanted] = {}
-    for want in wanted:  # a file wanted twice is shown once, for its first reason
-        unique.setdefault(want.path, want)
+    """The files in order, each whole when it fits what is left (keeping a floor for each file after it), else an
+    excerpt within a fair share; then what the later files left unused goes to the excerpts, in order. A file with
+    no room, or that is no text, is not shown."""
+    unique = _unique(wanted)
     found = read_files(root, list(unique))
     views, not_shown, left, count = [], [], budget, len(unique)
     for i, want in enumerate(unique.values()):
         view = _view(want, found.get(want.path), max(left - VIEW_FLOOR_TOKENS * (count - i - 1), 0),
                      max(left // 2, left // (count - i)))
-        cost = json_tokens(view.model_dump(mode="json")) if view else 0
+        cost = view_tokens(view) if view else 0
         if view is None or cost > left or (view.total_lines and not view.excerpts):
             not_shown.append(want.path)
             continue
         views.append(view)
         left -= cost
+    for n, view in enumerate(views):
+        if view.exists and not view.whole and left > 0:
+            cost = view_tokens(view)
+            grown = _view(unique[view.path], found[view.path], cost + left, cost + left)
+            if cost < (grown_cost := view_tokens(grown)) <= cost + left:
+                views[n], left = grown, left - (grown_cost - cost)
     return views, not_shown
+
+
+def _unique(wanted: list[Wanted]) -> dict[str, Wanted]:
+    """Each file once, for the first reason it is wanted."""
+    unique: dict[str, Wanted] = {}
+    for want in wanted:
+        unique.setdefault(want.path, want)
+    return unique
 
 
 def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView | None:
@@ -148,41 +163,90 @@ def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView |
         return None
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     view = FileView(path=want.path, why=want.why, total_lines=total, whole=False)
-    frame = json_tokens(view.model_dump(mode="json")) + VIEW_INDENT_TOKENS  # the view without its text
-    chunks = excerpt(want.path, text, max(whole_room - frame, 0), want.symbols)
-    whole = len(chunks) == 1 and chunks[0].text == text
-    if not whole:
-        chunks = excerpt(want.path, text, max(min(share, whole_room) - frame, 0), want.symbols)
+    frame = view_tokens(view) + LIST_OPENED_TOKENS  # the view without its text
+    whole = whole_fits(text, whole_room - frame)
+    chunks = excerpt(want.path, text, max((whole_room if whole else min(share, whole_room)) - frame, 0), want.symbols)
     return view.model_copy(update={"whole": whole, "excerpts": [Excerpt(start_line=c.start_line, text=c.text)
                                                                 for c in chunks]})
 
 
+def view_tokens(view: FileView) -> int:
+    """A view's tokens as a context's JSON holds it: an item of the context's `files`, each line of the view's own
+    JSON four spaces further in, and the comma after it."""
+    text = json.dumps(view.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    return estimate_tokens(textwrap.indent(text, "    ") + ",\n")
+
+
 def with_files(context: C, requirement_id, wanted: list[Wanted], budget: int) -> C:
-    """`context` with the wanted files as they stand at the recorded commit, in what its fixed part leaves of the
-    budget, held to it, and the record of what went in."""
-    left = max(budget - json_tokens(context.model_dump(mode="json")), 0)
+    """`context` with the wanted files as they stand at the recorded commit (`fitted`)."""
     with checkout(requirement_id) as workspace:
-        files, not_shown = file_views(workspace.path, wanted, left)
-    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(workspace.path)})
-    return with_sources(held(context, budget), wanted)
+        return fitted(context, workspace.path, wanted, budget)
 
 
-def held(context: C, budget: int) -> C:
-    """The context with its last file views dropped (listed in not_shown) until its JSON fits the budget: the
-    views were sized by estimate, this makes the budget hold exactly. The fixed part alone may not fit: then no
-    file is shown, and the ticket still goes."""
-    while context.files and json_tokens(context.model_dump(mode="json")) > budget:
-        *kept, dropped = context.files
-        context = context.model_copy(update={"files": kept, "not_shown": [dropped.path, *context.not_shown]})
+def fitted(context: C, root: Path, wanted: list[Wanted], budget: int) -> C:
+    """`context` with the wanted files under `root` in what its fixed part leaves of the budget, held to it
+    exactly, and the record of what went in."""
+    left = max(budget - json_tokens(context.model_dump(mode="json")), 0)
+    files, not_shown = file_views(root, wanted, left)
+    context = context.model_copy(update={"files": files, "not_shown": not_shown, "workspace": str(root)})
+    return with_sources(held(context, budget, cut=view_cutter(root, wanted)), wanted)
+
+
+Cut = Callable[[Any, int], Any]  # (the last file, tokens over the budget) -> that file smaller, or None
+
+
+def _no_cut(file: Any, over: int) -> None:
+    return None
+
+
+def held(context: C, budget: int, cut: Cut = _no_cut) -> C:
+    """The context with its JSON within the budget exactly (its files were sized by estimate): while it is over,
+    its last file is cut down by the overshoot (`cut`), or dropped and listed in not_shown when `cut` has nothing
+    smaller. The fixed part alone may not fit: then no file is shown, and the ticket still goes."""
+    while context.files and (over := json_tokens(context.model_dump(mode="json")) - budget) > 0:
+        *kept, last = context.files
+        if (smaller := cut(last, over)) is not None:
+            context = context.model_copy(update={"files": [*kept, smaller]})
+        else:
+            context = context.model_copy(update={"files": kept, "not_shown": [last.path, *context.not_shown]})
     return context
 
 
+def view_cutter(root: Path, wanted: list[Wanted]) -> Cut:
+    """A cut for `held`: the file view read again from `root` and excerpted in what it costs less the overshoot
+    (named definitions first, as `file_views` does); None for a new file, or when not a line of it fits."""
+    unique = _unique(wanted)
+
+    def cut(view: FileView, over: int) -> FileView | None:
+        data = read_files(root, [view.path]).get(view.path) if view.exists else None
+        size = view_tokens(view)
+        tokens = size - over
+        while data is not None and tokens > 0:
+            smaller = _view(unique[view.path], data, tokens, tokens)
+            if smaller is None or not smaller.excerpts:
+                return None
+            if (cost := view_tokens(smaller)) < size:
+                return smaller
+            tokens -= cost - size + 1  # its chunks cost more than estimated: ask for less
+        return None
+    return cut
+
+
 def with_sources(context: C, wanted: list[Wanted]) -> C:
-    """Record what the context shows: each file (or each definition asked for in it) and why."""
+    """Record what the context shows: each file (or each definition asked for in it), why, and for an excerpt
+    which lines."""
     symbols = {w.path: w.symbols for w in wanted}
-    sources = [ContextSource(path=v.path, symbol=s, why=v.why) for v in context.files
+    sources = [ContextSource(path=v.path, symbol=s, why=v.why + _lines_shown(v)) for v in context.files
                for s in (symbols.get(v.path) or (None,))]
     return context.model_copy(update={"sources": sources})
+
+
+def _lines_shown(view: FileView) -> str:
+    """The lines an excerpt shows ("; lines 1-30, 112-170 of 483"); "" for a file shown whole or a new one."""
+    if view.whole or not view.exists:
+        return ""
+    spans = [(e.start_line, e.start_line + e.text.count("\n") - e.text.endswith("\n")) for e in view.excerpts]
+    return f"; lines {', '.join(f'{first}-{last}' for first, last in spans)} of {view.total_lines}"
 
 
 MAX_SOURCE_CHARS = SourceFile.model_fields["content"].metadata[0].max_length

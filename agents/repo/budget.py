@@ -53,6 +53,12 @@ def json_tokens(value: object) -> int:
     return estimate_tokens(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def json_string_bytes(text: str) -> int:
+    """The bytes of `text` inside a JSON string, without its quotes: JSON escapes each character alone, so the
+    bytes of a text are the sum of its lines'."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", errors="surrogateescape")) - 2
+
+
 def fit_lines(text: str, budget_tokens: int) -> str:
     """The longest run of `text`'s first whole lines whose JSON string stays within the budget ("" if none)."""
     check_budget(budget_tokens)

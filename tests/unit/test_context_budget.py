@@ -51,6 +51,18 @@ def big(alice, acme_project, tmp_path, monkeypatch, scripted):
     return fresh(req), steps
 
 
+def shows(excerpts, line: str) -> bool:
+    """Whether an excerpt holds `line` at the number CATALOG gives it."""
+    numbered = {e.start_line + i: text for e in excerpts for i, text in enumerate(e.text.splitlines())}
+    return any(text == line == CATALOG.splitlines()[number - 1] for number, text in numbered.items())
+
+
+def lines_of(view) -> str:
+    """What context_sources says of an excerpt."""
+    spans = ", ".join(f"{e.start_line}-{e.start_line + e.text.count(chr(10)) - 1}" for e in view.excerpts)
+    return f"; lines {spans} of {view.total_lines}"
+
+
 def set_budgets(project, **tokens) -> None:
     project.settings = {**(project.settings or {}), "context_tokens": tokens}
     project.save(update_fields=["settings"])
@@ -92,8 +104,7 @@ def test_a_file_too_large_for_the_engineers_budget_is_shown_by_its_localized_def
         assert json_tokens(context.model_dump(mode="json")) <= budget
         catalog = next(f for f in context.files if f.path == "src/shop/catalog.py")
         assert not catalog.whole and catalog.total_lines == CATALOG.count("\n")
-        finder = next(e for e in catalog.excerpts if e.text.startswith("def find_1500("))
-        assert CATALOG.splitlines()[finder.start_line - 1] == "def find_1500(items):"
+        assert shows(catalog.excerpts, "def find_1500(items):")
     test_file = next(f for f in context.files if f.path == "tests/test_catalog.py")
     assert not test_file.exists  # a new file the plan names: no text yet
 
@@ -157,7 +168,7 @@ def test_qcs_context_holds_its_budget_though_the_changed_file_is_far_larger(big,
         assert [f.path for f in context.files] == ["src/shop/catalog.py", "src/shop/cart.py", "src/shop/discount.py"
                                                    ][:len(context.files)]
         catalog = context.files[0]
-        assert not catalog.whole and any(e.text.startswith("def find_1500(") for e in catalog.excerpts)
+        assert not catalog.whole and shows(catalog.excerpts, "def find_1500(items):")
     assert context.modules == ["src/shop/catalog.py"] and context.reproduce  # the engineer's test is not QC's to see
     assert "tests/test_catalog.py" not in {s.path for s in context.sources} | set(context.not_shown)
     assert context.baseline.failing == ["tests/test_cart.py::test_none"] and context.baseline.counts["passed"] == 2
@@ -167,7 +178,7 @@ def test_qcs_context_holds_its_budget_though_the_changed_file_is_far_larger(big,
     assert steps.run("qc_tests").state == "done"
     (call,) = req.llm_calls.filter(step__key="qc_tests")
     assert call.context_sources[0] == {"path": "src/shop/catalog.py", "symbol": "find_1500",
-                                       "why": "changed by this requirement; find_1500 filters"}
+                                       "why": "changed by this requirement; find_1500 filters" + lines_of(catalog)}
     shown = scripted.requests[-1].messages[0]["content"]
     assert "def find_1500(items):" in shown and "tests/test_cart.py::test_none" in shown and "workspace" not in shown
 
@@ -191,7 +202,7 @@ def test_an_excerpt_is_the_whole_file_when_it_fits_and_whole_lines_when_it_does_
     lines = CATALOG.splitlines(keepends=True)
     for chunk in chunks:
         assert "".join(lines[chunk.start_line - 1: chunk.start_line - 1 + chunk.text.count("\n")]) == chunk.text
-    assert any(c.text.startswith("def find_1999(") for c in chunks)
+    assert shows(chunks, "def find_1999(items):")
 
 
 def test_one_file_larger_than_the_whole_budget_is_still_shown_in_part(tmp_path):
@@ -200,4 +211,4 @@ def test_one_file_larger_than_the_whole_budget_is_still_shown_in_part(tmp_path):
         (view,), not_shown = file_views(tmp_path, [Wanted("catalog.py", "planned", ("find_1999",))], budget)
         assert not_shown == [] and not view.whole and view.excerpts
         assert json_tokens(view.model_dump(mode="json")) <= budget
-        assert any(e.text.startswith("def find_1999(") for e in view.excerpts)
+        assert shows(view.excerpts, "def find_1999(items):")
