@@ -6,10 +6,13 @@ import pytest
 
 from agents.llm.anthropic_provider import AnthropicProvider
 from agents.llm.base import LLMRequest, ToolSpec
+from agents.llm.client import LLM
 from agents.llm.structured import generate, tool_for
 from agents.llm.tool_use import Tool, converse
-from agents.schemas import ProductOwnerOutput
-from tests.answers import PO_CLEAR
+from agents.roles import BUSINESS_ANALYST, PRODUCT_OWNER
+from agents.schemas import BusinessAnalystContext, ProductOwnerContext, ProductOwnerOutput
+from agents.schemas.product import RequirementDocView, StoryFeedback
+from tests.answers import BA_STORIES, PO_CLEAR
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.prompt_cache import TTL_S, PromptCache, TooManyBreakpoints, estimate_tokens, min_cacheable
 
@@ -157,3 +160,45 @@ def test_a_request_is_not_changed_by_the_breakpoints_the_provider_adds(fake):
     AnthropicProvider(api_key="sk-test", timeout=5.0, max_retries=0).complete(
         LLMRequest(role="r", model=SONNET, system="s", messages=messages, tool=tool))
     assert messages == [{"role": "user", "content": "hello"}]  # recorded and echoed as the role built it
+
+
+def ba_context(round: int) -> BusinessAnalystContext:
+    feedback = [StoryFeedback(round=1, decision="reject", text="Split the first story.")] if round > 1 else []
+    return BusinessAnalystContext(title="Reading list", brief="A reading list service. " * 300, round=round,
+                                  doc=RequirementDocView(summary="Books to read.", objectives=["list books"]),
+                                  feedback=feedback)
+
+
+def test_a_roles_stable_fields_come_first_in_a_frame_of_their_own():
+    [message] = BUSINESS_ANALYST.messages(ba_context(2))
+    stable, _, rest = message["content"].partition("\n\nThen the rest of its data")
+    assert '"brief": "A reading list' in stable and '"doc": {' in stable and '"feedback"' not in stable
+    assert '"round": 2' in rest and "Split the first story." in rest and '"brief"' not in rest
+    alone = ProductOwnerContext(title="Reading list", brief="A reading list service.")  # only stable fields but one
+    assert "Then the rest" in PRODUCT_OWNER.messages(alone)[0]["content"]  # clarifications: [] is the rest
+
+
+def test_a_second_round_reads_tools_system_and_the_stable_frame_back(fake):
+    """The BA's rounds share the brief and the clarified requirement: its second round reads them from cache."""
+    fake.enqueue_tool_use(BA_STORIES)
+    fake.enqueue_tool_use(BA_STORIES)
+    provider = Keeping(AnthropicProvider(api_key="sk-test", timeout=5.0, max_retries=0))
+    llm = LLM(provider, {}, SONNET)
+    for round in (1, 2):
+        BUSINESS_ANALYST.run(ba_context(round), llm)
+    first, second = (r.body for r in fake.requests)
+    stable, rest = first["messages"][0]["content"]
+    assert stable["cache_control"] == CACHE and "cache_control" not in rest
+    assert stable["text"] + rest["text"] == BUSINESS_ANALYST.messages(ba_context(1))[0]["content"]  # text as sent
+    written, read = provider.usages
+    assert read.cache_read_tokens == written.cache_creation_tokens > 1024
+    assert read.input_tokens < read.cache_read_tokens / 10  # the round's own feedback is all that is sent anew
+
+
+def test_a_message_of_one_frame_is_sent_as_it_is(fake):
+    fake.enqueue_tool_use({"title": "x"})
+    tool = ToolSpec(name="submit", description="d", input_schema={"type": "object"})
+    one = PRODUCT_OWNER.messages(ProductOwnerContext(title="t", brief="b"))[0]["content"].split("\n\nThen")[0]
+    AnthropicProvider(api_key="sk-test", timeout=5.0, max_retries=0).complete(
+        LLMRequest(role="r", model=SONNET, system="s", messages=[{"role": "user", "content": one}], tool=tool))
+    assert fake.requests[0].body["messages"] == [{"role": "user", "content": one}]
