@@ -11,6 +11,7 @@ The HTTP client below lets it through as itself.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any
 
@@ -37,6 +38,13 @@ log = logging.getLogger(__name__)
 TIMEOUT_COVERS_TOKENS = 4096
 DEADLINE_MARGIN_S = 5.0
 MIN_TIMEOUT_S = 1.0
+# Prompt caching (ADR 38): a request is read as tools → system → messages, and each cache_control marks the end of
+# a prefix the API caches when it is long enough (1,024 tokens for Sonnet, 4,096 for recent Haiku and Opus 4.5).
+# Up to four breakpoints: after the tool definitions (shared by a role's jobs that answer with the same tool),
+# after the system prompt (every call of one job), after the context's stable fields (the job's further calls for
+# the same requirement), and at the end of a conversation that goes on (tool-use and repair turns resend it whole).
+CACHE = {"type": "ephemeral"}
+FRAME = re.compile(r"<(data-[0-9a-f]+)>")  # agents.prompts.framed's data element
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: set it to call the Anthropic API, "
     "or leave it unset (AITEAM_LLM_PROVIDER=replay) to replay recorded responses."
@@ -139,19 +147,57 @@ def _is_transient(exc: anthropic.APIStatusError) -> bool:
 def _create_params(request: LLMRequest) -> dict[str, Any]:
     # No temperature: SDK 2.x dropped sampling parameters and API version 2026-10-21
     # (which it sends) answers 400 to temperature/top_p/top_k, even at their defaults.
-    tools = (request.tool, *request.tools)
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+             for t in (request.tool, *request.tools)]
     # one tool call: the repair turn (or the tool's result) answers one, and an unanswered tool_use would be a 400;
     # with several tools the model picks which ("any": it must call one)
     choice = ({"type": "any"} if request.tools else {"type": "tool", "name": request.tool.name})
+    messages = _stable_frame_apart(request.messages)
     return {
         "model": request.model,
         "max_tokens": request.max_tokens,
-        # The system prompt is the stable prefix of every call of a role: cache it.
-        "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
-        "messages": request.messages,
-        "tools": [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools],
+        "system": [{"type": "text", "text": request.system, "cache_control": CACHE}],
+        "messages": _with_breakpoint_at_end(messages) if _continues(request) else messages,
+        "tools": [*tools[:-1], {**tools[-1], "cache_control": CACHE}],
         "tool_choice": {**choice, "disable_parallel_tool_use": True},
     }
+
+
+def _stable_frame_apart(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first message as two blocks when a role sent its context's stable fields in a frame of their own before
+    the rest (agents.roles.base): that frame, with the task line before it, ends a prefix each of the job's calls
+    for the requirement repeats, so it gets a breakpoint. The text is unchanged, only cut after the first frame."""
+    first = messages[0] if messages else {}
+    content = first.get("content")
+    opening = FRAME.search(content) if isinstance(content, str) else None
+    if opening is None:
+        return messages
+    closing = f"\n</{opening.group(1)}>"
+    cut = content.find(closing) + len(closing)  # the data cannot hold its own closing tag: this is the frame's end
+    if cut < len(closing) or not content[cut:].strip():
+        return messages
+    blocks = [{"type": "text", "text": content[:cut], "cache_control": CACHE}, {"type": "text", "text": content[cut:]}]
+    return [{**first, "content": blocks}, *messages[1:]]
+
+
+def _continues(request: LLMRequest) -> bool:
+    """Whether a later request is likely to resend this conversation: a tool-use turn (the model answers with a
+    tool to run, then is asked again) or a turn past the first (a repair, which may need another). A one-off
+    call is not marked: writing its whole prompt costs a quarter more than sending it, and nothing reads it."""
+    return bool(request.tools) or len(request.messages) > 1
+
+
+def _with_breakpoint_at_end(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with a cache breakpoint on their last block, copied (the request's own are recorded and echoed
+    as they are): a repair turn or the next tool-use turn resends this whole conversation and reads it back."""
+    if not messages:
+        return messages
+    *earlier, last = messages
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if not blocks:
+        return messages
+    return [*earlier, {**last, "content": [*blocks[:-1], {**blocks[-1], "cache_control": CACHE}]}]
 
 
 def _to_response(message: Message, names: tuple[str, ...], *, latency_ms: int) -> LLMResponse:

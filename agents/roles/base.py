@@ -14,6 +14,14 @@ C = TypeVar("C", bound=BaseModel)
 Out = TypeVar("O", bound=BaseModel)
 
 
+REST_OF_DATA = "Then the rest of its data, which changes between this job's calls."
+
+
+def _json(data: dict) -> str:
+    # indent=2 is also what the replay cassette matches `recorded_for` fields against
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class Agent(Generic[C, Out]):
     role: str
@@ -26,10 +34,16 @@ class Agent(Generic[C, Out]):
         return self.prompt or self.role
 
     def messages(self, context: C) -> list[dict]:
-        # every field of the context is untrusted (a brief, code, earlier answers): it goes in the data frame only.
-        # JSON with indent=2 is also what the replay cassette matches `recorded_for` fields against.
-        body = json.dumps(context.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        return [{"role": "user", "content": framed(self.task, body)}]
+        # every field of the context is untrusted (a brief, code, earlier answers): it goes in a data frame only.
+        # The fields its type declares STABLE (the same in each of this job's calls for a requirement: its rounds,
+        # tasks, attempts) come first, in a frame of their own, which the provider marks as a prefix for the API's
+        # cache (ADR 38); the rest follows in a second frame.
+        data = context.model_dump(mode="json")
+        stable = {name: data[name] for name in getattr(context, "STABLE", ()) if name in data}
+        rest = {name: value for name, value in data.items() if name not in stable}
+        if not (stable and rest):
+            return [{"role": "user", "content": framed(self.task, _json(data))}]
+        return [{"role": "user", "content": f"{framed(self.task, _json(stable))}\n\n{framed(REST_OF_DATA, _json(rest))}"}]
 
     def run(self, context: C, llm: LLM) -> Out:
         # the context reaches the output's validators too: an answer that refers to what was not asked (a story

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -32,6 +32,8 @@ class FunctionalRequirement(Strict):
 
 
 class ArchitectContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("title", "summary", "constraints", "requirements")  # alike in each call: cached (ADR 38)
+
     title: str = ""
     summary: str
     constraints: list[str] = []
@@ -78,6 +80,8 @@ class TechnicalSpecOutput(Strict):
 
 
 class DesignReviewContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("requirements",)  # alike in each call: cached (ADR 38)
+
     requirements: list[FunctionalRequirement]
     spec: TechnicalSpecOutput
     round: int

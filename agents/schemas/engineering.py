@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -50,6 +50,8 @@ class SourceFile(Strict):
 
 
 class EngineerContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("interfaces",)  # alike in each call: cached (ADR 38)
+
     task: PlannedTask
     interfaces: list[Interface]
     acceptance: list[str]
@@ -118,6 +120,8 @@ class EngineerOutput(Strict):
 
 
 class CodeReviewContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("spec",)  # alike in each call: cached (ADR 38)
+
     diff_summary: list[str]
     files: list[SourceFile]
     tests_passed: int

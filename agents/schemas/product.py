@@ -1,7 +1,7 @@
 """Product Owner and Business Analyst: their contexts and outputs."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,6 +15,8 @@ class Clarification(Strict):
 
 
 class ProductOwnerContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("title", "brief", "project")  # alike in each call: cached (ADR 38)
+
     title: str = ""
     brief: str
     project: str = ""
@@ -63,6 +65,8 @@ class StoryFeedback(Strict):
 
 
 class BusinessAnalystContext(Strict):
+    STABLE: ClassVar[tuple[str, ...]] = ("title", "brief", "doc")  # alike in each call: cached (ADR 38)
+
     title: str = ""
     brief: str
     doc: RequirementDocView

@@ -1,6 +1,8 @@
 """QC and DevOps: the acceptance view of the work, acceptance tests, CI and runbooks."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agents.schemas.base import Strict
@@ -18,6 +20,8 @@ class AcceptanceCriterion(Strict):
 
 class QCContext(Strict):
     """What QC may see: the criteria, the public interfaces, the module layout — never the engineer's tests."""
+
+    STABLE: ClassVar[tuple[str, ...]] = ("criteria", "interfaces", "modules")  # alike in each call: cached (ADR 38)
 
     criteria: list[AcceptanceCriterion]
     interfaces: list[Interface]

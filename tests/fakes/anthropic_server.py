@@ -2,8 +2,12 @@
 
 The SDK talks through httpx2, which respx cannot intercept, so the adapter tests point
 the real client (via ANTHROPIC_BASE_URL) at this server. Each POST /v1/messages is
-recorded, then answered with the next queued reply; an empty queue answers a
-non-retryable 400 so a test that forgot to script a reply fails loudly, not slowly.
+recorded, then answered with the next queued reply, or else by the responder a caller set (`respond_with`);
+with neither, a non-retryable 400, so a test that forgot to script a reply fails loudly, not slowly.
+
+A reply's usage is what the API would report for that request: its cache reads and writes by prefix up to each
+cache_control breakpoint, with the model's minimum and the 5-minute lifetime (tests/fakes/prompt_cache.py); a
+scripted `usage` overrides it. More than 4 breakpoints is the API's 400.
 """
 from __future__ import annotations
 
@@ -11,13 +15,17 @@ import itertools
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.fakes.local_server import LocalServer
+from tests.fakes.prompt_cache import PromptCache, TooManyBreakpoints
 
-DEFAULT_USAGE = {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+DEFAULT_USAGE = {"output_tokens": 7}
+# A responder answers from the request body: (tool name or None for the forced one, tool input).
+Responder = Callable[[dict[str, Any]], tuple[str | None, dict[str, Any]]]
 FAKE_MODEL = "claude-fake-1"
 
 
@@ -43,8 +51,10 @@ class _Reply:
 class FakeAnthropicServer(LocalServer):
     """Start with `start()` (or `with`), script replies with `enqueue_*`, inspect `requests`."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: PromptCache | None = None) -> None:
         self.requests: list[RecordedRequest] = []
+        self.cache = cache or PromptCache()
+        self._responder: Responder | None = None
         self._replies: deque[_Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -72,6 +82,10 @@ class FakeAnthropicServer(LocalServer):
         the client's timeout, it makes that attempt time out."""
         self._push(_Reply(tool_input=then or {}, delay=seconds))
 
+    def respond_with(self, responder: Responder) -> None:
+        """Answer every request the queue does not with `responder(body)`'s tool call (a whole run, e.g.)."""
+        self._responder = responder
+
     def _push(self, reply: _Reply) -> None:
         with self._lock:
             self._replies.append(reply)
@@ -80,14 +94,17 @@ class FakeAnthropicServer(LocalServer):
         with self._lock:
             self.requests.append(request)
 
-    def _next_reply(self) -> _Reply:
+    def _next_reply(self, request: RecordedRequest) -> _Reply:
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
+        if self._responder is not None:
+            name, tool_input = self._responder(request.body)
+            return _Reply(tool_input=tool_input, tool_name=name)
         error = {"type": "invalid_request_error", "message": "fake server: no scripted reply left"}
         return _Reply(status=400, body={"type": "error", "error": error})
 
-    def _message(self, reply: _Reply, request: RecordedRequest) -> dict[str, Any]:
+    def _message(self, reply: _Reply, request: RecordedRequest, usage: dict[str, int]) -> dict[str, Any]:
         forced = request.body.get("tool_choice") or {}
         block = {
             "type": "tool_use",
@@ -103,7 +120,7 @@ class FakeAnthropicServer(LocalServer):
             "content": [block],
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
-            "usage": {**DEFAULT_USAGE, **reply.usage},
+            "usage": {**DEFAULT_USAGE, **usage, **reply.usage},
         }
 
 
@@ -118,11 +135,19 @@ def _handler_for(fake: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?")[0] != "/v1/messages":
                 self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}, {})
                 return
-            reply = fake._next_reply()
+            reply = fake._next_reply(request)
             if reply.delay and fake._stopping.wait(reply.delay):
                 return
-            body = reply.body if reply.body is not None else fake._message(reply, request)
-            self._send(reply.status, body, reply.headers)
+            if reply.body is not None:
+                self._send(reply.status, reply.body, reply.headers)
+                return
+            try:
+                usage = fake.cache.usage(request.body)
+            except TooManyBreakpoints as exc:
+                error = {"type": "invalid_request_error", "message": str(exc)}
+                self._send(400, {"type": "error", "error": error}, {})
+                return
+            self._send(reply.status, fake._message(reply, request, usage), reply.headers)
 
         def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
             payload = json.dumps(body).encode()

@@ -120,8 +120,9 @@ def test_a_normal_answer_returns_the_forced_tool_input_and_usage(
     assert sent.body["model"] == MODEL
     # one tool call only: a repair answers one tool_use, and one left unanswered would be a 400
     assert sent.body["tool_choice"] == {"type": "tool", "name": TOOL.name, "disable_parallel_tool_use": True}
-    assert sent.body["tools"] == [
-        {"name": TOOL.name, "description": TOOL.description, "input_schema": TOOL.input_schema}
+    assert sent.body["tools"] == [  # each cache breakpoint ends a prefix: tools, then system, then the messages
+        {"name": TOOL.name, "description": TOOL.description, "input_schema": TOOL.input_schema,
+         "cache_control": {"type": "ephemeral"}}
     ]
     assert sent.body["system"] == [
         {"type": "text", "text": "You are the analyst.", "cache_control": {"type": "ephemeral"}}

@@ -21,14 +21,26 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def frame_of(message: str) -> tuple[str, str, str]:
-    """(task line, tag, data) of a framed user message; fails unless the frame opens once and closes once, last."""
+    """(task line, first tag, data) of a framed user message: its frames' JSON merged (a context's stable fields
+    come in a frame of their own before the rest, ADR 38). Fails unless each frame opens once after the lines
+    naming it and closes once, and the last one ends the message."""
+    head, tag, data, rest = _first_frame(message)
+    merged = json.loads(data)
+    while rest:
+        assert rest.startswith("\n\n"), "only another frame may follow a frame"
+        _, _, more, rest = _first_frame(rest[2:])
+        merged.update(json.loads(more))
+    return head, tag, json.dumps(merged)
+
+
+def _first_frame(message: str) -> tuple[str, str, str, str]:
     tag = OPENING.search(message.partition("\n\n")[0]).group(1)  # the lines before the frame name it
     head, opening, rest = message.partition(f"\n\n<{tag}>\n")
-    assert opening and message.endswith(f"\n</{tag}>"), "the frame must open after the task and close at the end"
-    data = rest.removesuffix(f"\n</{tag}>")
-    assert f"</{tag}>" not in data and f"<{tag}>" not in data, "the data holds its own frame's tag"
+    data, closing, after = rest.partition(f"\n</{tag}>")
+    assert opening and closing, "the frame must open after the task and close"
+    assert f"</{tag}>" not in data and f"<{tag}>" not in data + after, "the data holds its own frame's tag"
     assert tag == data_tag(data)
-    return head, tag, data
+    return head, tag, data, after
 
 
 def test_a_brief_that_closes_the_context_and_overrides_the_system_stays_inside_its_frame(alice, scripted):
