@@ -41,8 +41,8 @@ CHANNEL = "slack"
 def queue_slack_post(event: OutboxEvent) -> None:
     """The outbox subscriber: a row per Slack thread the message's conversation is bound to, once per message."""
     message = Message.objects.select_related("conversation").filter(pk=(event.payload or {}).get("message")).first()
-    if message is None or message.author == Message.Author.PERSON:
-        return
+    if message is None or (message.author == Message.Author.PERSON and message.channel == Channel.SLACK):
+        return  # a person's message from Slack is in its thread already
     threads = ConversationChannelBinding.objects.filter(conversation_id=message.conversation_id, channel=Channel.SLACK)
     created = []
     for binding in threads:
@@ -67,7 +67,7 @@ def send(note: Notification) -> None:
     client_settings = _settings(team)
     try:
         with SlackClient(client_settings) as slack:
-            answer = slack.post_message(channel=channel, thread_ts=thread_ts, text=message.text or message.error,
+            answer = slack.post_message(channel=channel, thread_ts=thread_ts, text=_text(message),
                                         buttons=approval_buttons(message))
     except NoAnswer as exc:
         raise ChannelError(str(exc)) from None
@@ -76,6 +76,16 @@ def send(note: Notification) -> None:
     except DeliveryError as exc:
         raise ChannelRefused(str(exc)) from None
     log.info("slack: message %s posted into %s as %s", message.pk, note.recipient, answer.get("ts"))
+
+
+def _text(message: Message) -> str:
+    """What the thread shows: a person's message written elsewhere names them; a failed answer says why."""
+    if message.author == Message.Author.PERSON:
+        who = getattr(message.user, "username", "") or "someone"
+        return f"{who} (on the {message.channel}): {message.text}"
+    if message.state == Message.State.FAILED:
+        return f"The team could not answer: {message.error}"
+    return message.text
 
 
 def approval_buttons(message: Message) -> list[list[Button]]:

@@ -145,8 +145,12 @@ def _fold_if_long(conversation: Conversation, *, before: int, llm) -> None:
 
 
 def _fail(message: Message, error: str) -> None:
-    Message.objects.filter(pk=message.pk).update(state=Message.State.FAILED, error=error[:2000],
-                                                 answered_at=timezone.now())
+    """The answer failed for good: the reason is the answer, shown wherever the conversation is (a Slack thread
+    too, so nobody waits there for an answer that will not come)."""
+    with transaction.atomic():
+        Message.objects.filter(pk=message.pk).update(state=Message.State.FAILED, error=error[:2000],
+                                                     answered_at=timezone.now())
+        message_written(message)
 
 
 class _Budgeted:

@@ -120,6 +120,8 @@ def unread_messages(user: Any) -> QuerySet[Message]:
 def _ask(conversation: Conversation, actor: Actor, text: str, channel: str) -> Message:
     question = _append(conversation, author=Message.Author.PERSON, text=text, channel=channel, user=actor.user)
     ConversationParticipant.objects.get_or_create(conversation=conversation, user=actor.user)
+    if channel != Channel.SLACK:  # a question asked on the web shows in the thread too; Slack's own are there
+        message_written(question)
     answer = _append(conversation, author=Message.Author.ASSISTANT, text="", channel=channel,
                      state=Message.State.PENDING, in_reply_to=question)
     transaction.on_commit(lambda: send_task(ANSWER_TASK, answer.pk), robust=True)

@@ -225,3 +225,21 @@ def test_a_rate_limited_post_is_retried_and_posted_once(scripted, slack, workspa
     notification_send(note.pk, now=note.next_attempt_at)
     assert [p["text"] for p in slack.posted] == ["Later, but once."]
     assert Notification.objects.get(pk=note.pk).state == "sent"
+
+
+def test_a_conversation_started_in_slack_goes_on_on_the_web_and_the_thread_sees_it(scripted, slack, workspace, rita):
+    from agents.llm.base import LLMError
+    from lifecycle.actors import Actor
+    from lifecycle.services.conversations import message_post
+
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    conversation = ConversationChannelBinding.objects.get().conversation
+    scripted.enqueue(LLMError("the model is down"))  # the web question's answer fails for good
+    message_post(conversation_id=conversation.pk, actor=Actor.human(rita, "web"), text="and which is oldest?")
+
+    assert [p["text"] for p in slack.posted] == [
+        "first answer", "rita (on the web): and which is oldest?",
+        "The team could not answer: the model could not answer: the model is down"]
+    assert all(p["thread_ts"] == "100.1" for p in slack.posted)
+    assert conversation.messages.get(seq=4).state == "failed"
