@@ -265,7 +265,7 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
-        fields = ["name", "slug", *REPOSITORY_FIELDS, "autonomous_deployments", "settings"]
+        fields = ["name", "slug", *REPOSITORY_FIELDS, "settings"]
         help_texts = {"repo_url": "https:// or ssh:// (or git@host:owner/repo.git) on a host the operator allows, "
                                   "no credentials in it; empty: the built-in local remote",
                       "settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '
@@ -340,8 +340,8 @@ def masked_settings(project_settings: dict) -> dict:
 
 @admin.register(Project)
 class ProjectAdmin(MemberAccess, admin.ModelAdmin):
-    """Organization admins edit their projects' settings: SLA policies, reviewers group, webhook, and whether
-    autonomous mode may approve deployments (ADR 27)."""
+    """Organization admins edit their projects' settings: SLA policies, reviewers group, webhook. What is decided
+    without a person (deployments among it) is the project's pre-authorizations, in their own admin (ADR 36)."""
 
     form = ProjectForm
     list_display = ["__str__", "name", "repo_url", "host_kind", "base_branch"]
@@ -351,7 +351,7 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
         """Who may not change the project (not an admin of its organization) reads its settings with the
         webhook URL masked."""
         shown = "settings" if self.has_change_permission(request, obj) else "settings_masked"
-        return ["name", "slug", *REPOSITORY_FIELDS, "autonomous_deployments", shown]
+        return ["name", "slug", *REPOSITORY_FIELDS, shown]
 
     @admin.display(description="settings")
     def settings_masked(self, project):

@@ -36,6 +36,7 @@ from lifecycle.services.approvals import (
     approval_decide,
     approvals_visible_to,
     may_decide,
+    preauthorization_revoke,
     preauthorize,
 )
 from lifecycle.services.conversations import conversation_start, mark_read, message_post, visible_conversations
@@ -242,8 +243,11 @@ def _admin_projects(user) -> Any:
 
 
 class PreauthorizationForm(forms.ModelForm):
-    action = forms.ChoiceField(choices=action_types, help_text="exactly this action type runs without a second "
-                               "confirmation, as the person who asked, with their permissions")
+    action = forms.ChoiceField(choices=action_types, help_text=(
+        "exactly this action type runs without a second confirmation when the assistant asks for it, as the person "
+        "who asked, with their permissions. stories_approval:approve and deployment_approval:approve also approve "
+        "their gate when it opens; a deployment that changes CI workflows or was flagged by the scope guard still "
+        "waits for a person"))
 
     class Meta:
         model = ActionPreauthorization
@@ -252,8 +256,8 @@ class PreauthorizationForm(forms.ModelForm):
 
 @admin.register(ActionPreauthorization)
 class ActionPreauthorizationAdmin(StaffMember, admin.ModelAdmin):
-    """Action types a project lets the assistant run at once when asked there. The organization's admins grant and
-    withdraw them; its other members see them."""
+    """Action types a project lets the assistant run at once when asked there, and the two gates it approves when
+    they open (ADR 36). The organization's admins grant and withdraw them; its other members see them."""
 
     form = PreauthorizationForm
     actions = None  # withdrawn one at a time, on its page, where the admin check applies
@@ -286,3 +290,6 @@ class ActionPreauthorizationAdmin(StaffMember, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         grant = preauthorize(project=obj.project, action=obj.action, actor=Actor.human(request.user, "admin"))
         obj.pk, obj.granted_by, obj.created_at = grant.pk, grant.granted_by, grant.created_at
+
+    def delete_model(self, request, obj):
+        preauthorization_revoke(project=obj.project, action=obj.action, actor=Actor.human(request.user, "admin"))

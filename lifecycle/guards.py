@@ -102,12 +102,13 @@ def escalation_resolved(req: Requirement) -> bool:
 
 
 def deployment_approved_by_human(req: Requirement) -> bool:
-    """The latest deployment task approved by a reviewer, or by the operator's logged autonomous policy, or (in
-    a replay only) by the `replay` policy re-applying the source run's recorded approval."""
+    """The latest deployment task approved by a reviewer, or by the project's logged pre-authorization (ADR 36), or
+    (in a replay only) by the `replay` policy re-applying the source run's recorded approval."""
     task = req.review_tasks.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).order_by("-created_at").first()
     approved = task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE
+    # "autonomous" approved deployments before migration 0029: one may still be delivering.
     replayed = bool(req.replay_of_id) and task is not None and task.decided_by_policy == "replay"
-    return bool(approved and (task.decided_by_id or task.decided_by_policy == "autonomous" or replayed))
+    return bool(approved and (task.decided_by_id or task.decided_by_policy in ("pre-authorized", "autonomous") or replayed))
 
 
 def delivery_succeeded(req: Requirement) -> bool:

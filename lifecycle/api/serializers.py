@@ -330,12 +330,17 @@ class StrictBooleanField(serializers.BooleanField):
 
 class ProjectIn(StrictSerializer):
     autonomous_deployments = StrictBooleanField(help_text=(
-        "autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; a change that adds or edits a "
-        "CI workflow, or uses secrets. in one, still waits for a person. Organization admins only"))
+        "true grants the project's pre-authorization of deployment_approval:approve, false withdraws it: the "
+        "project's deployments are approved when their gate opens, except a change that adds or edits a CI "
+        "workflow, uses secrets. in one or was flagged by the scope guard, which still waits for a person. "
+        "Organization admins only"))
 
 
 class ProjectOut(serializers.ModelSerializer):
     organization = serializers.UUIDField(source="organization_id")
+    autonomous_deployments = serializers.BooleanField(read_only=True, help_text=(
+        "whether the project pre-authorized deployment_approval:approve (its deployments without a hold are "
+        "approved when their gate opens)"))
 
     class Meta:
         model = Project

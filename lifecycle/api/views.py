@@ -18,7 +18,7 @@ from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.intake import KEY_HEADER, KEY_MAX_CHARS, requirement_submit_once
 from lifecycle.services.product import requirement_retriage
-from lifecycle.services.projects import project_set_autonomous_deployments
+from lifecycle.services.projects import project_set_autonomous_deployments, with_autonomous_deployments
 from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import PENDING_REVIEW_STATES, ReviewState
 from lifecycle.tickets import Ticket
@@ -181,15 +181,15 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Project.objects.none()
-        return selectors.projects_visible_to(self.request.user)
+        return with_autonomous_deployments(selectors.projects_visible_to(self.request.user))
 
     @extend_schema(request=s.ProjectIn, responses={200: s.ProjectOut, 403: OpenApiResponse(
         s.ErrorOut, description="not an admin of the project's organization")})
     def partial_update(self, request, pk=None):
-        """Opt the project in to (or out of) deployments approved by autonomous mode."""
+        """Grant or withdraw the project's pre-authorization of deployments (autonomous_deployments)."""
         project = get_object_or_404(self.get_queryset(), pk=pk)
         data = s.ProjectIn(data=request.data)
         data.is_valid(raise_exception=True)
-        changed = project_set_autonomous_deployments(project_id=project.pk, user=request.user,
-                                                     enabled=data.validated_data["autonomous_deployments"])
-        return Response(s.ProjectOut(changed).data)
+        project_set_autonomous_deployments(project_id=project.pk, user=request.user,
+                                           enabled=data.validated_data["autonomous_deployments"])
+        return Response(s.ProjectOut(self.get_queryset().get(pk=project.pk)).data)

@@ -59,9 +59,6 @@ class Project(models.Model):
         max_length=100, blank=True, validators=[repo.validate_webhook_secret_env],
         help_text="the environment variable holding the Jira webhook's secret; empty: Jira webhooks off")
     settings = models.JSONField(default=dict, blank=True)
-    autonomous_deployments = models.BooleanField(
-        default=False, help_text="autonomous mode (AITEAM_AUTONOMOUS) may approve this project's deployments; never "
-        "one whose change adds or edits a CI workflow or uses secrets. in one: that waits for a person (ADR 27)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -7,6 +7,9 @@ An action type is exact: "cancel_requirement", or "<review kind>:<decision>" for
 ("stories_approval:approve", "step_failed:approve" to run a failed step again, "budget_exhausted:inject_constraint",
 "budget_exhausted:override_budget"). A pre-authorization names one type, never a pattern, so approving stories
 never covers approving a deployment ("deployment_approval:approve" must be granted by name).
+
+Two types are also decided when their gate opens (lifecycle/services/autonomous.py): APPROVE_STORIES and
+APPROVE_DEPLOYMENT (a deployment only without a hold). Every other type only lets the assistant's request run.
 """
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ from lifecycle.services.outbox import emit
 from lifecycle.states import Decision, ReviewKind, Role
 
 CANCEL = "cancel_requirement"
+APPROVE_STORIES = f"{ReviewKind.STORIES_APPROVAL}:{Decision.APPROVE}"
+APPROVE_DEPLOYMENT = f"{ReviewKind.DEPLOYMENT_APPROVAL}:{Decision.APPROVE}"
 REASON_MAX_CHARS = 2000
 
 
@@ -101,7 +106,7 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
     """Ask for an action: pending, for a person to decide; or, when the project pre-authorized its type, run at
     once as the asker (with the asker's permissions: a pre-authorization lets the assistant act without a second
     confirmation, it grants no one a permission)."""
-    preauthorization = (ActionPreauthorization.objects.filter(project=proposed.project, action=proposed.action).first()
+    preauthorization = (preauthorization_for(proposed.project.pk, proposed.action)
                         if proposed.project is not None else None)
     with transaction.atomic():
         approval = ActionApproval.objects.create(
@@ -136,16 +141,35 @@ def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: st
     return approval
 
 
+def preauthorization_for(project_id: Any, action: str) -> ActionPreauthorization | None:
+    """The project's pre-authorization of exactly `action`, if its admins granted one."""
+    return ActionPreauthorization.objects.select_related("granted_by").filter(project_id=project_id,
+                                                                               action=action).first()
+
+
 def preauthorize(*, project: Project, action: str, actor: Actor) -> ActionPreauthorization:
     """A project admin lets an action type run without a second confirmation; only the organization's admins
     may."""
     if action not in dict(action_types()):
         raise DomainError(f"no action type {action!r}", "action")
-    if not Membership.objects.filter(user=actor.user, organization_id=project.organization_id, role=Role.ADMIN).exists():
-        raise NotPermitted(f"only the admins of {project.organization} may pre-authorize actions")
+    ensure_project_admin(actor.user, project)
     grant, _ = ActionPreauthorization.objects.get_or_create(project=project, action=action,
                                                             defaults={"granted_by": actor.user})
     return grant
+
+
+def preauthorization_revoke(*, project: Project, action: str, actor: Actor) -> bool:
+    """A project admin withdraws a pre-authorization (True when there was one); the approvals it let run keep
+    `decided_via` "pre_authorized", and the gates it decided keep their transition's record."""
+    ensure_project_admin(actor.user, project)
+    deleted, _ = ActionPreauthorization.objects.filter(project=project, action=action).delete()
+    return bool(deleted)
+
+
+def ensure_project_admin(user: Any, project: Project) -> None:
+    """Only the admins of the project's organization grant or withdraw its pre-authorizations."""
+    if not Membership.objects.filter(user=user, organization_id=project.organization_id, role=Role.ADMIN).exists():
+        raise NotPermitted(f"{user} is not an admin of {project.organization}: only its admins pre-authorize actions")
 
 
 def _may_decide(user: Any, approval: ActionApproval) -> bool:

@@ -1,10 +1,12 @@
-"""Autonomous mode: the operator's policies decide gates on the reviewer's behalf, each decision logged and
-recorded as the policy's, through the same review_decide a person uses.
+"""Gates decided when they open, on the reviewer's behalf, each decision logged and recorded as the policy's,
+through the same review_decide a person uses (ADR 36, "Pre-authorizations decide two gates").
 
-It approves stories. A deployment only for a project that opted in (`Project.autonomous_deployments`), and never
-one whose change adds or edits a CI workflow or uses `secrets.` in one: a workflow runs with the repository's
-secrets and tokens, so a person reads it first (ADR 27). On an existing repository, nor one the scope guard flagged
-(too large, or touching CI, dependency or settings files: ADR 35)."""
+A project's pre-authorization of `stories_approval:approve` approves its stories; of `deployment_approval:approve`
+its deployments, never one with a hold: a change that adds or edits a CI workflow or uses `secrets.` in one (a
+workflow runs with the repository's secrets and tokens, so a person reads it first: ADR 27), or, on an existing
+repository, one the scope guard flagged (too large, or touching CI, dependency or settings files: ADR 35). The
+operator's AITEAM_AUTONOMOUS is every project's default pre-authorization of the stories (never of a deployment)
+and lets AITEAM_BUDGET_POLICY decide a budget that ran out. Other pre-authorized types are not decided here."""
 from __future__ import annotations
 
 import logging
@@ -17,7 +19,8 @@ from agents.schemas import SourceFile
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
-from lifecycle.models import Project, Requirement, ReviewTask
+from lifecycle.models import ActionPreauthorization, Project, Requirement, ReviewTask
+from lifecycle.services.approvals import APPROVE_DEPLOYMENT, APPROVE_STORIES, preauthorization_for
 from lifecycle.services.budget_gate import budget_grace
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.development import workspace_files
@@ -25,38 +28,62 @@ from lifecycle.services.scope_guard import recorded_scope
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
-AUTONOMOUS = Actor.policy("autonomous")
+AUTONOMOUS = Actor.policy("autonomous")  # the operator's AITEAM_AUTONOMOUS
+PREAUTHORIZED = Actor.policy("pre-authorized")  # a project's ActionPreauthorization
+DECIDED_AT_OPEN = {ReviewKind.STORIES_APPROVAL: APPROVE_STORIES, ReviewKind.DEPLOYMENT_APPROVAL: APPROVE_DEPLOYMENT}
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
 SECRETS = "secrets."
 
 
 def autonomous_decide(task: ReviewTask) -> None:
-    """In autonomous mode, decide a newly opened task the policies cover; leave every other task to people."""
-    if not settings.AITEAM_AUTONOMOUS:
-        return
+    """Decide a newly opened task that was decided in advance (see the module's docstring); leave every other
+    task to people."""
     if task.kind == ReviewKind.BUDGET_EXHAUSTED:
-        budget_policy_decide(task)
-    elif task.kind == ReviewKind.STORIES_APPROVAL and task.is_pending:
-        _approve(task, "autonomous mode (AITEAM_AUTONOMOUS=true)")
-    elif task.kind == ReviewKind.DEPLOYMENT_APPROVAL and task.is_pending:
-        held = deployment_hold(task)
-        if held:
-            log.info("autonomous mode leaves %s to a person: %s", task, held)
+        if settings.AITEAM_AUTONOMOUS:
+            budget_policy_decide(task)
+        return
+    action = DECIDED_AT_OPEN.get(task.kind)
+    if action is None or not task.is_pending:
+        return
+    grant = preauthorization_for(_project(task).pk, action)
+    if grant is not None:
+        if task.kind == ReviewKind.DEPLOYMENT_APPROVAL and (held := change_hold(task)):
+            log.info("the pre-authorization of %s leaves %s to a person: %s", action, task, held)
             return
-        _approve(task, "autonomous mode (AITEAM_AUTONOMOUS=true; the project opted in to autonomous deployments)")
+        _approve(task, PREAUTHORIZED, _granted(grant), {"action": action, "preauthorization": grant.pk,
+                                                        "granted_by": getattr(grant.granted_by, "username", None)})
+    elif action == APPROVE_STORIES and settings.AITEAM_AUTONOMOUS:
+        _approve(task, AUTONOMOUS, f"autonomous mode (AITEAM_AUTONOMOUS=true) pre-authorizes {action}",
+                 {"action": action, "preauthorization": "AITEAM_AUTONOMOUS"})
 
 
-def _approve(task: ReviewTask, reason: str) -> None:
-    log.info("autonomous mode: approving %s on the reviewer's behalf", task)
-    review_decide(task_id=task.pk, actor=AUTONOMOUS, decision=Decision.APPROVE, reason=reason)
+def _approve(task: ReviewTask, actor: Actor, reason: str, preauthorization: dict[str, Any]) -> None:
+    who = "autonomous mode" if actor == AUTONOMOUS else "pre-authorization"
+    log.info("%s: approving %s on the reviewer's behalf (%s)", who, task, reason)
+    review_decide(task_id=task.pk, actor=actor, decision=Decision.APPROVE, reason=reason,
+                  origin={"preauthorization": preauthorization})
+
+
+def _granted(grant: ActionPreauthorization) -> str:
+    by = f", granted by {grant.granted_by.username}" if grant.granted_by else ""
+    return f"pre-authorized for the project: {grant.action}{by}"
+
+
+def _project(task: ReviewTask) -> Project:
+    return Project.objects.select_related("organization").get(requirements__pk=task.requirement_id)
 
 
 def deployment_hold(task: ReviewTask) -> str:
-    """Why autonomous mode may not approve this deployment, or "" when it may."""
-    project = Project.objects.select_related("organization").get(requirements__pk=task.requirement_id)
-    if not project.autonomous_deployments:
-        return f"project {project} has not opted in to autonomous deployments"
+    """Why this deployment waits for a person, or "" when the project pre-authorized it and nothing holds it."""
+    project = _project(task)
+    if preauthorization_for(project.pk, APPROVE_DEPLOYMENT) is None:
+        return f"project {project} has not pre-authorized {APPROVE_DEPLOYMENT}"
+    return change_hold(task)
+
+
+def change_hold(task: ReviewTask) -> str:
+    """Why the change to deploy needs a person whatever was pre-authorized (the scope guard, CI workflows), or ""."""
     if held := scope_hold(task.context.get("scope") or recorded_scope(task.requirement_id)):
         return held
     # A new project's files are all the change's; on an existing repository, the files it adds or changes.

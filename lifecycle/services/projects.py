@@ -1,4 +1,5 @@
-"""Changes to a project's own settings made over the API (the admin's project form is the other way in)."""
+"""Changes to a project made over the API (the admin's project form and its pre-authorizations are the other way
+in)."""
 from __future__ import annotations
 
 import logging
@@ -6,27 +7,44 @@ from typing import Any
 
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
 
-from lifecycle.errors import NotPermitted
-from lifecycle.models import Membership, Project
-from lifecycle.states import Role
+from lifecycle.actors import Actor
+from lifecycle.models import ActionPreauthorization, Project
+from lifecycle.services.approvals import (
+    APPROVE_DEPLOYMENT,
+    ensure_project_admin,
+    preauthorization_for,
+    preauthorization_revoke,
+    preauthorize,
+)
 
 log = logging.getLogger("aiteam.progress")
 
 
+def with_autonomous_deployments(projects: QuerySet[Project]) -> QuerySet[Project]:
+    """The projects, each with `autonomous_deployments`: whether it pre-authorized deployment_approval:approve (the
+    API's name for it, from before pre-authorizations)."""
+    grant = ActionPreauthorization.objects.filter(project=OuterRef("pk"), action=APPROVE_DEPLOYMENT)
+    return projects.annotate(autonomous_deployments=Exists(grant))
+
+
 def project_set_autonomous_deployments(*, project_id: Any, user: Any, enabled: bool) -> Project:
-    """Opt a project in to (or out of) deployments approved by autonomous mode: its organization's admins only.
+    """Grant (or withdraw) the project's pre-authorization of deployments: its organization's admins only.
     Recorded in the project's admin history, where changes made in the admin's project form are recorded too."""
+    actor = Actor.human(user, "api")
     with transaction.atomic():
         project = Project.objects.select_for_update().select_related("organization").get(pk=project_id)
-        if not (user.is_superuser or Membership.objects.filter(user=user, organization_id=project.organization_id,
-                                                               role=Role.ADMIN).exists()):
-            raise NotPermitted(f"{user} is not an admin of {project.organization} and may not change its projects")
-        if project.autonomous_deployments == enabled:
+        ensure_project_admin(user, project)
+        if (preauthorization_for(project.pk, APPROVE_DEPLOYMENT) is not None) == enabled:
             return project
-        project.autonomous_deployments = enabled
-        project.save(update_fields=["autonomous_deployments"])
+        if enabled:
+            preauthorize(project=project, action=APPROVE_DEPLOYMENT, actor=actor)
+        else:
+            preauthorization_revoke(project=project, action=APPROVE_DEPLOYMENT, actor=actor)
         LogEntry.objects.log_actions(user.pk, [project], CHANGE, change_message=(
-            f"autonomous_deployments set to {str(enabled).lower()} over the API"), single_object=True)
-    log.info("project %s: autonomous deployments %s by %s", project, "on" if enabled else "off", user)
+            f"autonomous_deployments set to {str(enabled).lower()} over the API "
+            f"({APPROVE_DEPLOYMENT} {'pre-authorized' if enabled else 'withdrawn'})"), single_object=True)
+    log.info("project %s: %s %s by %s", project, APPROVE_DEPLOYMENT, "pre-authorized" if enabled else "withdrawn",
+             user)
     return project

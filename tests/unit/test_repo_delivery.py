@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from agents.delivery import deliver
 from agents.delivery.git_remote import remote_branches
-from lifecycle.models import Project, Requirement
+from lifecycle.models import ActionPreauthorization, Project, Requirement
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.autonomous import deployment_hold
 from lifecycle.services.delivery import delivery_plan
@@ -211,15 +211,14 @@ def test_the_token_reaches_the_host_in_a_header_and_never_a_row_or_a_log(
     assert TOKEN not in caplog.text and "delivery" in caplog.text
 
 
-def test_a_change_within_the_limits_is_approved_and_delivered_by_autonomous_mode(
-        acme_project, on_github, github, settings):
-    settings.AITEAM_AUTONOMOUS = True
-    Project.objects.filter(pk=acme_project.pk).update(autonomous_deployments=True)
+def test_a_change_within_the_limits_is_approved_and_delivered_under_the_projects_pre_authorization(
+        acme_project, on_github, github):
+    ActionPreauthorization.objects.create(project=acme_project, action="deployment_approval:approve")
     req = repository_requirement(acme_project, on_github)
     commit_change(req, SMALL)
     ask_for_deployment(req)
     task = req.review_tasks.get(kind="deployment_approval")
-    assert (task.decided_by_policy, fresh(req).state) == ("autonomous", "deployed")
+    assert (task.decided_by_policy, fresh(req).state) == ("pre-authorized", "deployed")
     assert task.context["scope"]["flagged"] is False and len(github.open_pulls()) == 1
 
 
@@ -229,10 +228,10 @@ def test_a_change_within_the_limits_is_approved_and_delivered_by_autonomous_mode
     ({".github/workflows/ci.yml": "on: [push]\njobs: {}\n", **SMALL}, "changes CI files: .github/workflows/ci.yml"),
     ({"requirements.txt": "requests==2.32.3\n", **SMALL}, "changes dependency files: requirements.txt"),
 ])
-def test_a_flagged_change_waits_for_a_person_even_in_autonomous_mode_and_the_page_says_why(
+def test_a_flagged_change_waits_for_a_person_even_when_pre_authorized_and_the_page_says_why(
         acme_project, on_github, github, settings, rita, files, reason):
     settings.AITEAM_AUTONOMOUS = True
-    Project.objects.filter(pk=acme_project.pk).update(autonomous_deployments=True)
+    ActionPreauthorization.objects.create(project=acme_project, action="deployment_approval:approve")
     req = repository_requirement(acme_project, on_github)
     commit_change(req, files)
     ask_for_deployment(req)

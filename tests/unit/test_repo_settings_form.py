@@ -1,7 +1,7 @@
 """The settings a run on a repository reads are checked when an admin saves the project (issue 23): a wrong type, a
 limit under 1, a role no repository run has, a host the operator does not list are field errors naming the key, by
 the one check (lifecycle.repo_settings.repository_settings_problems). The API writes no settings (PATCH takes
-autonomous_deployments only), so the admin form is the one writer to guard."""
+autonomous_deployments only, a pre-authorization), so the admin form is the one writer to guard."""
 import json
 
 import pytest

@@ -90,7 +90,7 @@ def test_a_ticket_that_orders_an_override_widens_nothing(alice, scripted):
     assert req.llm_calls.filter(step__key="po_triage").count() == 3  # two repairs, then the valid answer
     assert (req.budget_overrides, req.injected_constraints, req.run_settings) == ({}, [], {})
     assert not req.review_tasks.exclude(kind="step_failed").filter(state="resolved").exists()  # nothing auto-decided
-    assert not req.project.settings and not req.project.autonomous_deployments
+    assert not req.project.settings and not req.project.preauthorizations.exists()
 
 
 def test_a_model_that_keeps_obeying_the_ticket_leaves_the_step_to_a_human(alice, scripted):

@@ -1,9 +1,10 @@
 """Run a brief (the bundled sample by default) through the team and print what happened:
 the requirement, its stories, the plan, the workspace's commits, the test reports, the audit trail.
 
-Autonomous mode approves the stories; it never approves a deployment that adds a CI workflow, and every run adds
-one. With --approve-deployment (`make demo` passes it) the operator at the terminal approves that gate: a decision
-recorded under the demo user's name, via cli, with the reason printed (ADR 27).
+Autonomous mode approves the stories. The demo project pre-authorizes deployments, but a deployment that adds a CI
+workflow still waits for a person, and every run adds one. With --approve-deployment (`make demo` passes it) the
+operator at the terminal approves that gate: a decision recorded under the demo user's name, via cli, with the
+reason printed (ADR 27, ADR 36).
 
 A user's mistake (no such file, an empty one, a brief the replay cassette never recorded) ends in one line
 saying what to do and a non-zero exit status, never a traceback."""
@@ -18,7 +19,8 @@ from agents.llm.base import LLMConfigError
 from agents.llm.replay import CassetteMissError
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
-from lifecycle.models import Membership, Organization, Project, Requirement
+from lifecycle.models import ActionPreauthorization, Membership, Organization, Project, Requirement
+from lifecycle.services.approvals import APPROVE_DEPLOYMENT
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.autonomous import deployment_hold
 from lifecycle.services.decisions import review_decide
@@ -65,9 +67,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--brief", type=Path, default=SAMPLE_BRIEF, metavar="FILE", help=BRIEF_HELP)
         parser.add_argument("--approve-deployment", action="store_true", help=(
-            "approve the deployment gate yourself, as the demo user at this terminal, when autonomous mode leaves it "
-            "to a person (it does for any change that adds a CI workflow, so for every run); without it the run "
-            "stops at ready_to_deploy with the task open in the review inbox"))
+            "approve the deployment gate yourself, as the demo user at this terminal, when its pre-authorization "
+            "leaves it to a person (it does for any change that adds a CI workflow, so for every run); without it the "
+            "run stops at ready_to_deploy with the task open in the review inbox"))
 
     def handle(self, *args, brief, approve_deployment=False, **options):
         raw = _read(brief)
@@ -94,22 +96,21 @@ class Command(BaseCommand):
         self._report(Requirement.objects.get(pk=req.pk))
 
     def _approve_deployment(self, req: Requirement, user) -> None:
-        """The operator's own decision on a deployment autonomous mode left open, printed with the reason it did."""
+        """The operator's own decision on a deployment left open, printed with the reason it was."""
         task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
         if task is None:
             return
-        held = deployment_hold(task) or "autonomous mode is off"
+        held = deployment_hold(task) or "it was pre-authorized after the gate opened"
         self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username}, the "
                           "operator at this terminal (--approve-deployment).")
         review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
-                      reason=f"approved at the terminal with aiteam_demo --approve-deployment; autonomous mode held "
-                             f"it: {held}")
+                      reason=f"approved at the terminal with aiteam_demo --approve-deployment; held: {held}")
 
     def _demo_user(self):
         org, _ = Organization.objects.get_or_create(slug="demo", defaults={"name": "Demo Org"})
-        # The demo project opts in to autonomous deployments; its runs still add a CI workflow, which holds the gate
-        Project.objects.get_or_create(organization=org, slug="default",
-                                      defaults={"name": "Sample project", "autonomous_deployments": True})
+        # The demo project pre-authorizes deployments; its runs still add a CI workflow, which holds the gate
+        project, _ = Project.objects.get_or_create(organization=org, slug="default", defaults={"name": "Sample project"})
+        ActionPreauthorization.objects.get_or_create(project=project, action=APPROVE_DEPLOYMENT)
         user, _ = get_user_model().objects.get_or_create(username="demo")
         Membership.objects.update_or_create(user=user, organization=org, defaults={"role": Role.ADMIN})
         return user
