@@ -106,7 +106,7 @@ def deployment_approved_by_human(req: Requirement) -> bool:
     (in a replay only) by the `replay` policy re-applying the source run's recorded approval."""
     task = req.review_tasks.filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).order_by("-created_at").first()
     approved = task and task.state == ReviewState.RESOLVED and task.decision == Decision.APPROVE
-    # "autonomous" approved deployments before migration 0029: one may still be delivering.
+    # "autonomous" approved deployments before migration 0030: one may still be delivering.
     replayed = bool(req.replay_of_id) and task is not None and task.decided_by_policy == "replay"
     return bool(approved and (task.decided_by_id or task.decided_by_policy in ("pre-authorized", "autonomous") or replayed))
 

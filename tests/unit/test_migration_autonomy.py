@@ -1,4 +1,4 @@
-"""Migration 0029: a project's opt-in to autonomous deployments becomes its pre-authorization of
+"""Migration 0030: a project's opt-in to autonomous deployments becomes its pre-authorization of
 deployment_approval:approve, and back when it is unapplied."""
 import pytest
 from django.db import connection
@@ -8,8 +8,8 @@ from lifecycle.models import ActionPreauthorization
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-BEFORE = [("lifecycle", "0028_conversation_email")]
-AFTER = [("lifecycle", "0029_autonomy_as_preauthorization")]
+BEFORE = [("lifecycle", "0029_evals")]
+AFTER = [("lifecycle", "0030_autonomy_as_preauthorization")]
 
 
 def migrate(target):

@@ -23,7 +23,7 @@ def rows_to_opt_ins(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("lifecycle", "0028_conversation_email"),
+        ("lifecycle", "0029_evals"),
     ]
 
     operations = [
