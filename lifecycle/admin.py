@@ -39,6 +39,7 @@ from lifecycle.models import (
     WebhookDelivery,
 )
 from lifecycle.models.tenancy import WEBHOOK_SOURCES
+from lifecycle.notifications.slack import slack_channel_problems
 from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.replay.admin import ReplayAdminMixin
@@ -301,6 +302,7 @@ class ProjectForm(forms.ModelForm):
         problems += _notification_problems(value.get("notifications") or {})
         problems += moved_settings(value)
         problems += repository_settings_problems(value)
+        problems += slack_channel_problems(value, self.instance.organization_id)
         if problems:
             raise forms.ValidationError(problems)
         return value

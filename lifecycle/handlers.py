@@ -10,7 +10,7 @@ from lifecycle import step_keys
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications.conversation_mail import conversation_mail_queue
-from lifecycle.notifications.slack import queue_slack_post
+from lifecycle.notifications.slack import queue_slack_post, queue_slack_start
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
@@ -55,14 +55,15 @@ def compare_replay(event: OutboxEvent) -> None:
 
 
 def speak_first(event: OutboxEvent) -> None:
-    """A system conversation for the event when it is an occasion (lifecycle.services.system_messages), and its
-    e-mails, in the relay's transaction: both happen once per event. In a savepoint: a failure here is logged and
-    never holds back the handlers that move the requirement on."""
+    """A system conversation for the event when it is an occasion (lifecycle.services.system_messages), its
+    e-mails and its Slack post, in the relay's transaction: each happens once per event. In a savepoint: a failure
+    here is logged and never holds back the handlers that move the requirement on."""
     try:
         with transaction.atomic():
             conversation = system_conversation_open(event)
             if conversation is not None:
                 conversation_mail_queue(conversation)
+                queue_slack_start(conversation)
     except Exception:
         log.exception("no system conversation for outbox event %s (%s)", event.pk, event.name)
 

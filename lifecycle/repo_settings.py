@@ -33,6 +33,7 @@ class HostKind(models.TextChoices):
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
 _HOST = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]*@)?([a-z0-9.-]+)")  # https://host/…, ssh://git@host/…, git@host:…
 _LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,100}")
+_SLACK_CHANNEL = re.compile(r"[CG][A-Z0-9]{6,20}")  # a public (C…) or private (G…) channel's id, not its #name
 
 
 def validate_branch_name(value: str) -> None:
@@ -110,7 +111,7 @@ def repository_settings_problems(project_settings: Mapping[str, Any]) -> list[st
     problems = [f"{key} must be true or false, not {project_settings[key]!r}" for key in ("draft", "ticket_comments")
                 if key in project_settings and not isinstance(project_settings[key], bool)]
     for key, check in (("scope", _scope), ("context_tokens", _context_tokens), ("test_command", _test_command),
-                       ("github", _github), ("gitlab", _gitlab), ("jira", _jira)):
+                       ("github", _github), ("gitlab", _gitlab), ("jira", _jira), ("slack_channel", _slack_channel)):
         if project_settings.get(key) is not None:
             try:
                 check(project_settings[key])
@@ -145,6 +146,13 @@ def _test_command(command: Any) -> None:
         shlex.split(command)
     except ValueError as exc:
         raise ValueError(f"test_command {command!r} cannot be split into words ({exc})") from None
+
+
+def _slack_channel(channel: Any) -> None:
+    """Where the project's system conversations are posted; its workspace is checked by the project form."""
+    if not isinstance(channel, str) or not _SLACK_CHANNEL.fullmatch(channel):
+        raise ValueError(f"slack_channel must be a Slack channel's id such as C0123ABCD (its details in Slack show "
+                         f"it), not {channel!r}")
 
 
 def _github(config: Any) -> None:

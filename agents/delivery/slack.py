@@ -1,4 +1,5 @@
-"""Slack's Web API, the one call the conversations need: chat.postMessage into a thread, with buttons.
+"""Slack's Web API, the one call the conversations need: chat.postMessage, into a thread or as a new message that
+starts one, with buttons.
 
 Slack answers HTTP 200 with `{"ok": false, "error": "<code>"}` for most refusals, and 429 with Retry-After when it
 rate-limits; both become a HostError here, the first by its code (a few codes are Slack's own trouble and may be
@@ -37,12 +38,13 @@ class SlackClient(HostClient):
         headers = {"Authorization": f"Bearer {settings.token}", "User-Agent": "aiteam-delivery"}
         self._api = JsonApi("Slack", settings.api_url, headers, secrets=[settings.token], timeout_s=settings.timeout_s)
 
-    def post_message(self, *, channel: str, thread_ts: str, text: str,
+    def post_message(self, *, channel: str, text: str, thread_ts: str = "",
                      buttons: list[list[Button]] = ()) -> dict[str, Any]:
-        """Post `text` into the thread `thread_ts` of `channel`, each row of `buttons` under it; Slack's answer
+        """Post `text` into the thread `thread_ts` of `channel` (without one: a new message of the channel, whose
+        `ts` names the thread its replies start), each row of `buttons` under it; Slack's answer
         ({"ok": true, "channel", "ts", ...})."""
-        body = {"channel": channel, "thread_ts": thread_ts, "text": clip(text), "blocks": blocks(text, buttons),
-                "unfurl_links": False}
+        body = {"channel": channel, "text": clip(text), "blocks": blocks(text, buttons), "unfurl_links": False,
+                **({"thread_ts": thread_ts} if thread_ts else {})}
         answer = self._api.request("POST", "/chat.postMessage", json=body)
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             raise refusal("Slack POST /chat.postMessage", answer)

@@ -8,15 +8,24 @@ transient (no answer, 429, 5xx, Slack's own trouble), failed for good when not (
 found). The row holds the message's id, never its text or a token: both are read when sending. The bot token
 comes from the variable the workspace's row names, one of AITEAM_SLACK_TOKEN_ENVS that no other organization's
 workspace names, and goes into the Authorization header only.
+
+The system speaks first there too: a system conversation of a project naming a channel (`settings["slack_channel"]`,
+in its organization's Slack workspace) gets one row, keyed by the conversation, that posts the event's facts as a
+new message of that channel (with the review task's buttons when it waits for a decision) and binds the
+conversation to the thread the message starts, once, with the ts Slack returned. The team's analysis and every later
+message then go into that thread by the path above; replies there continue the conversation. Slack's
+chat.postMessage has no idempotency key, so a post whose answer was lost may have been made: it is tried once more
+at most (two posts at worst), and a binding written by an earlier attempt stops any further post.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from agents.delivery.api import HostError
@@ -24,58 +33,162 @@ from agents.delivery.errors import DeliveryError, NoAnswer
 from agents.delivery.slack import Button, SlackClient, SlackSettings
 from lifecycle.models import (
     ActionApproval,
+    Conversation,
     ConversationChannelBinding,
     Message,
     Notification,
     OutboxEvent,
+    ReviewTask,
     SlackWorkspace,
 )
 from lifecycle.models.conversations import Channel
 from lifecycle.notifications.errors import ChannelError, ChannelRefused
 from lifecycle.services import dispatch
+from lifecycle.services.slack import thread_key
 
 log = logging.getLogger(__name__)
 CHANNEL = "slack"
+STARTED = "conversation_started"  # the row that posts a system conversation's facts as a new channel message
+REVIEW_BUTTONS = {"approve": "primary", "reject": "danger"}  # of a waiting task's options, the ones a press decides
+LOST_ANSWERS_RETRIED = 1  # a new message whose answer was lost is posted again this often at most
 
 
 def queue_slack_post(event: OutboxEvent) -> None:
     """The outbox subscriber: a row per Slack thread the message's conversation is bound to, once per message."""
     message = Message.objects.select_related("conversation").filter(pk=(event.payload or {}).get("message")).first()
-    if message is None or (message.author == Message.Author.PERSON and message.channel == Channel.SLACK):
-        return  # a person's message from Slack is in its thread already
+    if message is None or not _from_elsewhere(message):
+        return
     threads = ConversationChannelBinding.objects.filter(conversation_id=message.conversation_id, channel=Channel.SLACK)
-    created = []
-    for binding in threads:
-        row, new = Notification.objects.get_or_create(
-            key=f"message:{message.pk}:{CHANNEL}:{binding.pk}",
-            defaults={"event": f"conversation_{message.author}", "channel": CHANNEL, "recipient": binding.external_id,
-                      "requirement_id": message.conversation.requirement_id,
-                      "subject": message.conversation.title[:300], "body": json.dumps({"message": message.pk}),
-                      "next_attempt_at": timezone.now()})
-        if new:
-            created.append(row.pk)
+    created = [pk for binding in threads if (pk := _queue_into(message, binding))]
     if created:
         transaction.on_commit(lambda: _send_later(created))
 
 
+def queue_slack_start(conversation: Conversation) -> None:
+    """A system conversation of a project naming a Slack channel: one row (per conversation) posting its facts
+    there as a new message. In the caller's transaction, which opened the conversation."""
+    project_settings = conversation.requirement.project.settings if conversation.requirement_id else {}
+    channel = (project_settings or {}).get("slack_channel")
+    if not channel:
+        return
+    workspaces = list(SlackWorkspace.objects.filter(organization_id=conversation.organization_id)[:2])
+    if len(workspaces) != 1:
+        log.warning("conversation %s: not posted to Slack channel %s, the organization has %s Slack workspaces",
+                    conversation.pk, channel, len(workspaces) or "no")
+        return
+    facts = conversation.messages.order_by("seq").first()
+    row, new = Notification.objects.get_or_create(
+        key=f"conversation:{conversation.pk}:{CHANNEL}",
+        defaults={"event": STARTED, "channel": CHANNEL, "recipient": f"{workspaces[0].team_id}:{channel}",
+                  "requirement_id": conversation.requirement_id, "subject": conversation.title[:300],
+                  "body": json.dumps({"message": facts.pk, "lost": 0}), "next_attempt_at": timezone.now()})
+    if new:
+        transaction.on_commit(lambda: _send_later([row.pk]))
+
+
+def slack_channel_problems(project_settings: dict[str, Any], organization_id: Any) -> list[str]:
+    """What the project form refuses of `settings["slack_channel"]` beyond its form (repo_settings): the channel is
+    looked up in the organization's one Slack workspace."""
+    if not project_settings.get("slack_channel"):
+        return []
+    count = SlackWorkspace.objects.filter(organization_id=organization_id).count()
+    if count == 1:
+        return []
+    return [f"slack_channel: the organization has {count or 'no'} Slack workspaces; system conversations are posted "
+            "to a channel of its one workspace (the operator adds it)"]
+
+
 def send(note: Notification) -> None:
-    """Post the row's message into its thread; ChannelError to retry, ChannelRefused when retrying cannot help."""
+    """Post the row's message into its thread, or as the new message that starts one; ChannelError to retry,
+    ChannelRefused when retrying cannot help."""
     team, channel, thread_ts = (note.recipient.split(":") + ["", ""])[:3]
-    message = Message.objects.filter(pk=json.loads(note.body).get("message")).first()
+    message = Message.objects.select_related("conversation").filter(pk=json.loads(note.body).get("message")).first()
     if message is None:
         raise ChannelRefused("the message is gone")
+    if note.event == STARTED:
+        _start_thread(note, message, team, channel)
+        return
+    answer = _post(team, channel=channel, thread_ts=thread_ts, text=_text(message), buttons=approval_buttons(message))
+    log.info("slack: message %s posted into %s as %s", message.pk, note.recipient, answer.get("ts"))
+
+
+def _start_thread(note: Notification, facts: Message, team: str, channel: str) -> None:
+    """Post the facts as a new message and bind the conversation to its thread, unless an earlier attempt did."""
+    if ConversationChannelBinding.objects.filter(conversation_id=facts.conversation_id, channel=Channel.SLACK,
+                                                 external_id__startswith=f"{team}:{channel}:").exists():
+        return  # posted and bound; only the row's outcome was not recorded
+    try:
+        answer = _post(team, channel=channel, text=f"{facts.conversation.title}\n{facts.text}",
+                       buttons=review_buttons(facts.conversation))
+    except AnswerLost as exc:
+        raise _lost_again(note, exc) from None
+    if not isinstance(answer.get("ts"), str) or not answer["ts"]:
+        raise ChannelRefused("Slack posted the message but named no ts: no thread to bind")
+    try:
+        _bind(facts, thread_key(team, channel, answer["ts"]))
+    except DatabaseError as exc:  # posted: a retry would post it again
+        raise ChannelRefused(f"posted as {answer['ts']} but not bound to its thread: {type(exc).__name__}") from None
+    log.info("slack: conversation %s started thread %s:%s:%s", facts.conversation_id, team, channel, answer["ts"])
+
+
+def _lost_again(note: Notification, exc: Exception) -> ChannelError:
+    """A lost answer may hide a post that was made: one more try at most, so two posts at worst."""
+    body = json.loads(note.body)
+    if body.get("lost", 0) >= LOST_ANSWERS_RETRIED:
+        return ChannelRefused(f"{exc}; Slack's answer was lost again, the message may be in the channel already")
+    Notification.objects.filter(pk=note.pk, attempts=note.attempts).update(
+        body=json.dumps({**body, "lost": body.get("lost", 0) + 1}))
+    return ChannelError(str(exc))
+
+
+def _bind(facts: Message, key: str) -> None:
+    """The binding, and a row for each message written before it (the analysis may be done already). Its later
+    messages are locked, then the conversation (the order of the answer's writer, which updates both; a person's
+    message or a system line locks the conversation to be added): a writer either sees the binding (and queues its
+    own row) or is seen here."""
+    with transaction.atomic():
+        list(Message.objects.select_for_update().filter(conversation_id=facts.conversation_id, seq__gt=facts.seq))
+        conversation = Conversation.objects.select_for_update().get(pk=facts.conversation_id)
+        binding = ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK,
+                                                            external_id=key)
+        written = conversation.messages.filter(seq__gt=facts.seq, state__in=(Message.State.DONE, Message.State.FAILED))
+        created = [pk for m in written.order_by("seq") if _from_elsewhere(m) and (pk := _queue_into(m, binding))]
+        if created:
+            transaction.on_commit(lambda: _send_later(created))
+
+
+def _queue_into(message: Message, binding: ConversationChannelBinding) -> int | None:
+    """The row posting `message` into the binding's thread: its id when new, None when queued already."""
+    row, new = Notification.objects.get_or_create(
+        key=f"message:{message.pk}:{CHANNEL}:{binding.pk}",
+        defaults={"event": f"conversation_{message.author}", "channel": CHANNEL, "recipient": binding.external_id,
+                  "requirement_id": message.conversation.requirement_id,
+                  "subject": message.conversation.title[:300], "body": json.dumps({"message": message.pk}),
+                  "next_attempt_at": timezone.now()})
+    return row.pk if new else None
+
+
+def _from_elsewhere(message: Message) -> bool:
+    """Not a person's message from Slack: those are in their thread already."""
+    return not (message.author == Message.Author.PERSON and message.channel == Channel.SLACK)
+
+
+class AnswerLost(ChannelError):
+    """The request went out and no answer came back: the message may have been posted."""
+
+
+def _post(team: str, **post: Any) -> dict[str, Any]:
+    """chat.postMessage with the workspace's token; Slack's refusals as the channel's errors."""
     client_settings = _settings(team)
     try:
         with SlackClient(client_settings) as slack:
-            answer = slack.post_message(channel=channel, thread_ts=thread_ts, text=_text(message),
-                                        buttons=approval_buttons(message))
+            return slack.post_message(**post)
     except NoAnswer as exc:
-        raise ChannelError(str(exc)) from None
+        raise AnswerLost(str(exc)) from None
     except HostError as exc:
         raise (ChannelError if exc.retryable else ChannelRefused)(str(exc)) from None
     except DeliveryError as exc:
         raise ChannelRefused(str(exc)) from None
-    log.info("slack: message %s posted into %s as %s", message.pk, note.recipient, answer.get("ts"))
 
 
 def _text(message: Message) -> str:
@@ -93,6 +206,21 @@ def approval_buttons(message: Message) -> list[list[Button]]:
     pending = ActionApproval.objects.filter(tool_call__message=message, state=ActionApproval.State.PENDING)
     return [[Button(f"Approve: {a.summary}"[:75], f"approval:approve:{a.pk}", "primary"),
              Button("Reject", f"approval:reject:{a.pk}", "danger")] for a in pending.order_by("created_at")]
+
+
+def review_buttons(conversation: Conversation) -> list[list[Button]]:
+    """Approve and reject (those of them the task offers) for the review task a system conversation is about,
+    while it waits for a decision; a press decides it as the mapped Slack user (lifecycle/services/slack.py)."""
+    event = conversation.outbox_event
+    task_id = (event.payload or {}).get("review_task") if event is not None else None
+    task = ReviewTask.objects.filter(pk=task_id, organization_id=conversation.organization_id).first() \
+        if task_id else None
+    if task is None or not task.is_pending:
+        return []
+    row = [Button(f"{decision.capitalize()}: {task}"[:75] if decision == "approve" else decision.capitalize(),
+                  f"review:{decision}:{task.pk}", style) for decision, style in REVIEW_BUTTONS.items()
+           if decision in task.options]
+    return [row] if row else []
 
 
 def _settings(team_id: str) -> SlackSettings:

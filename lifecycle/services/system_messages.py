@@ -9,7 +9,10 @@ by the policy). The facts are read from the rows and go through the credential s
 
 Addressed to the requirement's submitter and the project's watchers: `Project.settings["watchers"]`, a list of
 usernames; only active members of the organization count. One conversation per event occurrence: the
-conversation names its outbox event (a unique column), so an event relayed again starts none.
+conversation names its outbox event (a unique column), so an event relayed again starts none. It reaches them on
+the web (the unread count), by e-mail (lifecycle/notifications/conversation_mail.py) and, when the project names
+`settings["slack_channel"]`, in a Slack thread of its own (lifecycle/notifications/slack.py), queued by the
+outbox handler (lifecycle/handlers.py: speak_first) since services do not import the channels.
 """
 from __future__ import annotations
 

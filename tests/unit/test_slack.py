@@ -1,28 +1,38 @@
 """Slack, both ways (issue 24), against a fake Slack on a local socket: signed Events API and button requests in,
-chat.postMessage into the bound thread out."""
+chat.postMessage into the bound thread out, and the system speaking first in a project's channel."""
 from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.test import Client
+from django.utils import timezone
 
+from lifecycle.handlers import speak_first
 from lifecycle.models import (
     ActionApproval,
+    Conversation,
     ConversationChannelBinding,
     Message,
     Notification,
+    OutboxEvent,
+    Requirement,
     ReviewTask,
     SlackIdentity,
     SlackWorkspace,
 )
+from lifecycle.notifications.sending import notification_send
+from lifecycle.services import sla
+from lifecycle.services.outbox import emit, relay
 from tests.conversations import script_answer
 from tests.fakes.slack_server import FakeSlackServer, actions_body, event_body
-from tests.review_tasks import open_review
+from tests.review_tasks import age, open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TOKEN, SECRET, TEAM = "xoxb-test-bot-token", "slack-signing-secret-for-tests", "T0ACME"
+TOKEN, SECRET, TEAM, OPS = "xoxb-test-bot-token", "slack-signing-secret-for-tests", "T0ACME", "C0ACMEOPS"
 EVENTS, ACTIONS = "/webhooks/slack/events/", "/webhooks/slack/interactive/"
 
 
@@ -33,6 +43,7 @@ def slack(settings, monkeypatch):
     with FakeSlackServer(TOKEN, SECRET) as server:
         settings.AITEAM_SLACK_API_URL = server.api_url
         server.add_channel("C1")
+        server.add_channel(OPS)
         yield server
 
 
@@ -48,8 +59,8 @@ def post(slack, path, body, *, content_type="application/json", **headers):
     return Client().post(path, data=body, content_type=content_type, **headers)
 
 
-def say(slack, text, *, ts, thread_ts="", user="URITA", kind="message", event_id=None, **headers):
-    event = {"type": kind, "user": user, "text": text, "channel": "C1", "ts": ts, "channel_type": "channel",
+def say(slack, text, *, ts, thread_ts="", user="URITA", kind="message", event_id=None, channel="C1", **headers):
+    event = {"type": kind, "user": user, "text": text, "channel": channel, "ts": ts, "channel_type": "channel",
              **({"thread_ts": thread_ts} if thread_ts else {})}
     return post(slack, EVENTS, event_body(TEAM, event, event_id or f"Ev{ts}"), **headers)
 
@@ -213,8 +224,6 @@ def test_an_organizations_admin_maps_its_slack_users_and_other_members_see_none(
 
 
 def test_a_rate_limited_post_is_retried_and_posted_once(scripted, slack, workspace):
-    from lifecycle.notifications.sending import notification_send
-
     slack.rate_limit_next()
     script_answer(scripted, specialists={"status_reporter": []}, answer="Later, but once.")
     say(slack, "<@UBOT> anything new?", ts="500.1", kind="app_mention")
@@ -243,3 +252,139 @@ def test_a_conversation_started_in_slack_goes_on_on_the_web_and_the_thread_sees_
         "The team could not answer: the model could not answer: the model is down"]
     assert all(p["thread_ts"] == "100.1" for p in slack.posted)
     assert conversation.messages.get(seq=4).state == "failed"
+
+
+# The system speaks first in the project's channel
+
+
+def announcing(project, **settings):
+    """Rita (mapped to Slack) watches the project, whose system conversations go to the OPS channel."""
+    project.settings = {"watchers": ["rita"], "slack_channel": OPS, **settings}
+    project.save()
+    return project
+
+
+def delivered(project, submitter=None):
+    requirement = Requirement.objects.create(organization=project.organization, project=project, brief="A reading list",
+                                             title="Reading list", state="in_development", submitted_by=submitter)
+    with transaction.atomic():
+        return emit(requirement, "Deployed", {"branch": "aiteam/reading-list", "remote": "r", "pull_request": {
+            "number": 7, "url": "https://github.com/acme/app/pull/7", "draft": False}})
+
+
+def buttons_of(post):
+    return [e["value"] for block in post["blocks"] if block["type"] == "actions" for e in block["elements"]]
+
+
+def test_a_delivery_posts_its_facts_in_the_channel_and_the_analysis_in_their_thread(scripted, slack, workspace,
+                                                                                      acme_project, alice):
+    announcing(acme_project)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Merge pull request #7 when you are ready.")
+    delivered(acme_project, alice)
+
+    facts, analysis = slack.posted
+    assert facts["channel"] == OPS and "thread_ts" not in facts and not buttons_of(facts)
+    assert facts["text"].startswith("Delivered: Reading list\n") and "Pull request #7: https://github" in facts["text"]
+    assert (analysis["channel"], analysis["text"]) == (OPS, "Merge pull request #7 when you are ready.")
+    thread = analysis["thread_ts"]
+    assert thread == "1700000001.000100"  # the ts the fake answered the facts' post with
+    conversation = Conversation.objects.get(event="Deployed")
+    assert list(conversation.bindings.values_list("external_id", flat=True)) == [f"{TEAM}:{OPS}:{thread}"]
+    assert set(Notification.objects.filter(channel="slack").values_list("state", flat=True)) == {"sent"}
+
+    script_answer(scripted, specialists={"status_reporter": []}, answer="It is not a draft.")
+    reply = say(slack, "is it a draft?", ts="1700000100.000200", thread_ts=thread, channel=OPS)
+    assert reply.json()["detail"] == "posted"
+    assert conversation.messages.get(seq=3).text == "is it a draft?"
+    assert (slack.posted[-1]["thread_ts"], slack.posted[-1]["text"]) == (thread, "It is not a draft.")
+
+
+def test_an_overdue_review_task_is_posted_with_its_buttons_and_a_press_decides_it(scripted, slack, workspace,
+                                                                                   acme_project, rita):
+    announcing(acme_project)
+    task = age(open_review(acme_project, kind="stories_approval"), hours=30)
+    script_answer(scripted, specialists={"review_assistant": []}, answer="Two stories wait for you.")
+    sla.review_sweep(now=timezone.now())
+
+    facts, analysis = slack.posted
+    assert facts["text"].startswith("Review overdue: Reading list") and "thread_ts" not in facts
+    assert buttons_of(facts) == [f"review:approve:{task.pk}", f"review:reject:{task.pk}"]
+    assert analysis["thread_ts"] and not buttons_of(analysis)
+
+    assert press(slack, buttons_of(facts)[0]).status_code == 200
+    decided = ReviewTask.objects.get(pk=task.pk)
+    assert (decided.decision, decided.decided_by, decided.decided_via) == ("approve", rita, "slack")
+
+
+def test_an_escalation_offers_only_the_options_it_has(scripted, slack, workspace, acme_project):
+    announcing(acme_project)
+    script_answer(scripted, specialists={"troubleshooter": []}, answer="Three attempts failed.")
+    task = open_review(acme_project, kind="escalation", context={"attempts": 3})
+    assert buttons_of(slack.posted[0]) == [f"review:reject:{task.pk}"]  # an escalation is never simply approved
+
+
+def test_a_project_without_a_channel_posts_nothing_to_slack(scripted, slack, workspace, acme_project, alice):
+    announcing(acme_project, slack_channel="")
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")
+    delivered(acme_project, alice)
+    assert Conversation.objects.get().messages.count() == 2  # the web and e-mail have it
+    assert not slack.posted and not Notification.objects.filter(channel="slack").exists()
+    assert not ConversationChannelBinding.objects.exists()
+
+
+def test_an_event_relayed_twice_is_posted_once(scripted, slack, workspace, acme_project, alice):
+    announcing(acme_project)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")
+    event = delivered(acme_project, alice)
+    speak_first(event)
+    OutboxEvent.objects.filter(pk=event.pk).update(sent_at=None)
+    relay()
+
+    assert [p["text"].split("\n")[0] for p in slack.posted] == ["Delivered: Reading list", "Delivered."]
+    assert ConversationChannelBinding.objects.count() == 1 and Notification.objects.filter(channel="slack").count() == 2
+
+
+def test_a_lost_answer_is_posted_again_once_at_most(scripted, slack, workspace, acme_project, settings, monkeypatch):
+    settings.AITEAM_NOTIFY_TIMEOUT_S = 0.2
+    monkeypatch.setattr(slack, "reply_delay", lambda request: 0.6)  # Slack posts it, its answer comes too late
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")
+    announcing(acme_project)
+    delivered(acme_project)  # the facts' post: its answer lost, no thread known, no analysis posted there
+    note = Notification.objects.get(channel="slack", event="conversation_started")
+    assert note.state == "pending" and "ReadTimeout" in note.last_error
+
+    notification_send(note.pk, now=Notification.objects.get(pk=note.pk).next_attempt_at)
+    notification_send(note.pk, now=timezone.now() + timedelta(days=1))
+    note.refresh_from_db()
+    assert note.state == "failed" and "may be in the channel already" in note.last_error
+    assert len(slack.posted) == 2 and not ConversationChannelBinding.objects.exists()
+
+
+def test_a_post_bound_by_an_earlier_attempt_is_not_posted_again(scripted, slack, workspace, acme_project):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")
+    announcing(acme_project)
+    delivered(acme_project)
+    note = Notification.objects.get(event="conversation_started")
+    Notification.objects.filter(pk=note.pk).update(state="pending", attempts=1)  # as if its outcome was never recorded
+
+    notification_send(note.pk, now=timezone.now() + timedelta(days=1))
+    assert len(slack.posted) == 2 and Notification.objects.get(pk=note.pk).state == "sent"
+
+
+def test_the_project_form_takes_a_channel_id_of_the_organizations_one_workspace(acme, acme_project):
+    from tests.conftest import staff_client
+    from tests.factories import MembershipFactory, project_form_data
+
+    boss = staff_client(MembershipFactory(organization=acme, role="admin", user__username="boss").user)
+
+    def save(channel):
+        response = boss.post(f"/admin/lifecycle/project/{acme_project.pk}/change/",
+                             project_form_data(acme_project, settings=json.dumps({"slack_channel": channel})))
+        return response.status_code, response.context and response.context["adminform"].form.errors["settings"]
+
+    assert "slack_channel must be a Slack channel's id such as C0123ABCD" in save("#ops")[1][0]
+    assert "the organization has no Slack workspaces" in save(OPS)[1][0]
+    SlackWorkspace.objects.create(organization=acme, team_id=TEAM, bot_token_env="SLACK_BOT_TOKEN")
+    assert save(OPS)[0] == 302
+    acme_project.refresh_from_db()
+    assert acme_project.settings == {"slack_channel": OPS}
