@@ -176,7 +176,7 @@ def decide(model_admin: ConversationAdmin, request: HttpRequest, pk: Any) -> Htt
     back = (reverse("admin:lifecycle_conversation_change", args=[approval.conversation_id])
             if approval.conversation_id else reverse("admin:lifecycle_actionapproval_changelist"))
     try:
-        decided = approval_decide(approval_id=approval.pk, actor=Actor.human(request.user, "web"),
+        decided = approval_decide(approval_id=approval.pk, actor=Actor.human(request.user, "admin"),
                                   approve=request.POST.get("decision") == "approve", reason=request.POST.get("reason", ""))
     except REFUSED as exc:
         messages.error(request, f"not decided: {exc}")

@@ -26,6 +26,7 @@ class ReviewTask(FSMModelMixin, models.Model):
         POLICY = "policy"
         CLI = "cli"  # the operator at a terminal (aiteam_demo --approve-deployment)
         SLACK = "slack"  # a button in a Slack thread, as the person the Slack user is mapped to
+        ASSISTANT = "assistant"  # the assistant's request, pre-authorized for the project, run as the asker (ADR 36)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="review_tasks")

@@ -24,7 +24,7 @@ from agents.llm.redact import redact
 from agents.llm.replay import RecordingProvider
 from agents.roles import assistant
 from agents.schemas.conversation import AnswerContext, FoldContext, QuestionContext, Turn
-from lifecycle.models import Conversation, LLMCall, Message
+from lifecycle.models import Conversation, LLMCall, Membership, Message
 from lifecycle.services.assistant_tools import tools_for
 from lifecycle.services.conversations import ANSWER_TASK, message_written
 from lifecycle.services.dispatch import send_task
@@ -34,7 +34,12 @@ log = logging.getLogger(__name__)
 FOLD_AT = 12  # turns after the summary before the oldest are folded
 KEEP_TURNS = 6  # turns left unfolded after a fold
 MAX_ATTEMPTS = 3
-STALE_AFTER = timedelta(minutes=5)  # a claimed answer not written after this is taken as lost
+
+
+def stale_after() -> timedelta:
+    """How long a claimed answer may go unwritten before it is taken as lost: past the task's hard time limit, so a
+    slow answer still running is never claimed a second time."""
+    return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
 
 
 def answer_message(message_id: int) -> None:
@@ -46,8 +51,7 @@ def answer_message(message_id: int) -> None:
         _answer(message)
     except LLMError as exc:
         if exc.transient and message.attempts < MAX_ATTEMPTS:
-            Message.objects.filter(pk=message.pk, state=Message.State.ANSWERING).update(
-                state=Message.State.PENDING, error=redact(str(exc))[:2000])
+            _held(message).update(state=Message.State.PENDING, error=redact(str(exc))[:2000])
             send_task(ANSWER_TASK, message.pk)
             return
         _fail(message, f"the model could not answer: {redact(str(exc))}")
@@ -58,16 +62,17 @@ def answer_message(message_id: int) -> None:
 
 def answers_requeue() -> int:
     """The beat: queue again answers that were never picked up or whose worker was lost."""
-    cutoff = timezone.now() - STALE_AFTER
+    cutoff = timezone.now() - stale_after()
     stale = Message.objects.filter(author=Message.Author.ASSISTANT, state__in=(Message.State.PENDING,
                                                                                 Message.State.ANSWERING))
     stale = stale.filter(created_at__lt=cutoff).exclude(claimed_at__gte=cutoff)
-    given_up = stale.filter(attempts__gte=MAX_ATTEMPTS).update(
-        state=Message.State.FAILED, error="no worker finished this answer after several attempts")
+    given_up = list(stale.filter(attempts__gte=MAX_ATTEMPTS)[:500])
+    for message in given_up:
+        _fail(message, "no worker finished this answer after several attempts")
     ids = list(stale.filter(attempts__lt=MAX_ATTEMPTS).values_list("pk", flat=True)[:500])
     for pk in ids:
         send_task(ANSWER_TASK, pk)
-    return len(ids) + given_up
+    return len(ids) + len(given_up)
 
 
 def spent_today(organization_id: Any) -> Decimal:
@@ -85,7 +90,7 @@ def _claim(message_id: int) -> Message | None:
         if message is None or message.state not in (Message.State.PENDING, Message.State.ANSWERING):
             return None
         if message.state == Message.State.ANSWERING and message.claimed_at and \
-                message.claimed_at > timezone.now() - STALE_AFTER:
+                message.claimed_at > timezone.now() - stale_after():
             return None  # another worker is on it
         message.state, message.claimed_at, message.attempts = Message.State.ANSWERING, timezone.now(), message.attempts + 1
         message.save(update_fields=["state", "claimed_at", "attempts"])
@@ -94,13 +99,17 @@ def _claim(message_id: int) -> Message | None:
 
 def _answer(message: Message) -> None:
     conversation = message.conversation
+    asker = message.in_reply_to.user if message.in_reply_to is not None else None
+    if asker is not None and not Membership.objects.filter(user=asker, organization_id=conversation.organization_id
+                                                           ).exists():
+        _fail(message, f"{asker} is no longer a member of this organization: the team does not answer them here")
+        return
     llm = llm_from_settings(RecordingProvider(_Budgeted(provider_from_settings(), conversation.organization_id),
                                               lambda record: llm_call_record(record, requirement_id=None, step_id=None,
                                                                              message_id=message.pk)))
     _fold_if_long(conversation, before=message.seq, llm=llm)
     question = _question(conversation, message)
     route = assistant.route(question, llm)
-    asker = message.in_reply_to.user if message.in_reply_to is not None else None
     findings = {}
     for specialist in route.specialists:
         tools = tools_for(specialist, asker=asker, conversation=conversation, message=message)
@@ -108,7 +117,7 @@ def _answer(message: Message) -> None:
         findings[specialist] = found.findings
     answer = assistant.answer(AnswerContext(**question.model_dump(), findings=findings), llm)
     with transaction.atomic():
-        updated = Message.objects.filter(pk=message.pk, state=Message.State.ANSWERING).update(
+        updated = _held(message).update(
             text=answer.answer, state=Message.State.DONE, answered_at=timezone.now(), error="",
             route={"specialists": list(route.specialists), "reason": route.reason, "findings": findings})
         if updated:
@@ -148,9 +157,15 @@ def _fail(message: Message, error: str) -> None:
     """The answer failed for good: the reason is the answer, shown wherever the conversation is (a Slack thread
     too, so nobody waits there for an answer that will not come)."""
     with transaction.atomic():
-        Message.objects.filter(pk=message.pk).update(state=Message.State.FAILED, error=error[:2000],
-                                                     answered_at=timezone.now())
-        message_written(message)
+        if Message.objects.filter(pk=message.pk, state__in=(Message.State.PENDING, Message.State.ANSWERING),
+                                  attempts=message.attempts).update(state=Message.State.FAILED, error=error[:2000],
+                                                                    answered_at=timezone.now()):
+            message_written(message)
+
+
+def _held(message: Message):
+    """The row while this attempt still holds it: a later attempt's claim (a requeue) fences this one's writes."""
+    return Message.objects.filter(pk=message.pk, state=Message.State.ANSWERING, attempts=message.attempts)
 
 
 class _Budgeted:

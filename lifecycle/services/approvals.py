@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from lifecycle.actors import Actor
@@ -36,13 +36,15 @@ from lifecycle.services.assignment import decide_refusal
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.holds import change_hold
 from lifecycle.services.outbox import emit
-from lifecycle.states import Decision, ReviewKind, Role
+from lifecycle.states import DECIDING_ROLES, Decision, ReviewKind, Role
 
 CANCEL = "cancel_requirement"
 APPROVE_STORIES = f"{ReviewKind.STORIES_APPROVAL}:{Decision.APPROVE}"
 APPROVE_DEPLOYMENT = f"{ReviewKind.DEPLOYMENT_APPROVAL}:{Decision.APPROVE}"
 REASON_MAX_CHARS = 2000
+PENDING_SHOWN = 200  # the newest pending requests a person is shown to decide
 
 
 @dataclass(frozen=True)
@@ -105,19 +107,23 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
                      tool_call: ToolCall | None = None) -> ActionApproval:
     """Ask for an action: pending, for a person to decide; or, when the project pre-authorized its type, run at
     once as the asker (with the asker's permissions: a pre-authorization lets the assistant act without a second
-    confirmation, it grants no one a permission)."""
+    confirmation, it grants no one a permission). A deployment that a hold keeps for a person (its CI workflows,
+    the scope guard: lifecycle/services/holds.py) waits for one whatever was pre-authorized, as at the gate."""
     preauthorization = (preauthorization_for(proposed.project.pk, proposed.action)
                         if proposed.project is not None else None)
+    held = _held(proposed) if preauthorization is not None else ""
     with transaction.atomic():
         approval = ActionApproval.objects.create(
             organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
             tool_call=tool_call, action=proposed.action, arguments=proposed.arguments, summary=proposed.summary,
-            requested_for=asker, preauthorization=preauthorization)
+            requested_for=asker, preauthorization=None if held else preauthorization,
+            result=f"waits for a person though pre-authorized: {held}" if held else "")
         emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
                                        "conversation": str(conversation.pk)})
-    if preauthorization is not None:
-        _run(approval, Actor.human(asker, "assistant"), via="pre_authorized", reason="pre-authorized for the project")
-        approval.refresh_from_db()
+        if approval.preauthorization_id:
+            _run(approval, Actor.human(asker, "assistant"), via="pre_authorized",
+                 reason="pre-authorized for the project")
+    approval.refresh_from_db()
     return approval
 
 
@@ -133,10 +139,10 @@ def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: st
         if not approve:
             _close(approval, actor, state=ActionApproval.State.REJECTED, reason=reason.strip()[:REASON_MAX_CHARS])
             return approval
-        approval.decided_by, approval.decided_via, approval.decided_at = actor.user, actor.via, timezone.now()
-        approval.reason = reason.strip()[:REASON_MAX_CHARS]
-        approval.save(update_fields=["decided_by", "decided_via", "decided_at", "reason"])
-    _run(approval, actor, via=actor.via, reason=approval.reason)
+        # The action runs in the decision's transaction, the request locked: a second press waits, then finds it
+        # decided (409); a crash leaves it pending, never decided and not run.
+        approval.decided_by, approval.decided_at = actor.user, timezone.now()
+        _run(approval, actor, via=actor.via, reason=reason.strip()[:REASON_MAX_CHARS])
     approval.refresh_from_db()
     return approval
 
@@ -180,10 +186,17 @@ def _may_decide(user: Any, approval: ActionApproval) -> bool:
     return not decide_refusal(user, approval.organization, project_id=approval.project_id)
 
 
+def _held(proposed: Proposed) -> str:
+    """Why a pre-authorized deployment still waits for a person, or ""."""
+    if proposed.action != APPROVE_DEPLOYMENT:
+        return ""
+    return change_hold(ReviewTask.objects.get(pk=proposed.arguments["task_id"]))
+
+
 def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> None:
-    """Run the approved action through its service, as `actor`; record what came of it. A refusal by the service
-    (not permitted, already decided, bad input) is recorded as the action's failure, not raised: the decision
-    itself stands."""
+    """Run the approved action through its service, as `actor`, in the caller's transaction (the request locked or
+    just created); record what came of it. A refusal by the service (not permitted, already decided, bad input)
+    rolls back its own savepoint and is recorded as the action's failure, not raised: the decision stands."""
     args = approval.arguments
     try:
         if approval.action == CANCEL:
@@ -198,10 +211,8 @@ def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> No
         state = ActionApproval.State.DONE
     except (DomainError, IllegalTransition, NotPermitted, Requirement.DoesNotExist, ReviewTask.DoesNotExist) as exc:
         result, state = f"not done: {exc}", ActionApproval.State.FAILED
-    with transaction.atomic():
-        approval = ActionApproval.objects.select_for_update().get(pk=approval.pk)
-        approval.result = result
-        _close(approval, actor, state=state, reason=reason, via=via)
+    approval.result = result
+    _close(approval, actor, state=state, reason=reason, via=via)
 
 
 def _close(approval: ActionApproval, actor: Actor, *, state: str, reason: str, via: str = "") -> None:
@@ -226,14 +237,18 @@ def _note(approval: ActionApproval) -> str:
 
 
 def approvals_visible_to(user: Any) -> QuerySet[ActionApproval]:
-    """Approval requests of the user's organizations (others' are 404)."""
-    return ActionApproval.objects.filter(organization__memberships__user=user)
+    """The requests of the user's organizations that are theirs to see: asked in a conversation they take part in,
+    or of a kind their role decides (a reviewer's or an admin's); others' are 404, as other organizations' are."""
+    deciders = Membership.objects.filter(user=user, role__in=DECIDING_ROLES).values("organization_id")
+    mine = Q(conversation__participants__user=user) | Q(requested_for=user) | Q(organization_id__in=deciders)
+    members = Membership.objects.filter(user=user).values("organization_id")
+    return ActionApproval.objects.filter(mine, organization_id__in=members).distinct()
 
 
 def approvals_to_decide(user: Any) -> list[ActionApproval]:
     """The pending requests the user may decide, newest first (the API's list, the admin's buttons)."""
     pending = approvals_visible_to(user).filter(state=ActionApproval.State.PENDING).select_related(
-        "organization", "requested_for", "decided_by")
+        "organization", "requested_for", "decided_by").order_by("-created_at")[:PENDING_SHOWN]
     return [approval for approval in pending if _may_decide(user, approval)]
 
 

@@ -14,8 +14,6 @@ from typing import Any
 
 from django.conf import settings
 
-from agents.ci_paths import devops_owned
-from agents.schemas import SourceFile
 from lifecycle import budget_limits as bl
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError
@@ -23,8 +21,7 @@ from lifecycle.models import ActionPreauthorization, Project, Requirement, Revie
 from lifecycle.services.approvals import APPROVE_DEPLOYMENT, APPROVE_STORIES, preauthorization_for
 from lifecycle.services.budget_gate import budget_grace
 from lifecycle.services.decisions import review_decide
-from lifecycle.services.development import workspace_files
-from lifecycle.services.scope_guard import recorded_scope
+from lifecycle.services.holds import change_hold
 from lifecycle.states import Decision, ReviewKind
 
 log = logging.getLogger("aiteam.progress")
@@ -33,7 +30,6 @@ PREAUTHORIZED = Actor.policy("pre-authorized")  # a project's ActionPreauthoriza
 DECIDED_AT_OPEN = {ReviewKind.STORIES_APPROVAL: APPROVE_STORIES, ReviewKind.DEPLOYMENT_APPROVAL: APPROVE_DEPLOYMENT}
 POLICY_OPTIONS = {"terminate": Decision.REJECT, "approve_partial": Decision.APPROVE,
                   "override_budget": Decision.OVERRIDE_BUDGET}
-SECRETS = "secrets."
 
 
 def autonomous_decide(task: ReviewTask) -> None:
@@ -80,32 +76,6 @@ def deployment_hold(task: ReviewTask) -> str:
     if preauthorization_for(project.pk, APPROVE_DEPLOYMENT) is None:
         return f"project {project} has not pre-authorized {APPROVE_DEPLOYMENT}"
     return change_hold(task)
-
-
-def change_hold(task: ReviewTask) -> str:
-    """Why the change to deploy needs a person whatever was pre-authorized (the scope guard, CI workflows), or ""."""
-    if held := scope_hold(task.context.get("scope") or recorded_scope(task.requirement_id)):
-        return held
-    # A new project's files are all the change's; on an existing repository, the files it adds or changes.
-    return ci_hold(workspace_files(task.requirement_id))
-
-
-def scope_hold(scope: dict[str, Any] | None) -> str:
-    """Why the scope guard wants a person for this change (over the project's limits, CI, dependency or settings
-    files: lifecycle/services/scope_guard.py), or ""; a new project's run has no measure."""
-    reasons = (scope or {}).get("reasons") or []
-    return f"the scope guard flagged the change: {'; '.join(reasons)}" if reasons else ""
-
-
-def ci_hold(changed: list[SourceFile]) -> str:
-    """Why a change to these files needs a person: a CI workflow it adds or edits, above all one using secrets."""
-    ci = [f for f in changed if devops_owned(f.path)]
-    using_secrets = [f.path for f in ci if SECRETS in f.content]
-    if using_secrets:
-        return f"the change's CI workflows use {SECRETS} ({', '.join(using_secrets)})"
-    if ci:
-        return f"the change adds or edits CI workflows ({', '.join(f.path for f in ci)})"
-    return ""
 
 
 def budget_policy_decide(task: ReviewTask) -> ReviewTask | None:

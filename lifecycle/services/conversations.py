@@ -41,7 +41,8 @@ TITLE_MAX_CHARS = 120
 
 
 def visible_conversations(user: Any) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(participants__user=user)
+    """The conversations `user` takes part in, in organizations they are still a member of."""
+    return Conversation.objects.filter(participants__user=user, organization__memberships__user=user)
 
 
 def conversation_start(*, actor: Actor, organization: Organization, text: str, requirement: Requirement | None = None,
@@ -114,6 +115,7 @@ def unread_count(user: Any) -> int:
 def unread_messages(user: Any) -> QuerySet[Message]:
     return Message.objects.filter(conversation__participants__user=user,
                                   seq__gt=F("conversation__participants__last_read_seq"),
+                                  conversation__organization__memberships__user=user,
                                   state=Message.State.DONE).exclude(user=user)
 
 

@@ -37,7 +37,7 @@ MESSAGE_EVENTS = ("message", "app_mention")
 def signature_problem(secret: str, body: bytes, headers: Mapping[str, str], now: float | None = None) -> str:
     """Why the request is not Slack's, or "" when it is: signed with `secret`, not longer ago than allowed."""
     stamp, signature = headers.get("X-Slack-Request-Timestamp", ""), headers.get("X-Slack-Signature", "")
-    if not stamp.isdigit() or not signature.startswith("v0="):
+    if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12) or not signature.startswith("v0="):
         return "no timestamp or signature"
     if abs((time.time() if now is None else now) - int(stamp)) > settings.AITEAM_SLACK_MAX_AGE_S:
         return "signed too long ago"

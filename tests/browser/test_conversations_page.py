@@ -67,4 +67,5 @@ def test_asking_on_a_requirement_page_then_approving_what_the_assistant_asked(pa
     expect(page.get_by_text("approved by rita")).to_be_visible()  # the system's note in the conversation
     decided = ReviewTask.objects.get(pk=task.pk)
     assert (decided.decision, decided.decided_by) == ("approve", rita)
-    assert ActionApproval.objects.get().decided_via == "web"
+    assert ActionApproval.objects.get().decided_via == "admin"
+    assert decided.decided_via == "admin"

@@ -19,7 +19,7 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 
 from lifecycle.actors import Actor
-from lifecycle.models import FailureRoute, LLMCall, Step
+from lifecycle.models import ConversationParticipant, FailureRoute, LLMCall, Step
 from lifecycle.services.approvals import approval_decide, approval_request, propose_review_decision
 from lifecycle.services.conversations import conversation_start
 from tests.conftest import api_for
@@ -69,6 +69,8 @@ def world(live_server) -> World:
     decided = open_review(project, title="Decided")
     decide(decided, personas["reviewer"], "approve")
     conversation, approval, rejected = asked(personas["admin"], project)
+    # sam takes part in the conversation, so sees its requests, but may not decide a review: the approvals' 403
+    ConversationParticipant.objects.create(conversation=conversation, user=personas["submitter"])
     browser = Client()
     browser.force_login(personas["admin"])
     return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk),

@@ -9,7 +9,8 @@ from django.core.management.base import CommandError
 
 from agents.schemas import SourceFile
 from lifecycle.models import ActionPreauthorization, Project, Requirement, ReviewTask, StateTransition
-from lifecycle.services.autonomous import autonomous_decide, ci_hold, deployment_hold
+from lifecycle.services.autonomous import autonomous_decide, deployment_hold
+from lifecycle.services.holds import ci_hold
 from tests.flows import fresh, pending, submit
 from tests.review_tasks import open_review
 

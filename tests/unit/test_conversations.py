@@ -178,3 +178,83 @@ def test_a_system_conversation_offers_no_mutating_tool(scripted, acme, acme_proj
              tools_for("review_assistant", asker=None, conversation=conversation, message=answer)}
     assert kinds and "[mutate" not in kinds
     assert answer.state == "done" and "Explain this event" in scripted.requests[0].messages[0]["content"]
+
+
+def test_a_pre_authorized_deployment_that_a_hold_keeps_waits_for_a_person(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, kind="deployment_approval", title="Reading list",
+                       context={"scope": {"reasons": ["it touches CI files: .github/workflows/ci.yml"]}})
+    ActionPreauthorization.objects.create(project=acme_project, action="deployment_approval:approve")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Ship it", requirement=task.requirement)
+
+    approval = ActionApproval.objects.get()
+    assert (approval.state, approval.preauthorization) == ("pending", None)
+    assert "touches CI files" in approval.result and ReviewTask.objects.get(pk=task.pk).is_pending
+
+
+def test_an_approval_is_decided_once(scripted, acme, acme_project, rita):
+    from lifecycle.errors import IllegalTransition
+
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Approve the stories", requirement=task.requirement)
+    approval = approval_decide(approval_id=ActionApproval.objects.get().pk, actor=Actor.human(rita, "api"),
+                               approve=True)
+    for approve in (True, False):
+        with pytest.raises(IllegalTransition):
+            approval_decide(approval_id=approval.pk, actor=Actor.human(rita, "api"), approve=approve)
+    approval.refresh_from_db()
+    assert (approval.state, approval.result) == ("done", "review task decided: approve")
+    assert ReviewTask.objects.get(pk=task.pk).decided_via == "api"
+
+
+def test_a_member_who_left_neither_reads_nor_is_answered(scripted, acme, rita):
+    from lifecycle.models import Membership
+
+    script_answer(scripted, specialists={"status_reporter": []}, answer="ok")
+    conversation, _ = ask(rita, acme, "a question")
+    Membership.objects.filter(user=rita).delete()
+
+    assert not visible_conversations(rita).exists()
+    with pytest.raises(conversation.DoesNotExist):
+        message_post(conversation_id=conversation.pk, actor=Actor.human(rita, "api"), text="still there?")
+    pending = Message.objects.create(conversation=conversation, seq=9, author="assistant", state="pending",
+                                     in_reply_to=conversation.messages.get(seq=1))
+    answering.answer_message(pending.pk)
+    pending.refresh_from_db()
+    assert pending.state == "failed" and "no longer a member" in pending.error
+    assert not scripted.queue or len(scripted.requests) == 3  # no model call was made for it
+
+
+def test_a_requeued_answer_fences_off_the_attempt_it_replaced(scripted, acme, rita, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    script_answer(scripted, specialists={"status_reporter": []}, answer="ok")
+    conversation, _ = ask(rita, acme, "a question")
+    lost = Message.objects.create(conversation=conversation, seq=3, author="assistant", state="answering",
+                                  attempts=1, in_reply_to=conversation.messages.get(seq=1),
+                                  claimed_at=timezone.now() - timedelta(minutes=9))
+    Message.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    settings.CELERY_TASK_TIME_LIMIT = 600
+    assert answering.answers_requeue() == 0  # 9 minutes is within the task's time limit: still running
+    Message.objects.filter(pk=lost.pk).update(claimed_at=timezone.now() - timedelta(minutes=20))
+    script_answer(scripted, specialists={"status_reporter": []}, answer="the second attempt's answer")
+    assert answering.answers_requeue() == 1
+    answering._fail(lost, "the first attempt's late failure")  # the lost worker comes back too late
+    lost.refresh_from_db()
+    assert (lost.state, lost.text, lost.attempts) == ("done", "the second attempt's answer", 2)
+
+
+def test_approvals_are_seen_by_the_conversation_and_the_deciders_only(scripted, acme, acme_project, rita, alice):
+    from lifecycle.services.approvals import approvals_visible_to
+
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Approve the stories", requirement=task.requirement)
+    assert approvals_visible_to(rita).count() == 1
+    assert approvals_visible_to(alice).count() == 0  # a submitter outside the conversation

@@ -54,8 +54,8 @@ def test_an_approval_request_is_approved_on_the_page_as_the_signed_in_person(scr
     response = client.post(f"{BASE}approvals/{approval.pk}/decide/", {"decision": "approve", "reason": "fine"})
     assert response.status_code == 302 and response["Location"] == f"{BASE}{conversation.pk}/change/"
     approval.refresh_from_db()
-    assert (approval.state, approval.decided_by, approval.decided_via) == ("done", rita, "web")
-    assert ReviewTask.objects.get(pk=task.pk).decided_by == rita
+    assert (approval.state, approval.decided_by, approval.decided_via) == ("done", rita, "admin")
+    assert (ReviewTask.objects.get(pk=task.pk).decided_by, ReviewTask.objects.get(pk=task.pk).decided_via) == (rita, "admin")
 
 
 def test_who_may_not_decide_sees_no_buttons_and_is_refused(scripted, acme, acme_project, rita, alice):

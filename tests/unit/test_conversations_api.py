@@ -3,7 +3,7 @@ sees their own conversations only (others' and other organizations' are 404); ap
 those who may (403 otherwise, 409 once decided)."""
 import pytest
 
-from lifecycle.models import ActionApproval, Conversation, ReviewTask
+from lifecycle.models import ActionApproval, Conversation, ConversationParticipant, ReviewTask
 from tests.conftest import api_for
 from tests.conversations import script_answer
 from tests.review_tasks import open_review
@@ -148,6 +148,9 @@ def test_who_may_not_decide_gets_403_and_another_organization_404(scripted, acme
     approval = ask_for_approval(api_for(rita), scripted, task)
 
     assert api_for(alice).get("/api/v1/approvals/").json()["results"] == []  # a submitter decides no review
+    # outside the conversation, a submitter does not see it at all; taking part in it, sees it and may not decide
+    assert api_for(alice).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json").status_code == 404
+    ConversationParticipant.objects.create(conversation=approval.conversation, user=alice)
     assert api_for(alice).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json").status_code == 403
     assert api_for(oscar).get("/api/v1/approvals/").json()["results"] == []
     assert api_for(oscar).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json").status_code == 404

@@ -2,7 +2,7 @@
 the runner check and the CI hold, and only the roles' budgets decide what a model sees of them."""
 from agents.schemas import SourceFile
 from lifecycle.repository_runs import changed_files_reach
-from lifecycle.services.autonomous import ci_hold
+from lifecycle.services.holds import ci_hold
 from tests.repo_history import commit_files, git, make_project
 
 MAX_CHARS = SourceFile.model_fields["content"].metadata[0].max_length

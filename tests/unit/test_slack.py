@@ -388,3 +388,10 @@ def test_the_project_form_takes_a_channel_id_of_the_organizations_one_workspace(
     assert save(OPS)[0] == 302
     acme_project.refresh_from_db()
     assert acme_project.settings == {"slack_channel": OPS}
+
+
+def test_a_timestamp_of_other_digits_is_refused_not_a_crash(slack):
+    body = b'{"type": "url_verification", "challenge": "x"}'
+    headers = {**slack.signed(body), "HTTP_X_SLACK_REQUEST_TIMESTAMP": "\u00b2\u00b3"}
+    response = Client().post(EVENTS, data=body, content_type="application/json", **headers)
+    assert response.status_code == 401
