@@ -92,7 +92,9 @@ class DecideReviewArgs(BaseModel):
     decision: str = Field(description="one of the task's options, e.g. approve, reject, request_changes")
     reason: str = ""
     feedback: str = ""
-    constraint: str = ""
+    constraint: str = Field(default="", description="for inject_constraint: the constraint every later step gets")
+    budget: dict[str, Any] | None = Field(default=None, description=(
+        "for override_budget: the new limits, as the budget review task shows them"))
 
 
 class CancelArgs(BaseModel):
@@ -140,7 +142,7 @@ def decide_review_task(scope: Scope, args: DecideReviewArgs) -> approvals.Propos
     task = scope.review_task(args.task_id)
     return approvals.propose_review_decision(organization_id=scope.organization_id, task_id=task.pk,
                                              decision=args.decision, reason=args.reason, feedback=args.feedback,
-                                             constraint=args.constraint)
+                                             constraint=args.constraint, budget=args.budget)
 
 
 def cancel_requirement(scope: Scope, args: CancelArgs) -> approvals.Proposed:

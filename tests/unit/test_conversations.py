@@ -258,3 +258,14 @@ def test_approvals_are_seen_by_the_conversation_and_the_deciders_only(scripted, 
     ask(rita, acme, "Approve the stories", requirement=task.requirement)
     assert approvals_visible_to(rita).count() == 1
     assert approvals_visible_to(alice).count() == 0  # a submitter outside the conversation
+
+
+def test_an_override_of_a_spent_budget_is_asked_for_with_its_new_limits(scripted, acme, acme_project, rita):
+    task = open_review(acme_project, kind="budget_exhausted", title="Reading list", context={})
+    limits = {"max_cost_usd": 9.5}
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "override_budget", "reason": "worth it",
+                                "budget": limits})]}, answer="Asked.")
+    ask(rita, acme, "Give it more budget", requirement=task.requirement)
+    approval = ActionApproval.objects.get()
+    assert (approval.action, approval.arguments["budget"]) == ("budget_exhausted:override_budget", limits)
