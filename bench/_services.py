@@ -32,13 +32,42 @@ def scratch_database(name: str, broker: str = BROKER, *, migrate: bool = True):
         admin.close()
 
 
+Worker = tuple[str, str, str, int]  # node name, queues, pool, concurrency
+LAYOUTS = ("mixed", "split", "split-io")
+
+
+def worker_layout(layout: str, *, concurrency: int, llm_pool: str = "threads", llm_concurrency: int = 16) -> list[Worker]:
+    """mixed: the Procfile's worker before the split (every queue, prefork -c `concurrency`), twice;
+    split: model calls on an `llm_pool` of `llm_concurrency`, the sandbox and the default queue on processes;
+    split-io: the default queue (notifications, delivery: network waits) with the model calls, the sandbox alone."""
+    if layout == "mixed":
+        return [(f"bench{i}", "llm,sandbox,default", "prefork", concurrency) for i in range(2)]
+    if layout == "split":
+        return [("llm", "llm", llm_pool, llm_concurrency), ("sandbox", "sandbox,default", "prefork", concurrency)]
+    return [("llm", "llm,default", llm_pool, llm_concurrency), ("sandbox", "sandbox", "prefork", concurrency)]
+
+
+def start_layout(workers: list[Worker], env: dict[str, str], logs: Path) -> list[subprocess.Popen]:
+    """Start each worker and wait until every one of them takes tasks."""
+    started = [start_worker(name, env, n, logs / f"{name}.log", queues=queues, pool=pool)
+               for name, queues, pool, n in workers]
+    wait_consumers([name for name, *_ in workers])
+    return started
+
+
+def describe(workers: list[Worker]) -> str:
+    return ", ".join(f"-Q {queues} -P {pool} -c {n}" for _, queues, pool, n in workers)
+
+
 def start_worker(name: str, env: dict[str, str], concurrency: int, log: Path, *,
-                 queues: str = "llm,sandbox,default", wait_ready: float = 0.0, app: str = "aiteam") -> subprocess.Popen:
-    """A prefork worker consuming `queues`, in its own process group. With wait_ready > 0, wait up to that many
-    seconds for its pool processes to exist (the log is at WARNING, so Celery's "ready." line is not there to
-    watch); the consumer may still be connecting then, so callers warm it up before they measure."""
+                 queues: str = "llm,sandbox,default", wait_ready: float = 0.0, app: str = "aiteam",
+                 pool: str = "prefork") -> subprocess.Popen:
+    """A worker (prefork unless `pool` says otherwise) consuming `queues`, in its own process group. With
+    wait_ready > 0, wait up to that many seconds for a prefork pool's processes to exist (the log is at WARNING,
+    so Celery's "ready." line is not there to watch); the consumer may still be connecting then, so callers warm
+    it up before they measure (or wait_consumers)."""
     command = [sys.executable, "-m", "celery", "-A", app, "worker", "-Q", queues, "-c",
-               str(concurrency), "-P", "prefork", "-n", f"{name}@%h", "--without-mingle", "--without-gossip",
+               str(concurrency), "-P", pool, "-n", f"{name}@%h", "--without-mingle", "--without-gossip",
                "-l", "WARNING"]
     # AITEAM_SANDBOX_ALLOW_UNISOLATED: as the embedded default, so a non-root machine can run the pipeline benches
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "AITEAM_SANDBOX_ALLOW_UNISOLATED": "1", **env},
@@ -46,11 +75,26 @@ def start_worker(name: str, env: dict[str, str], concurrency: int, log: Path, *,
                                stderr=subprocess.STDOUT, start_new_session=True)
     time.sleep(0.5)
     deadline = time.monotonic() + wait_ready
-    while time.monotonic() < deadline and len(pool_children(process.pid)) < concurrency:
+    while pool == "prefork" and time.monotonic() < deadline and len(pool_children(process.pid)) < concurrency:
         if process.poll() is not None:
             raise RuntimeError(f"worker {name} exited with {process.returncode}; see {log}")
         time.sleep(0.1)
     return process
+
+
+def wait_consumers(names: list[str], timeout: float = 60.0) -> None:
+    """Until every named worker answers a ping: its consumer is connected, so a task sent now is taken at once."""
+    import socket
+
+    from aiteam.celery import app
+
+    wanted = {f"{name}@{socket.gethostname()}" for name in names}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answered = {host for reply in app.control.ping(timeout=0.5) for host in reply}
+        if wanted <= answered:
+            return
+    raise RuntimeError(f"workers {sorted(wanted)} did not answer within {timeout:.0f} s")
 
 
 def pool_children(pid: int) -> list[int]:

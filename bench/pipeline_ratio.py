@@ -6,7 +6,11 @@ dependency chain (PO → BA → architect → design review → plan → max(T1,
 code review) plus its sandbox runs, all taken from what was recorded. A ratio near 1.0
 means the orchestration adds little; above 1.0 is queueing and overhead.
 
+Then where the time over the critical path goes along that chain (bench/_timeline.py): hand-offs,
+queue waits, the steps' own work; --detail shows each link.
+
     python bench/pipeline_ratio.py [--requirements 4] [--latency-ms 300] [--concurrency 2]
+                                   [--layout mixed|split|split-io [--llm-pool threads|prefork] [--llm-concurrency 16]]
 """
 from __future__ import annotations
 
@@ -19,7 +23,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._services import BROKER, scratch_database, start_worker, stop  # noqa: E402
+from bench._services import (  # noqa: E402
+    BROKER,
+    LAYOUTS,
+    describe,
+    scratch_database,
+    start_layout,
+    stop,
+    worker_layout,
+)
+from bench._timeline import model_seconds, print_breakdowns  # noqa: E402
 
 CHAIN = ["po_clarify", "ba_stories", "architect_spec", "tl_design_review", "tl_plan", "engineer:T1|engineer:T2",
          "engineer:T3", "self_test", "engineer_fix", "self_test", "tl_code_review"]
@@ -39,7 +52,7 @@ def main() -> None:
         import redis
 
         redis.Redis.from_url(BROKER).flushdb()
-        workers = [start_worker(f"bench{i}", env, args.concurrency, Path(tmp) / f"w{i}.log") for i in range(2)]
+        workers = start_layout(layout_of(args), env, Path(tmp))
         try:
             run(args)
         finally:
@@ -78,11 +91,13 @@ def report(args, ids, wall: float) -> None:
         e2e.append((last - first).total_seconds())
         critical.append(critical_path_seconds(req))
     ratios = [e / c for e, c in zip(e2e, critical, strict=True)]
-    print(f"requirements: {args.requirements}, fake LLM latency {args.latency_ms} ms, 2 workers × {args.concurrency}")
+    print(f"requirements: {args.requirements}, fake LLM latency {args.latency_ms} ms, workers: {describe(layout_of(args))}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"critical path per requirement (median): {statistics.median(critical):.2f} s")
     print(f"end-to-end per requirement (median):    {statistics.median(e2e):.2f} s")
     print(f"ratio end-to-end / critical path: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
     print(f"all {args.requirements} done in {wall:.2f} s (ideal with unlimited workers: {max(critical):.2f} s)")
+    print_breakdowns(Requirement.objects.filter(pk__in=ids), CHAIN, detail=args.detail)
 
 
 def critical_path_seconds(req) -> float:
@@ -96,24 +111,26 @@ def critical_path_seconds(req) -> float:
             if key in attempts:
                 steps = steps.filter(attempt=next(attempts[key]))
             step = steps.order_by("attempt").first()
-            options.append(step_seconds(step))
+            options.append(model_seconds(step))
         total += max(options)
     return total
 
 
-def step_seconds(step) -> float:
-    calls = list(step.llm_calls.values_list("latency_ms", flat=True))
-    if calls:
-        return sum(calls) / 1000
-    report = step.artifacts.filter(kind="test_report").first()
-    return report.metadata.get("duration_s", 0) if report else 0.0
+def layout_of(args):
+    return worker_layout(args.layout, concurrency=args.concurrency, llm_pool=args.llm_pool,
+                         llm_concurrency=args.llm_concurrency)
 
 
 def parse():
     parser = argparse.ArgumentParser()
     parser.add_argument("--requirements", type=int, default=4)
     parser.add_argument("--latency-ms", type=int, default=300)
-    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=2, help="processes per prefork worker")
+    parser.add_argument("--layout", choices=LAYOUTS, default="mixed",
+                        help="mixed: 2 prefork workers on every queue; split: llm on threads, sandbox on processes")
+    parser.add_argument("--llm-pool", choices=["threads", "prefork"], default="threads", help="the llm worker's pool (split)")
+    parser.add_argument("--llm-concurrency", type=int, default=16, help="the llm worker's pool size (split)")
+    parser.add_argument("--detail", action="store_true", help="each link of the critical chain, median over requirements")
     parser.add_argument("--timeout", type=float, default=600)
     return parser.parse_args()
 
