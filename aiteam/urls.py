@@ -3,12 +3,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from aiteam.health import healthz
-from lifecycle.dashboard.views import dashboard
+from lifecycle.dashboard.views import dashboard, eval_run_export, eval_runs
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("staff/dashboard/", dashboard, name="staff-dashboard"),
+    path("staff/evals/", eval_runs, name="staff-evals"),
+    path("staff/evals/<int:run_id>.json", eval_run_export, name="staff-eval-export"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("lifecycle.api.urls")),
     path("webhooks/", include("lifecycle.webhooks.urls")),

@@ -1,4 +1,4 @@
-"""The staff dashboard: one view, numbers from selectors, charts drawn as SVG by the template."""
+"""The staff dashboard and the evaluation runs page: numbers from selectors, charts drawn as SVG by the templates."""
 from __future__ import annotations
 
 from datetime import date, timedelta
@@ -6,12 +6,15 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from lifecycle.dashboard import charts
+from lifecycle.dashboard import charts, evals
 from lifecycle.dashboard import selectors as q
+from lifecycle.evals.report import run_json
 
 DAYS = 14
 DURATION_WINDOW = timedelta(days=30)
@@ -69,3 +72,18 @@ def _activity(scope: q.Scope, now: Any) -> charts.Chart:
 
 def _on(per_day: dict[Any, dict[str, int]], day: date, key: str) -> int:
     return per_day.get(day, {}).get(key, 0)
+
+
+@staff_member_required
+def eval_runs(request: HttpRequest) -> HttpResponse:
+    compare = request.GET.get("run", "")
+    context = {**admin.site.each_context(request), "title": "Evaluation runs",
+               "suites": evals.suites(q.Scope.of(request.user), int(compare) if compare.isdigit() else None)}
+    return TemplateResponse(request, "dashboard/evals.html", context)
+
+
+@staff_member_required
+def eval_run_export(request: HttpRequest, run_id: int) -> JsonResponse:
+    """The run as `aiteam_eval export RUN_ID` prints it."""
+    run = get_object_or_404(evals.visible_runs(q.Scope.of(request.user)), pk=run_id)
+    return JsonResponse(run_json(run), encoder=DjangoJSONEncoder, json_dumps_params={"indent": 2})

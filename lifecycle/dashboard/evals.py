@@ -1,0 +1,124 @@
+"""The evaluation runs page (docs/evals.md): each suite's runs, a run against the previous one case by case, and
+charts per prompt bundle. Two queries whatever the number of runs: the runs with their cases aggregated, then the
+cases of the runs compared."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Exists, F, Q, QuerySet, Sum
+
+from lifecycle.dashboard import charts
+from lifecycle.dashboard.selectors import Scope
+from lifecycle.evals.running import ORGANIZATION
+from lifecycle.models import EvalCase, EvalOutcome, EvalRun, HiddenResult, Organization
+
+RUNS = 100  # the newest runs shown, all suites together
+BUNDLE_CSS = ["", "second", "third"]  # one colour per bundle in a suite's charts, in turn
+
+
+@dataclass
+class CaseChange:
+    name: str
+    before: EvalCase | None
+    after: EvalCase | None
+
+    @property
+    def changed(self) -> list[str]:
+        """What differs between the two runs: outcome, hidden tests, gate false pass, cost; 'new' or 'gone'."""
+        if self.before is None or self.after is None:
+            return ["new" if self.before is None else "gone"]
+        fields = (("outcome", "outcome"), ("hidden", "hidden tests"), ("hidden_passed", "hidden tests"),
+                  ("gate_false_pass", "gate false pass"), ("cost_usd", "cost"))
+        return list(dict.fromkeys(label for name, label in fields
+                                  if getattr(self.before, name) != getattr(self.after, name)))
+
+    @property
+    def cost_delta(self) -> Decimal | None:
+        return None if self.before is None or self.after is None else self.after.cost_usd - self.before.cost_usd
+
+
+@dataclass
+class Suite:
+    name: str
+    runs: list[EvalRun] = field(default_factory=list)  # newest first
+    run: EvalRun | None = None  # the run compared with the one before it
+    previous: EvalRun | None = None
+    changes: list[CaseChange] = field(default_factory=list)
+    charts: dict[str, charts.Chart] = field(default_factory=dict)
+
+
+def visible_runs(scope: Scope) -> QuerySet:
+    """Every run for a superuser; for other staff, the runs when they belong to the evaluation organization (the one
+    each case's project is made in), none otherwise: the dashboard's rule, a staff member sees their organizations."""
+    runs = EvalRun.objects.all()
+    if scope.organization_ids is None:
+        return runs
+    member = Organization.objects.filter(slug=ORGANIZATION, pk__in=scope.organization_ids)
+    return runs.filter(Exists(member))
+
+
+def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
+    """The suites with their newest runs; in each, run `compare` (when it is one of the suite's runs, and not its
+    oldest shown) or the newest run is set side by side with the run before it."""
+    by_suite: dict[str, Suite] = {}
+    for run in _with_totals(visible_runs(scope))[:RUNS]:
+        by_suite.setdefault(run.suite, Suite(run.suite)).runs.append(run)
+    pairs = [_pair(suite, compare) for suite in by_suite.values()]
+    ids = [run.pk for run, previous in pairs if previous for run in (run, previous)]
+    cases: dict[int, list[EvalCase]] = {}
+    for case in EvalCase.objects.filter(run_id__in=ids).order_by("id"):
+        cases.setdefault(case.run_id, []).append(case)
+    for suite, (run, previous) in zip(by_suite.values(), pairs, strict=True):
+        suite.run, suite.previous = run, previous
+        if previous:
+            suite.changes = _changes(cases.get(previous.pk, []), cases.get(run.pk, []))
+        suite.charts = _charts(suite)
+    return list(by_suite.values())
+
+
+def bundle_version(run: EvalRun) -> str:
+    return run.bundle_id[:12] if run.bundle_id else "default"
+
+
+def _with_totals(runs: QuerySet) -> QuerySet:
+    outcomes = {f"n_{o}": Count("cases", filter=Q(cases__outcome=o)) for o in EvalOutcome.values}
+    hidden = {f"hidden_{h}": Count("cases", filter=Q(cases__hidden=h)) for h in HiddenResult.values}
+    return runs.annotate(
+        n_cases=Count("cases"), **outcomes, **hidden,
+        false_passes=Count("cases", filter=Q(cases__gate_false_pass=True)),
+        tokens=Sum(F("cases__input_tokens") + F("cases__output_tokens")), cost=Sum("cases__cost_usd"),
+        wall=Sum("cases__wall_s"),
+    ).order_by("-started_at", "-pk")
+
+
+def _pair(suite: Suite, compare: int | None) -> tuple[EvalRun, EvalRun | None]:
+    ids = [run.pk for run in suite.runs]
+    at = ids.index(compare) if compare in ids[:-1] else 0
+    return suite.runs[at], suite.runs[at + 1] if at + 1 < len(suite.runs) else None
+
+
+def _changes(before: list[EvalCase], after: list[EvalCase]) -> list[CaseChange]:
+    old, new = {c.name: c for c in before}, {c.name: c for c in after}
+    return [CaseChange(name, old.get(name), new.get(name)) for name in dict.fromkeys([*new, *old])]
+
+
+def _charts(suite: Suite) -> dict[str, charts.Chart]:
+    """Runs oldest to newest within each bundle, bundles in the order they were first run: one colour per bundle."""
+    oldest_first = suite.runs[::-1]
+    bundles = list(dict.fromkeys(bundle_version(run) for run in oldest_first))
+    ordered = sorted(oldest_first, key=lambda run: bundles.index(bundle_version(run)))
+    css = [BUNDLE_CSS[i % len(BUNDLE_CSS)] for i in range(len(bundles))]
+
+    def per_bundle(value: Any) -> list[tuple[str, list[float]]]:
+        return [(f"#{run.pk}", [float(value(run)) if bundle_version(run) == b else 0 for b in bundles])
+                for run in ordered]
+
+    return {
+        "hidden_full": charts.stacked(f"{suite.name}: hidden tests full per run (%)",
+                                      per_bundle(lambda r: 100 * r.hidden_full / r.n_cases if r.n_cases else 0),
+                                      names=bundles, css=css, unit=" %"),
+        "cost": charts.stacked(f"{suite.name}: cost per run (USD)", per_bundle(lambda r: r.cost or 0),
+                               names=bundles, css=css),
+    }
