@@ -107,3 +107,15 @@ def _policy_overrides_used(task: ReviewTask) -> bool:
 
 def _policy_override(task: ReviewTask) -> dict[str, Any]:
     return bl.as_json(budget_grace(Requirement.objects.select_related("project").get(pk=task.requirement_id), task))
+
+
+def deployment_approve_at_terminal(requirement: Requirement, user: Any, *, command: str) -> str:
+    """The operator's own decision (`<command> --approve-deployment`) on a deployment left open: approved as
+    `user` via the CLI, with why it waited in the reason. Returns that why, or "" when no deployment waits."""
+    task = requirement.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
+    if task is None:
+        return ""
+    held = deployment_hold(task) or "it was pre-authorized after the gate opened"
+    review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
+                  reason=f"approved at the terminal with {command} --approve-deployment; held: {held}")
+    return held

@@ -17,16 +17,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.llm.base import LLMConfigError
 from agents.llm.replay import CassetteMissError
-from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import ActionPreauthorization, Membership, Organization, Project, Requirement
 from lifecycle.services.approvals import APPROVE_DEPLOYMENT
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.autonomous import deployment_hold
-from lifecycle.services.decisions import review_decide
+from lifecycle.services.autonomous import deployment_approve_at_terminal, deployment_hold
 from lifecycle.services.development import workspace_for
 from lifecycle.services.intake import requirement_submit
-from lifecycle.states import Decision, ReviewKind, Role, StepState
+from lifecycle.states import ReviewKind, Role, StepState
 
 SAMPLE_BRIEF = Path(settings.BASE_DIR) / "agents/cassettes/sample_brief.md"
 TITLE_CHARS = 80
@@ -97,14 +95,9 @@ class Command(BaseCommand):
 
     def _approve_deployment(self, req: Requirement, user) -> None:
         """The operator's own decision on a deployment left open, printed with the reason it was."""
-        task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
-        if task is None:
-            return
-        held = deployment_hold(task) or "it was pre-authorized after the gate opened"
-        self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username}, the "
-                          "operator at this terminal (--approve-deployment).")
-        review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
-                      reason=f"approved at the terminal with aiteam_demo --approve-deployment; held: {held}")
+        if held := deployment_approve_at_terminal(req, user, command="aiteam_demo"):
+            self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username}, "
+                              "the operator at this terminal (--approve-deployment).")
 
     def _demo_user(self):
         org, _ = Organization.objects.get_or_create(slug="demo", defaults={"name": "Demo Org"})

@@ -37,19 +37,17 @@ from django.test.utils import override_settings
 from agents.delivery.api import ApiUrlRefused, checked_api_url
 from agents.delivery.pr_body import change_title
 from agents.repo.scope import measure
-from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.management.commands.aiteam_demo import CONFIG_ERRORS
 from lifecycle.models import Membership, Organization, Project, Requirement
 from lifecycle.repo_settings import HostKind, validate_branch_name
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.autonomous import deployment_hold
+from lifecycle.services.autonomous import deployment_approve_at_terminal
 from lifecycle.services.change_facts import ticket_ref
-from lifecycle.services.decisions import review_decide
 from lifecycle.services.development import workspace_for
 from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.tickets import ticket_submit
-from lifecycle.states import ArtifactKind, Decision, ReviewKind, Role, StepState
+from lifecycle.states import ArtifactKind, Role, StepState
 from lifecycle.tickets import Ticket, TicketSource, ticket_problems
 
 ORGANIZATION = "local"  # the operator's organization for repositories run from the terminal
@@ -124,14 +122,9 @@ class Command(BaseCommand):
         return requirement
 
     def _approve_deployment(self, req: Requirement, user) -> None:
-        task = req.review_tasks.pending().filter(kind=ReviewKind.DEPLOYMENT_APPROVAL).first()
-        if task is None:
-            return
-        held = deployment_hold(task) or "autonomous mode is off"
-        self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username} "
-                          "(--approve-deployment).")
-        review_decide(task_id=task.pk, actor=Actor.human(user, "cli"), decision=Decision.APPROVE,
-                      reason=f"approved at the terminal with aiteam_ticket --approve-deployment; held: {held}")
+        if held := deployment_approve_at_terminal(req, user, command="aiteam_ticket"):
+            self.stdout.write(f"\nDeployment approval waits for a person ({held}): approving it as {user.username} "
+                              "(--approve-deployment).")
 
     def _report(self, req: Requirement) -> None:
         out = self.stdout.write
