@@ -202,3 +202,36 @@ def test_a_message_of_one_frame_is_sent_as_it_is(fake):
     AnthropicProvider(api_key="sk-test", timeout=5.0, max_retries=0).complete(
         LLMRequest(role="r", model=SONNET, system="s", messages=[{"role": "user", "content": one}], tool=tool))
     assert fake.requests[0].body["messages"] == [{"role": "user", "content": one}]
+
+
+def test_the_bench_prices_each_layout_at_the_price_list():
+    """bench/cache_share.py judges a layout by its cost: a write at 1.25x the input price, a read at 0.1x."""
+    from decimal import Decimal
+
+    from bench.cache_share import priced, uncached
+
+    tokens, read, cost = priced([body(), body()])
+    written = whole(body()) - estimate_tokens({"role": "user", "type": "text", "text": "question"})
+    assert (tokens, read) == (2 * whole(body()), written)
+    assert cost == (written * Decimal("3.75") + written * Decimal("0.30") + (tokens - 2 * written) * 3) / 1_000_000
+    assert priced([uncached(body()), uncached(body())]) == (tokens, 0, Decimal(tokens * 3) / 1_000_000)
+
+
+def test_one_prefix_across_roles_lets_a_later_role_read_an_earlier_ones_context(settings):
+    """The what-if layout the bench prices (issue 25's proposal): same tools, tool_choice and system for every
+    role of a model, then the requirement's stable fields, so the BA reads what the PO's request wrote."""
+    from agents.llm.anthropic_provider import _create_params
+    from agents.prompts import load_prompt, with_data_rule
+    from bench.cache_share import one_prefix
+
+    model = settings.AITEAM_MODELS["strong"]
+    requests = [LLMRequest(role=agent.role, model=model, system=with_data_rule(load_prompt(agent.role)),
+                           messages=agent.messages(context), tool=tool_for(agent.output))
+                for agent, context in ((PRODUCT_OWNER, ProductOwnerContext(title="Reading list", brief=ba_context(1).brief)),
+                                       (BUSINESS_ANALYST, ba_context(1)))]
+    po, ba = one_prefix([_create_params(r) for r in requests])
+    assert (po["tools"], po["tool_choice"], po["system"]) == (ba["tools"], ba["tool_choice"], ba["system"])
+    assert ba["messages"][0]["content"][0] == {"type": "text", "text": '{\n  "title": "Reading list"\n}'}
+    cache = PromptCache()
+    written, read = cache.usage(po)["cache_creation_input_tokens"], cache.usage(ba)["cache_read_input_tokens"]
+    assert read == written > estimate_tokens({"type": "text", "text": ba_context(1).brief})  # the brief among it
