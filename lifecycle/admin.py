@@ -55,7 +55,7 @@ from lifecycle.selectors import secret_env_shared, token_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
-from lifecycle.services.promotions import guarded_settings_problems
+from lifecycle.services.promotions import guarded_settings_problems, promotions_to_decide
 from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
@@ -115,7 +115,8 @@ class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
         return [columns.task_label]
 
     def changelist_view(self, request, extra_context=None):
-        return super().changelist_view(request, {**(extra_context or {}), "inbox_counts": self._counts(request)})
+        return super().changelist_view(request, {**(extra_context or {}), "inbox_counts": self._counts(request),
+                                                 "promotions_waiting": promotions_to_decide(request.user).count()})
 
     def _counts(self, request) -> dict[str, int]:
         """The quick-filter badges, in one query whatever the number of tasks."""

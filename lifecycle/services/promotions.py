@@ -125,6 +125,15 @@ def promotions_visible_to(user: Any) -> QuerySet[PromotionDecision]:
     return rows if user.is_superuser else rows.filter(project__organization__memberships__user=user)
 
 
+def promotions_to_decide(user: Any) -> QuerySet[PromotionDecision]:
+    """The open proposals the person owns: the review inbox counts them."""
+    rows = PromotionDecision.objects.filter(state=PromotionDecision.State.PROPOSED)
+    if user.is_superuser:
+        return rows
+    return rows.filter(project__organization__memberships__user=user,
+                       project__organization__memberships__role=Role.ADMIN)
+
+
 # --- proposing -------------------------------------------------------------------------------------------------------
 def promotion_propose(*, project: Project, artifact: str, candidate: Any, current_run: EvalRun,
                       candidate_run: EvalRun, actor: Actor, expected_effect: str, justification: str = ""

@@ -242,6 +242,7 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
 def test_the_owners_page_shows_both_runs_side_by_side_and_decides(alice, owner, acme_project):
     proposal = propose_prompt(acme_project, alice)
     client = staff_client(owner)
+    assert "Promotions to decide<span class=\"count\">1<" in client.get("/admin/lifecycle/reviewtask/").content.decode()
     page = client.get(f"/admin/lifecycle/promotiondecision/{proposal.pk}/change/").content.decode()
     assert "+CONSTRAINT FROM A PROMOTION" in page and "fewer clarification rounds" in page
     assert f"current (run #{proposal.current_run_id})" in page and "escalated, hidden not_run" in page
