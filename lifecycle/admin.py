@@ -16,7 +16,13 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from lifecycle import conversation_email_admin, conversations_admin, slack_admin, tokens_admin  # noqa: F401  (admins)
+from lifecycle import (  # noqa: F401  (admins)
+    conversation_email_admin,
+    conversations_admin,
+    promotions_admin,
+    slack_admin,
+    tokens_admin,
+)
 from lifecycle.actors import Actor
 from lifecycle.budget_limits import DIMENSIONS
 from lifecycle.budget_limits import problems as budget_problems
@@ -42,12 +48,14 @@ from lifecycle.models.tenancy import WEBHOOK_SOURCES
 from lifecycle.notifications.slack import slack_channel_problems
 from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
+from lifecycle.playbooks import table_problems
 from lifecycle.replay.admin import ReplayAdminMixin
 from lifecycle.repo_settings import moved_settings, repository_settings_problems
 from lifecycle.selectors import secret_env_shared, token_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
+from lifecycle.services.promotions import guarded_settings_problems, promotions_to_decide
 from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
@@ -107,7 +115,8 @@ class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
         return [columns.task_label]
 
     def changelist_view(self, request, extra_context=None):
-        return super().changelist_view(request, {**(extra_context or {}), "inbox_counts": self._counts(request)})
+        return super().changelist_view(request, {**(extra_context or {}), "inbox_counts": self._counts(request),
+                                                 "promotions_waiting": promotions_to_decide(request.user).count()})
 
     def _counts(self, request) -> dict[str, int]:
         """The quick-filter badges, in one query whatever the number of tasks."""
@@ -273,7 +282,8 @@ class ProjectForm(forms.ModelForm):
                                   '"deployment_approval": {"sla_hours": 4, "action": "escalate", "manager": "maria"}}, '
                                   '"reviewers_group": "web-reviewers", "notifications": {"webhook_url": "https://…"}, '
                                   '"budgets": {"requirement": {"cost_usd": "20", "tokens": 2000000}, '
-                                  '"roles": {"senior_engineer": {"steps": 40}}}}'}
+                                  '"roles": {"senior_engineer": {"steps": 40}}}}; budgets, prompts and playbooks '
+                                  'are set when the project is made and changed by promotions only'}
 
     def clean_slug(self):
         """The form has no organization field, so Django skips the (organization, slug) constraint: check it here."""
@@ -303,6 +313,10 @@ class ProjectForm(forms.ModelForm):
         problems += moved_settings(value)
         problems += repository_settings_problems(value)
         problems += slack_channel_problems(value, self.instance.organization_id)
+        problems += [f"playbooks: {p}" for p in table_problems(value.get("playbooks") or {})]
+        if self.instance.pk:  # what a project starts with is set here; a change of it is a promotion's (ADR 39)
+            before = Project.objects.filter(pk=self.instance.pk).values_list("settings", flat=True).first() or {}
+            problems += guarded_settings_problems(before, value)
         if problems:
             raise forms.ValidationError(problems)
         return value

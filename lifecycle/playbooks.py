@@ -64,9 +64,22 @@ TRIAGE_PLAYBOOKS = {"bug": BUG_FIX.name, "feature": NEW_FEATURE.name, "change": 
 REPOSITORY_TRIAGE_PLAYBOOKS = {"bug": BUG_FIX.name, "feature": CHANGE.name, "change": CHANGE.name}
 
 
-def triage_playbook(kind: str, *, repository: bool) -> str:
-    """The playbook a triaged ticket of this kind runs ("" for a question or an out-of-scope ticket)."""
+def triage_playbook(kind: str, *, repository: bool, table: dict[str, str] | None = None) -> str:
+    """The playbook a triaged ticket of this kind runs ("" for a question or an out-of-scope ticket); `table` is the
+    project's own playbook table (settings["playbooks"], changed only by a promotion: ADR 39), over the defaults."""
+    if kind in TRIAGE_PLAYBOOKS and kind in (table or {}):
+        return table[kind]
     return (REPOSITORY_TRIAGE_PLAYBOOKS if repository else TRIAGE_PLAYBOOKS).get(kind, "")
+
+
+def table_problems(table: object) -> list[str]:
+    """What is wrong with a project's playbook table: ticket kind → playbook name, for the kinds triage names."""
+    if not isinstance(table, dict):
+        return ["a playbook table is an object of ticket kind → playbook name"]
+    return [f"unknown ticket kind {kind!r}; use {', '.join(TRIAGE_PLAYBOOKS)}" for kind in table
+            if kind not in TRIAGE_PLAYBOOKS] + [
+        f"{kind}: unknown playbook {name!r}; use one of {', '.join(PLAYBOOKS)}" for kind, name in table.items()
+        if not isinstance(name, str) or name not in PLAYBOOKS]
 
 
 class UnknownPlaybook(DomainError):

@@ -4,39 +4,18 @@ cases of the runs compared."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, Exists, F, Q, QuerySet, Sum
 
 from lifecycle.dashboard import charts
 from lifecycle.dashboard.selectors import Scope
+from lifecycle.evals.report import CaseChange, case_changes
 from lifecycle.evals.running import ORGANIZATION
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, HiddenResult, Organization
 
 RUNS = 100  # the newest runs shown, all suites together
 BUNDLE_CSS = ["", "second", "third"]  # one colour per bundle in a suite's charts, in turn
-
-
-@dataclass
-class CaseChange:
-    name: str
-    before: EvalCase | None
-    after: EvalCase | None
-
-    @property
-    def changed(self) -> list[str]:
-        """What differs between the two runs: outcome, hidden tests, gate false pass, cost; 'new' or 'gone'."""
-        if self.before is None or self.after is None:
-            return ["new" if self.before is None else "gone"]
-        fields = (("outcome", "outcome"), ("hidden", "hidden tests"), ("hidden_passed", "hidden tests"),
-                  ("gate_false_pass", "gate false pass"), ("cost_usd", "cost"))
-        return list(dict.fromkeys(label for name, label in fields
-                                  if getattr(self.before, name) != getattr(self.after, name)))
-
-    @property
-    def cost_delta(self) -> Decimal | None:
-        return None if self.before is None or self.after is None else self.after.cost_usd - self.before.cost_usd
 
 
 @dataclass
@@ -73,7 +52,7 @@ def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
     for suite, (run, previous) in zip(by_suite.values(), pairs, strict=True):
         suite.run, suite.previous = run, previous
         if previous:
-            suite.changes = _changes(cases.get(previous.pk, []), cases.get(run.pk, []))
+            suite.changes = case_changes(cases.get(previous.pk, []), cases.get(run.pk, []))
         suite.charts = _charts(suite)
     return list(by_suite.values())
 
@@ -97,11 +76,6 @@ def _pair(suite: Suite, compare: int | None) -> tuple[EvalRun, EvalRun | None]:
     ids = [run.pk for run in suite.runs]
     at = ids.index(compare) if compare in ids[:-1] else 0
     return suite.runs[at], suite.runs[at + 1] if at + 1 < len(suite.runs) else None
-
-
-def _changes(before: list[EvalCase], after: list[EvalCase]) -> list[CaseChange]:
-    old, new = {c.name: c for c in before}, {c.name: c for c in after}
-    return [CaseChange(name, old.get(name), new.get(name)) for name in dict.fromkeys([*new, *old])]
 
 
 def _charts(suite: Suite) -> dict[str, charts.Chart]:

@@ -1,6 +1,8 @@
 """A run as a table for the terminal and as JSON for export (`aiteam_eval export RUN_ID`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from lifecycle.models import EvalCase, EvalRun
@@ -48,3 +50,30 @@ def _row(case: EvalCase) -> tuple[str, ...]:
     return (case.name, case.outcome, f"{case.hidden} {case.hidden_passed}/{case.hidden_total}", gate, str(steps),
             str(case.input_tokens + case.output_tokens), str(case.cache_read_tokens), f"{case.cost_usd:.4f}",
             f"{case.wall_s:.1f}", f"{case.critical_path_s:.1f}")
+
+
+@dataclass
+class CaseChange:
+    name: str
+    before: EvalCase | None
+    after: EvalCase | None
+
+    @property
+    def changed(self) -> list[str]:
+        """What differs between the two runs: outcome, hidden tests, gate false pass, cost; 'new' or 'gone'."""
+        if self.before is None or self.after is None:
+            return ["new" if self.before is None else "gone"]
+        fields = (("outcome", "outcome"), ("hidden", "hidden tests"), ("hidden_passed", "hidden tests"),
+                  ("gate_false_pass", "gate false pass"), ("cost_usd", "cost"))
+        return list(dict.fromkeys(label for name, label in fields
+                                  if getattr(self.before, name) != getattr(self.after, name)))
+
+    @property
+    def cost_delta(self) -> Decimal | None:
+        return None if self.before is None or self.after is None else self.after.cost_usd - self.before.cost_usd
+
+
+def case_changes(before: list[EvalCase], after: list[EvalCase]) -> list[CaseChange]:
+    """Two runs of a suite case by case, in the later run's order, then cases only the earlier had."""
+    old, new = {c.name: c for c in before}, {c.name: c for c in after}
+    return [CaseChange(name, old.get(name), new.get(name)) for name in dict.fromkeys([*new, *old])]

@@ -21,20 +21,24 @@ from lifecycle.evals.policy import settle
 from lifecycle.evals.suites import Case
 from lifecycle.management.commands.aiteam_ticket import project_for
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, Membership, Organization, Project, PromptBundle, Requirement
+from lifecycle.models.evals import EVALUATION_ORGANIZATION
 from lifecycle.services.intake import requirement_submit
 from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import Role
 from lifecycle.tickets import Ticket, TicketSource
 
 log = logging.getLogger("aiteam.progress")
-ORGANIZATION = "eval"
+ORGANIZATION = EVALUATION_ORGANIZATION
 EVALUATOR = "eval"
 CASE_TIMEOUT_S = 3600  # on workers: a case still running after this ends as failed
 
 
-def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool) -> EvalRun:
+def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool,
+                   profile: dict[str, Any] | None = None) -> EvalRun:
+    """`profile`: the budget profile and playbook table ({"budgets": …, "playbooks": …}) each case's project runs
+    with; none: the defaults."""
     provider = settings.AITEAM_LLM_PROVIDER if live else "replay"
-    return EvalRun.objects.create(suite=suite, bundle=bundle, live=live, provider=provider)
+    return EvalRun.objects.create(suite=suite, bundle=bundle, live=live, provider=provider, settings=profile or {})
 
 
 def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str], None] = log.info) -> list[EvalCase]:
@@ -107,7 +111,7 @@ def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scr
     else:
         repo = case.repository.build(scratch / "repo", scratch / "wheels")
         project = project_for(organization, repo=str(repo), base=case.repository.base, slug=f"eval-{case.name}"[:100])
-    _use_bundle(project, run.bundle)
+    _use_versions(project, run)
     if case.kind == "brief":
         return requirement_submit(user=user, brief=case.body, title=case.title, project=project, via="cli")
     ticket = Ticket(source=TicketSource.CLI, key=f"eval-{run.pk}-{case.name}"[:100], title=case.title, body=case.body)
@@ -115,12 +119,16 @@ def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scr
     return requirement
 
 
-def _use_bundle(project: Project, bundle: PromptBundle | None) -> None:
-    """A bundle asked for is the project's prompts, every one of them (so the requirement's bundle is that one)."""
-    prompts = project.settings.pop("prompts", None)
-    if bundle is not None:
-        project.settings["prompts"] = bundle.prompts
-    if prompts != project.settings.get("prompts"):
+def _use_versions(project: Project, run: EvalRun) -> None:
+    """The versions under evaluation are the evaluation project's own: a bundle asked for is its prompts, every one
+    of them (so the requirement's bundle is that one), and the run's budget profile and playbook table its settings.
+    Evaluation projects are the one place these are set other than by a promotion (ADR 39)."""
+    wanted = {key: value for key, value in run.settings.items() if key in ("budgets", "playbooks") and value}
+    if run.bundle is not None:
+        wanted["prompts"] = run.bundle.prompts
+    kept = {key: value for key, value in project.settings.items() if key not in ("prompts", "budgets", "playbooks")}
+    if project.settings != {**kept, **wanted}:
+        project.settings = {**kept, **wanted}
         project.save(update_fields=["settings"])
 
 

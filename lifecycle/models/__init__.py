@@ -15,6 +15,7 @@ from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
 from lifecycle.models.notifications import Notification
 from lifecycle.models.plan import ImplementationTask
+from lifecycle.models.promotions import PromotedArtifact, PromotionDecision
 from lifecycle.models.prompts import PromptBundle
 from lifecycle.models.replay import Replay
 from lifecycle.models.requirement import Requirement, RequirementDoc
@@ -32,7 +33,7 @@ __all__ = [
     "ConversationEmail", "ConversationParticipant", "Message", "ToolCall",
     "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
     "OutboxEvent", "Project",
-    "PromptBundle", "Replay",
+    "PromotedArtifact", "PromotionDecision", "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
     "SlackIdentity", "SlackMessageSeen", "SlackWorkspace",
     "Notification", "StoryEdit", "WebhookDelivery",

@@ -1,6 +1,8 @@
 """Evaluation runs (docs/evals.md): a suite's cases run through the whole team, each case's outcome and measures."""
 from django.db import models
 
+EVALUATION_ORGANIZATION = "eval"  # the organization every evaluation project is made in (its slug)
+
 
 class EvalOutcome(models.TextChoices):
     DEPLOYED = "deployed"
@@ -20,6 +22,8 @@ class EvalRun(models.Model):
     suite = models.CharField(max_length=100)
     bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
                                related_name="eval_runs", help_text="the prompt bundle every case ran with")
+    settings = models.JSONField(default=dict, blank=True, help_text=(
+        "the budget profile and playbook table every case's project ran with (empty: the defaults)"))
     live = models.BooleanField(default=False, help_text="against the configured model; otherwise each case's cassette")
     provider = models.CharField(max_length=40)
     started_at = models.DateTimeField(auto_now_add=True)

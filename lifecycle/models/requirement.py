@@ -13,7 +13,7 @@ from lifecycle.states import BUDGET_STATES, NON_TERMINAL_STATES
 from lifecycle.states import RequirementState as S
 from lifecycle.tickets import TicketSource
 
-OUTCOME_SETTINGS = ("budgets", "quality_gates")  # the project settings a run's transitions depend on
+OUTCOME_SETTINGS = ("budgets", "quality_gates", "playbooks")  # the project settings a run's transitions depend on
 
 
 class Requirement(FSMModelMixin, models.Model):

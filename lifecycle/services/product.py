@@ -32,7 +32,8 @@ def triage_apply(*, lease: Lease, output: TriageOutput) -> None:
     with step_applying(lease) as (step, requirement):
         if requirement.state != RequirementState.RECEIVED:  # cancelled or overridden meanwhile
             raise IllegalTransition(f"requirement is {requirement.state}: its triage no longer applies")
-        playbook = triage_playbook(output.kind, repository=bool(requirement.project.repo_url))
+        playbook = triage_playbook(output.kind, repository=bool(requirement.project.repo_url),
+                                   table=requirement.outcome_settings.get("playbooks"))
         _triage_audit(requirement, output, playbook=playbook, step_id=step.pk)
         if output.kind == "question":
             emit(requirement, "TicketAnswered", {**_ticket_of(requirement), "text": output.answer})

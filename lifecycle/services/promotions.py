@@ -1,0 +1,327 @@
+"""The promotion protocol (ADR 39): a project's prompt bundle, budget profile and playbook table change only through
+a PromotionDecision. A proposal carries the structured change and the evidence (the same suite run with the current
+version and with the candidate); the project's owners (its organization's admins) accept it, accept it modified or
+reject it, with a reason; only then does the version become current, for requirements submitted after (a running
+requirement keeps the prompt bundle and settings it was pinned to at submission). One action rolls a decision back
+to the version before it. The project settings hold what is current; the decisions are its history.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, QuerySet
+from django.utils import timezone
+
+from agents.prompts import bundle_hash, prompt_files
+from lifecycle import budget_limits, playbooks
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.models import EvalRun, Membership, Project, PromotedArtifact, PromotionDecision, PromptBundle
+from lifecycle.models.evals import EVALUATION_ORGANIZATION
+from lifecycle.services.outbox import emit
+from lifecycle.services.prompts import prompt_bundle_for
+from lifecycle.states import Role
+
+ACCEPT, MODIFY, REJECT = "accept", "modify", "reject"
+DECISIONS = {ACCEPT: PromotionDecision.State.ACCEPTED, MODIFY: PromotionDecision.State.MODIFIED,
+             REJECT: PromotionDecision.State.REJECTED}
+OPTIMIZER = "optimizer"
+REASON_MAX_CHARS = 2000
+GUARDED = tuple(PromotedArtifact.values)  # the project settings only a promotion changes
+
+
+# --- versions --------------------------------------------------------------------------------------------------------
+def current_version(project: Project, artifact: str) -> tuple[Any, str]:
+    """The version new requirements of the project start with now, and its content hash. A prompt bundle's version
+    is its sha256 (the files with the project's overrides); a profile's or table's is its value ({}: the defaults)."""
+    if artifact == PromotedArtifact.PROMPTS:
+        sha = prompt_bundle_for(project).sha256
+        return sha, sha
+    value = (project.settings or {}).get(artifact) or {}
+    return value, value_hash(value)
+
+
+def value_hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def version_of(artifact: str, value: Any) -> str:
+    return value if artifact == PromotedArtifact.PROMPTS else value_hash(value)
+
+
+def candidate_problems(artifact: str, value: Any) -> list[str]:
+    """What is wrong with a version as the project's (each a sentence an owner or API client can act on)."""
+    if artifact == PromotedArtifact.PROMPTS:
+        bundle = PromptBundle.objects.filter(sha256=value).first() if isinstance(value, str) else None
+        if bundle is None:
+            return [f"no prompt bundle {value!r}: make one with `aiteam_promote propose --prompt NAME=FILE`"]
+        unknown = sorted(set(bundle.prompts) - set(prompt_files()))
+        return [f"the bundle has prompts this deployment does not: {', '.join(unknown)}"] if unknown else []
+    if artifact == PromotedArtifact.BUDGETS:
+        return budget_limits.problems(value)
+    if artifact == PromotedArtifact.PLAYBOOKS:
+        return playbooks.table_problems(value)
+    return [f"unknown artifact {artifact!r}; use one of {', '.join(PromotedArtifact.values)}"]
+
+
+def bundle_with(project: Project, changed: dict[str, str]) -> PromptBundle:
+    """The project's current bundle with some prompts replaced: a candidate version of its prompts."""
+    unknown = sorted(set(changed) - set(prompt_files()))
+    if unknown or not all(isinstance(text, str) and text.strip() for text in changed.values()):
+        raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: {unknown}",
+                          "candidate")
+    prompts = {**prompt_bundle_for(project).prompts, **changed}
+    bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
+    return bundle
+
+
+def change_between(artifact: str, before: Any, after: Any) -> list[dict[str, Any]]:
+    """The structured change: per prompt that differs, a unified diff; per value that differs, its path, from, to."""
+    if artifact == PromotedArtifact.PROMPTS:
+        old, new = (PromptBundle.objects.get(sha256=sha).prompts for sha in (before, after))
+        return [{"prompt": name, "diff": "".join(difflib.unified_diff(
+                    old.get(name, "").splitlines(keepends=True), new.get(name, "").splitlines(keepends=True),
+                    fromfile=f"a/{name}.md", tofile=f"b/{name}.md"))}
+                for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    old_values, new_values = dict(_leaves(before)), dict(_leaves(after))
+    return [{"path": path, "from": old_values.get(path), "to": new_values.get(path)}
+            for path in sorted(set(old_values) | set(new_values)) if old_values.get(path) != new_values.get(path)]
+
+
+def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves(item, f"{prefix}.{key}" if prefix else key)]
+    return [(prefix, value)]
+
+
+def guarded_settings_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """A settings edit may not change what only a promotion changes (the admin form and every other writer ask)."""
+    return [f'settings["{key}"] is changed only by a promotion (docs/promotions.md): propose it, its owner decides'
+            for key in GUARDED if (before or {}).get(key) != (after or {}).get(key)]
+
+
+# --- who -------------------------------------------------------------------------------------------------------------
+def is_owner(user: Any, project: Project) -> bool:
+    """A project's prompts, budgets and playbooks are owned by its organization's admins (and operators)."""
+    return bool(user and user.is_authenticated and user.is_active) and (
+        user.is_superuser or Membership.objects.filter(user=user, organization_id=project.organization_id,
+                                                       role=Role.ADMIN).exists())
+
+
+def eval_runs_visible_to(user: Any) -> QuerySet[EvalRun]:
+    """Evaluation runs are the operators': a superuser's, or a member's of the evaluation organization (the
+    staff dashboard's rule); a proposal may cite only runs its proposer can read."""
+    if user.is_superuser:
+        return EvalRun.objects.all()
+    return EvalRun.objects.filter(Exists(Membership.objects.filter(user=user, organization__slug=EVALUATION_ORGANIZATION)))
+
+
+def promotions_visible_to(user: Any) -> QuerySet[PromotionDecision]:
+    rows = PromotionDecision.objects.select_related("project__organization", "proposed_by", "decided_by")
+    return rows if user.is_superuser else rows.filter(project__organization__memberships__user=user)
+
+
+def promotions_to_decide(user: Any) -> QuerySet[PromotionDecision]:
+    """The open proposals the person owns: the review inbox counts them."""
+    rows = PromotionDecision.objects.filter(state=PromotionDecision.State.PROPOSED)
+    if user.is_superuser:
+        return rows
+    return rows.filter(project__organization__memberships__user=user,
+                       project__organization__memberships__role=Role.ADMIN)
+
+
+# --- proposing -------------------------------------------------------------------------------------------------------
+def promotion_propose(*, project: Project, artifact: str, candidate: Any, current_run: EvalRun,
+                      candidate_run: EvalRun, actor: Actor, expected_effect: str, justification: str = ""
+                      ) -> PromotionDecision:
+    """A proposal to its owners. The evidence must be the same suite, run the same way (both offline or both live),
+    once with the current version and once with the candidate, everything else equal."""
+    if actor.is_human and not Membership.objects.filter(user=actor.user, organization_id=project.organization_id
+                                                        ).exists():
+        raise NotPermitted("only a member of the project's organization proposes a change to it")
+    if not actor.is_human and actor.role != OPTIMIZER:
+        raise NotPermitted("a promotion is proposed by a person or the optimizer")
+    if problems := candidate_problems(artifact, candidate):
+        raise DomainError("; ".join(problems), "candidate")
+    if not expected_effect.strip():
+        raise DomainError("say what the change is expected to do (fewer fix loops, hidden tests passing, …)",
+                          "expected_effect")
+    with transaction.atomic():
+        current, current_sha = current_version(project, artifact)
+        candidate_sha = version_of(artifact, candidate)
+        if candidate_sha == current_sha:
+            raise DomainError("the candidate is the current version: nothing would change", "candidate")
+        if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate):
+            raise DomainError("; ".join(problems), "candidate_run")
+        decision = PromotionDecision.objects.create(
+            project=project, artifact=artifact, current=current, current_version=current_sha, candidate=candidate,
+            candidate_version=candidate_sha, change=change_between(artifact, current, candidate),
+            current_run=current_run, candidate_run=candidate_run, expected_effect=expected_effect.strip(),
+            justification=justification.strip(), proposer="person" if actor.is_human else OPTIMIZER,
+            proposed_by=actor.user if actor.is_human else None)
+        emit(None, "PromotionProposed", _event(decision))
+    return decision
+
+
+def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,
+                      candidate: Any) -> list[str]:
+    """Why the two runs do not justify this change, if they do not."""
+    found = [f"eval run {run.pk} has not finished" for run in (current_run, candidate_run) if run.finished_at is None]
+    if current_run.pk == candidate_run.pk:
+        found.append("the two eval runs are the same run")
+    if current_run.suite != candidate_run.suite:
+        found.append(f"the runs are of different suites ({current_run.suite}, {candidate_run.suite})")
+    if current_run.live != candidate_run.live:
+        found.append("one run is live and the other offline")
+    for run, value, which in ((current_run, current, "current"), (candidate_run, candidate, "candidate")):
+        if run_version(run, artifact) != version_of(artifact, value):
+            found.append(f"eval run {run.pk} did not run the {which} {PromotedArtifact(artifact).label}")
+    for other in PromotedArtifact.values:
+        if other != artifact and run_version(current_run, other) != run_version(candidate_run, other):
+            found.append(f"the runs differ in their {PromotedArtifact(other).label} too: change one thing at a time")
+    return found
+
+
+def run_version(run: EvalRun, artifact: str) -> str:
+    if artifact == PromotedArtifact.PROMPTS:
+        return run.bundle_id or ""
+    return value_hash(run.settings.get(artifact) or {})
+
+
+# --- deciding --------------------------------------------------------------------------------------------------------
+def promotion_decide(*, decision_id: Any, actor: Actor, decision: str, reason: str,
+                     modified: Any = None) -> PromotionDecision:
+    """The owner's decision. Accepting (as proposed or modified) makes the version current for new requirements and
+    closes the project's other open proposals for the artifact (they were measured against the old version)."""
+    if decision not in DECISIONS:
+        raise DomainError(f"decide with one of {', '.join(DECISIONS)}", "decision")
+    reason = _reason(reason)
+    with transaction.atomic():
+        row = _locked(decision_id, actor)
+        if not row.is_open:
+            raise IllegalTransition(f"this promotion is {row.state}: it was decided already")
+        project = Project.objects.select_for_update().get(pk=row.project_id)
+        if current_version(project, row.artifact)[1] != row.current_version:
+            raise IllegalTransition("the current version changed since this was proposed: propose it again")
+        adopted = row.candidate
+        if decision == MODIFY:
+            adopted = _modified(row, project, modified)
+            row.adopted_change = change_between(row.artifact, row.candidate, adopted)
+        if decision != REJECT:
+            row.adopted, row.adopted_version = adopted, version_of(row.artifact, adopted)
+            _make_current(project, row.artifact, adopted)
+        row.state = DECISIONS[decision]
+        _decided(row, actor, reason)
+        if decision != REJECT:
+            _supersede_others(row)
+        emit(None, "PromotionDecided", _event(row))
+    return row
+
+
+def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> PromotionDecision:
+    """One action: the version before an adopted decision becomes current again, recorded as a decision of its own
+    (so the history says who rolled back what, when and why)."""
+    reason = _reason(reason)
+    with transaction.atomic():
+        row = _locked(decision_id, actor)
+        if row.adopted is None:
+            raise IllegalTransition(f"this {row.kind} is {row.state}: it changed nothing to roll back")
+        project = Project.objects.select_for_update().get(pk=row.project_id)
+        current, current_sha = current_version(project, row.artifact)
+        if current_sha == row.current_version:
+            raise IllegalTransition("the version before it is the current version already")
+        if problems := candidate_problems(row.artifact, row.current):
+            raise IllegalTransition("that version cannot be restored: " + "; ".join(problems))
+        rollback = PromotionDecision(
+            project=project, artifact=row.artifact, kind=PromotionDecision.Kind.ROLLBACK,
+            state=PromotionDecision.State.ACCEPTED, current=current, current_version=current_sha,
+            candidate=row.current, candidate_version=row.current_version,
+            change=change_between(row.artifact, current, row.current), adopted=row.current,
+            adopted_version=row.current_version, proposer="person", proposed_by=actor.user, rollback_of=row,
+            expected_effect=f"the version before {row.kind} {row.pk} is current again")
+        _decided(rollback, actor, reason)
+        _make_current(project, row.artifact, row.current)
+        _supersede_others(rollback)
+        emit(None, "PromotionDecided", _event(rollback))
+    return rollback
+
+
+def _locked(decision_id: Any, actor: Actor) -> PromotionDecision:
+    row = (promotions_visible_to(actor.user).select_for_update(of=("self",)).filter(pk=decision_id).first()
+           if actor.is_human else None)
+    if row is None:
+        raise PromotionDecision.DoesNotExist(f"no promotion {decision_id} in your organizations")
+    if not is_owner(actor.user, row.project):
+        raise NotPermitted("only the project's owners (its organization's admins) decide its promotions")
+    return row
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise DomainError("give the reason for the decision", "reason")
+    if len(reason) > REASON_MAX_CHARS:
+        raise DomainError(f"at most {REASON_MAX_CHARS} characters", "reason")
+    return reason
+
+
+def _modified(row: PromotionDecision, project: Project, modified: Any) -> Any:
+    """The owner's version: for prompts, the candidate's prompts with theirs replaced (name → text); for a profile or
+    table, the whole value."""
+    if modified in (None, "", {}):
+        raise DomainError("a modification gives the changed version", "modified")
+    if row.artifact == PromotedArtifact.PROMPTS:
+        if not isinstance(modified, dict):
+            raise DomainError("a modified prompt bundle is an object of prompt name → text", "modified")
+        base = PromptBundle.objects.get(sha256=row.candidate).prompts
+        unknown = sorted(set(modified) - set(base))
+        if unknown or not all(isinstance(text, str) and text.strip() for text in modified.values()):
+            raise DomainError(f"modify known prompts with non-empty texts; unknown: {unknown}", "modified")
+        prompts = {**base, **modified}
+        modified = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})[0].pk
+    elif problems := candidate_problems(row.artifact, modified):
+        raise DomainError("; ".join(problems), "modified")
+    if version_of(row.artifact, modified) in (row.candidate_version, row.current_version):
+        raise DomainError("the modification is the candidate or the current version: accept or reject instead",
+                          "modified")
+    return modified
+
+
+def _make_current(project: Project, artifact: str, value: Any) -> None:
+    """A prompt bundle is pinned whole (every prompt's text), so a deployment's prompt files no longer change it."""
+    settings = dict(project.settings or {})
+    if artifact == PromotedArtifact.PROMPTS:
+        settings[artifact] = PromptBundle.objects.get(sha256=value).prompts
+    elif value:
+        settings[artifact] = value
+    else:
+        settings.pop(artifact, None)
+    project.settings = settings
+    project.save(update_fields=["settings"])
+
+
+def _decided(row: PromotionDecision, actor: Actor, reason: str) -> None:
+    row.decided_by, row.decided_via, row.decided_at, row.reason = actor.user, actor.via, timezone.now(), reason
+    row.save()
+
+
+def _supersede_others(row: PromotionDecision) -> None:
+    PromotionDecision.objects.filter(project_id=row.project_id, artifact=row.artifact,
+                                     state=PromotionDecision.State.PROPOSED).exclude(pk=row.pk).update(
+        state=PromotionDecision.State.SUPERSEDED, reason=f"superseded: {row.kind} {row.pk} changed the version first")
+
+
+def _event(row: PromotionDecision) -> dict[str, Any]:
+    return {"promotion": str(row.pk), "project": str(row.project_id), "artifact": row.artifact, "kind": row.kind,
+            "state": row.state, "proposer": row.proposer}
+
+
+# --- evidence, side by side --------------------------------------------------------------------------------------------
+def versions_history(project: Project, artifact: str) -> QuerySet[PromotionDecision]:
+    """Every decision that made a version current, newest first."""
+    return PromotionDecision.objects.filter(project=project, artifact=artifact, adopted__isnull=False).order_by(
+        "-decided_at")

@@ -1,0 +1,284 @@
+"""The promotion protocol (ADR 39): a project's prompts, budget profile and playbook table change only through a
+decision of its owners, justified by two eval runs; new requirements take the new version, running ones keep theirs;
+one action rolls back."""
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from agents.prompts import prompt_files
+from lifecycle.actors import Actor
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.evals.running import evaluator
+from lifecycle.models import EvalCase, EvalRun, LLMCall, Membership, Project, PromotionDecision
+from lifecycle.playbooks import table_problems, triage_playbook
+from lifecycle.services import dispatch
+from lifecycle.services.promotions import (
+    bundle_with,
+    current_version,
+    guarded_settings_problems,
+    promotion_decide,
+    promotion_propose,
+    promotion_rollback,
+)
+from tests.conftest import api_for, staff_client
+from tests.factories import MembershipFactory
+from tests.flows import submit
+
+CONSTRAINT = "\nCONSTRAINT FROM A PROMOTION: name the acceptance criteria you could not make testable."
+
+
+@pytest.fixture
+def owner(acme):
+    return MembershipFactory(organization=acme, role="admin", user__username="olga").user
+
+
+def evidence(project, artifact, current, candidate, *, suite="offline"):
+    """The two eval runs a proposal cites, each with a case (as `aiteam_eval run` stores them)."""
+    runs = []
+    for value, outcome in ((current, "escalated"), (candidate, "deployed")):
+        run = EvalRun.objects.create(suite=suite, provider="replay", finished_at=timezone.now(),
+                                     bundle_id=value if artifact == "prompts" else current_version(project, "prompts")[0],
+                                     settings={artifact: value} if artifact != "prompts" else {})
+        EvalCase.objects.create(run=run, name="sample-brief", kind="brief", outcome=outcome,
+                                hidden="full" if outcome == "deployed" else "not_run", cost_usd="0.25")
+        runs.append(run)
+    return runs
+
+
+def propose_prompt(project, by, text=CONSTRAINT):
+    current = current_version(project, "prompts")[0]
+    candidate = bundle_with(project, {"product_owner": prompt_files()["product_owner"] + text}).pk
+    before, after = evidence(project, "prompts", current, candidate)
+    return promotion_propose(project=project, artifact="prompts", candidate=candidate, current_run=before,
+                             candidate_run=after, actor=Actor.human(by, "api"),
+                             expected_effect="fewer clarification rounds")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_accepted_prompt_is_used_by_new_requirements_and_a_running_one_keeps_its_own(alice, owner, acme_project,
+                                                                                         monkeypatch):
+    held = []
+    monkeypatch.setattr(dispatch, "send_step", lambda step_id, key, countdown=None: held.append(step_id))
+    running = submit(alice)  # its first step waits while the prompt is promoted
+    monkeypatch.undo()
+    proposal = propose_prompt(acme_project, alice)
+    assert proposal.change == [{"prompt": "product_owner", "diff": proposal.change[0]["diff"]}]
+    assert "+CONSTRAINT FROM A PROMOTION" in proposal.change[0]["diff"]
+
+    decided = promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "admin"), decision="accept",
+                               reason="the candidate deployed where the current escalated")
+
+    assert decided.state == "accepted" and decided.adopted_version == proposal.candidate_version
+    assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == proposal.candidate_version
+    dispatch.send_step(held[0], "po_clarify")
+    assert "CONSTRAINT FROM A PROMOTION" not in LLMCall.objects.get(requirement=running, role="product_owner").system
+    later = submit(alice)
+    assert later.prompt_bundle_id == proposal.candidate_version != running.prompt_bundle_id
+    assert "CONSTRAINT FROM A PROMOTION" in LLMCall.objects.get(requirement=later, role="product_owner").system
+
+
+@pytest.mark.django_db
+def test_a_rejected_proposal_changes_nothing_and_only_owners_decide_once_with_a_reason(alice, rita, owner,
+                                                                                       acme_project):
+    before = current_version(acme_project, "prompts")[1]
+    proposal = propose_prompt(acme_project, alice)
+
+    with pytest.raises(NotPermitted):  # a reviewer decides review tasks, not the project's prompts
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(rita, "api"), decision="accept", reason="ok")
+    with pytest.raises(DomainError) as no_reason:
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="reject", reason=" ")
+    assert no_reason.value.field == "reason"
+    rejected = promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="reject",
+                                reason="one case is not evidence enough")
+
+    assert rejected.state == "rejected" and rejected.adopted is None and rejected.decided_by == owner
+    assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[1] == before
+    with pytest.raises(IllegalTransition):
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="now")
+    with pytest.raises(IllegalTransition):  # nothing was adopted: nothing to roll back
+        promotion_rollback(decision_id=proposal.pk, actor=Actor.human(owner, "api"), reason="undo")
+
+
+@pytest.mark.django_db
+def test_a_rollback_makes_the_version_before_current_again_as_a_decision_of_its_own(alice, owner, acme_project):
+    original = current_version(acme_project, "prompts")[0]
+    proposal = propose_prompt(acme_project, alice)
+    promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="better")
+
+    rollback = promotion_rollback(decision_id=proposal.pk, actor=Actor.human(owner, "admin"),
+                                  reason="live runs got slower")
+
+    assert rollback.kind == "rollback" and rollback.state == "accepted" and rollback.rollback_of_id == proposal.pk
+    assert rollback.adopted_version == original and rollback.current_version == proposal.candidate_version
+    assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == original
+    assert submit(alice).prompt_bundle_id == original
+    with pytest.raises(IllegalTransition):  # rolled back already
+        promotion_rollback(decision_id=proposal.pk, actor=Actor.human(owner, "admin"), reason="again")
+    again = promotion_rollback(decision_id=rollback.pk, actor=Actor.human(owner, "admin"), reason="it was fine")
+    assert again.adopted_version == proposal.candidate_version  # a rollback is undone the same way
+
+
+@pytest.mark.django_db
+def test_a_modified_budget_profile_is_what_new_requirements_are_limited_by(alice, owner, acme_project):
+    candidate = {"roles": {"senior_engineer": {"steps": 30}}}
+    before, after = evidence(acme_project, "budgets", {}, candidate)
+    proposal = promotion_propose(project=acme_project, artifact="budgets", candidate=candidate, current_run=before,
+                                 candidate_run=after, actor=Actor.human(alice, "cli"),
+                                 expected_effect="the engineer stops looping sooner")
+    assert proposal.change == [{"path": "roles.senior_engineer.steps", "from": None, "to": 30}]
+
+    with pytest.raises(DomainError, match="accept or reject instead"):  # a modification that modifies nothing
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify", reason="same",
+                         modified=candidate)
+    decided = promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify",
+                               reason="30 is tight; 36", modified={"roles": {"senior_engineer": {"steps": 36}}})
+
+    assert decided.state == "modified" and decided.adopted == {"roles": {"senior_engineer": {"steps": 36}}}
+    assert decided.adopted_change == [{"path": "roles.senior_engineer.steps", "from": 30, "to": 36}]
+    assert submit(alice).run_settings["budgets"] == {"roles": {"senior_engineer": {"steps": 36}}}
+
+
+@pytest.mark.django_db
+def test_the_evidence_must_be_one_suite_run_with_each_version_and_nothing_else_changed(alice, acme_project):
+    current = current_version(acme_project, "prompts")[0]
+    candidate = bundle_with(acme_project, {"tech_lead_plan": "Plan in small tasks."}).pk
+    before, after = evidence(acme_project, "prompts", current, candidate)
+    other_suite = EvalRun.objects.create(suite="other", provider="replay", bundle_id=candidate,
+                                         finished_at=timezone.now())
+    unfinished = EvalRun.objects.create(suite="offline", provider="replay", bundle_id=candidate)
+    budgets_too = EvalRun.objects.create(suite="offline", provider="replay", bundle_id=candidate,
+                                         finished_at=timezone.now(), settings={"budgets": {"requirement": {"steps": 9}}})
+
+    def refusal(current_run, candidate_run, value=candidate):
+        with pytest.raises(DomainError) as refused:
+            promotion_propose(project=acme_project, artifact="prompts", candidate=value, current_run=current_run,
+                              candidate_run=candidate_run, actor=Actor.human(alice, "api"), expected_effect="x")
+        return str(refused.value)
+
+    assert "different suites" in refusal(before, other_suite)
+    assert "has not finished" in refusal(before, unfinished)
+    assert "did not run the candidate" in refusal(before, before)
+    assert "change one thing at a time" in refusal(before, budgets_too)
+    assert "nothing would change" in refusal(before, after, value=current)
+    assert "no prompt bundle" in refusal(before, after, value="f" * 64)
+    assert not PromotionDecision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_accepting_one_proposal_supersedes_the_others_measured_against_the_old_version(alice, owner, acme_project):
+    first, second = propose_prompt(acme_project, alice), propose_prompt(acme_project, alice, "\nANOTHER IDEA")
+    promotion_decide(decision_id=second.pk, actor=Actor.human(owner, "api"), decision="accept", reason="better")
+
+    first.refresh_from_db()
+    assert first.state == "superseded" and "superseded" in first.reason
+    with pytest.raises(IllegalTransition):
+        promotion_decide(decision_id=first.pk, actor=Actor.human(owner, "api"), decision="accept", reason="too")
+
+
+@pytest.mark.django_db
+def test_a_playbook_table_chooses_what_a_triaged_ticket_runs():
+    assert triage_playbook("feature", repository=True, table={"feature": "new_feature"}) == "new_feature"
+    assert triage_playbook("bug", repository=True, table={"feature": "new_feature"}) == "bug_fix"
+    assert triage_playbook("question", repository=True, table={"question": "bug_fix"}) == ""
+    assert table_problems({"feature": "fast", "chore": "bug_fix"}) == [
+        "unknown ticket kind 'chore'; use bug, feature, change",
+        "feature: unknown playbook 'fast'; use one of new_feature, bug_fix, change"]
+
+
+@pytest.mark.django_db
+def test_nothing_but_a_promotion_changes_a_projects_prompts_budgets_or_playbooks(owner, acme_project):
+    assert guarded_settings_problems({"budgets": {}}, {"budgets": {}, "scope": {"max_lines": 9}}) == []
+    assert len(guarded_settings_problems({}, {"prompts": {"tech_lead": "x"}, "playbooks": {"bug": "bug_fix"}})) == 2
+
+    client = staff_client(owner)
+    page = f"/admin/lifecycle/project/{acme_project.pk}/change/"
+    form = {"name": acme_project.name, "slug": acme_project.slug, "base_branch": "main", "host_kind": "git",
+            "webhook_label": "aiteam", "settings": '{"budgets": {"requirement": {"steps": 5}}}'}
+    refused = client.post(page, form)
+    assert refused.status_code == 200 and "changed only by a promotion" in refused.content.decode()
+    assert Project.objects.get(pk=acme_project.pk).settings.get("budgets") is None
+    assert client.post(page, {**form, "settings": '{"scope": {"max_lines": 50}}'}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organizations(alice, owner, oscar, acme_project):
+    Membership.objects.create(user=alice, organization=evaluator()[1], role="reviewer")  # reads the eval runs
+    current = current_version(acme_project, "prompts")[0]
+    candidate = bundle_with(acme_project, {"qc_engineer": prompt_files()["qc_engineer"] + CONSTRAINT}).pk
+    before, after = evidence(acme_project, "prompts", current, candidate)
+    body = {"project": str(acme_project.pk), "artifact": "prompts",
+            "candidate": {"qc_engineer": prompt_files()["qc_engineer"] + CONSTRAINT}, "current_run": before.pk,
+            "candidate_run": after.pk, "expected_effect": "QC names untested criteria"}
+
+    assert api_for(alice).post("/api/v1/promotions/", {**body, "colour": "red"}, format="json").status_code == 400
+    assert api_for(oscar).post("/api/v1/promotions/", body, format="json").status_code == 404  # another tenant's
+    assert api_for(owner).post("/api/v1/promotions/", body, format="json").status_code == 404  # runs it cannot read
+    created = api_for(alice).post("/api/v1/promotions/", body, format="json")
+    assert created.status_code == 201, created.data
+    pk = created.data["id"]
+    assert created.data["evidence"]["current"]["outcomes"] == {"escalated": 1}
+    assert created.data["evidence"]["cases"][0]["candidate"]["outcome"] == "deployed"
+
+    assert api_for(oscar).get(f"/api/v1/promotions/{pk}/").status_code == 404
+    assert api_for(alice).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "mine"}).status_code == 403
+    assert api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {}).status_code == 400
+    accepted = api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "QC got stricter"})
+    assert accepted.status_code == 200 and accepted.data["state"] == "accepted"
+    assert api_for(owner).post(f"/api/v1/promotions/{pk}/reject/", {"reason": "late"}).status_code == 409
+    rolled = api_for(owner).post(f"/api/v1/promotions/{pk}/rollback/", {"reason": "too strict"})
+    assert rolled.status_code == 201 and rolled.data["kind"] == "rollback"
+    assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == current
+    listed = api_for(alice).get("/api/v1/promotions/?state=accepted").data["results"]
+    assert {row["kind"] for row in listed} == {"promotion", "rollback"}
+
+
+@pytest.mark.django_db
+def test_the_owners_page_shows_both_runs_side_by_side_and_decides(alice, owner, acme_project):
+    proposal = propose_prompt(acme_project, alice)
+    client = staff_client(owner)
+    assert "Promotions to decide<span class=\"count\">1<" in client.get("/admin/lifecycle/reviewtask/").content.decode()
+    page = client.get(f"/admin/lifecycle/promotiondecision/{proposal.pk}/change/").content.decode()
+    assert "+CONSTRAINT FROM A PROMOTION" in page and "fewer clarification rounds" in page
+    assert f"current (run #{proposal.current_run_id})" in page and "escalated, hidden not_run" in page
+    assert "deployed, hidden full" in page and 'id="promotion-decide"' in page
+
+    response = client.post(f"/admin/lifecycle/promotiondecision/{proposal.pk}/decide/",
+                           {"decision": "reject", "reason": "wait for a live run"})
+    assert response.status_code == 302
+    proposal.refresh_from_db()
+    assert proposal.state == "rejected" and proposal.decided_via == "admin"
+    author = staff_client(alice).get(f"/admin/lifecycle/promotiondecision/{proposal.pk}/change/").content.decode()
+    assert 'id="promotion-decide"' not in author and "wait for a live run" in author
+
+
+@pytest.mark.django_db(transaction=True)
+def test_aiteam_promote_runs_the_suite_with_both_versions_then_proposes(alice, acme_project, tmp_path, settings):
+    settings.AITEAM_GIT_LOCAL_ROOT = settings.AITEAM_REMOTES_ROOT = tmp_path / "remotes"
+    sample = Path(settings.BASE_DIR) / "evals/offline/sample-brief"
+    case = tmp_path / "suite/sample-brief"
+    case.mkdir(parents=True)
+    (case / "case.toml").write_text(
+        f'kind = "brief"\ntitle = "Reading list service"\nbody = "{settings.BASE_DIR}/agents/cassettes/sample_brief.md"\n'
+        f'cassette = "{settings.BASE_DIR}/agents/cassettes/sample.json"\nhidden = "{sample}/hidden"\n')
+    (tmp_path / "po.md").write_text(prompt_files()["product_owner"] + CONSTRAINT)
+    out = StringIO()
+
+    call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "alice", "--suite",
+                 str(tmp_path / "suite"), "--prompt", f"product_owner={tmp_path / 'po.md'}",
+                 "--expect", "the same outcome, a clearer clarification", stdout=out)
+
+    proposal = PromotionDecision.objects.get()
+    assert proposal.state == "proposed" and proposal.proposed_by == alice and f"promotion {proposal.pk}" in out.getvalue()
+    assert proposal.current_run.bundle_id == proposal.current_version
+    assert proposal.candidate_run.bundle_id == proposal.candidate_version
+    assert [case.outcome for case in proposal.candidate_run.cases.all()] == ["deployed"]
+    assert [case.hidden for case in proposal.current_run.cases.all()] == ["full"]
+    with pytest.raises(CommandError, match="no such active user"):
+        call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "nobody", "--suite", "x",
+                     "--budgets", str(tmp_path / "po.md"), "--expect", "x", stdout=out)
