@@ -170,7 +170,9 @@ SPECTACULAR_SETTINGS = {
                             "StoryStateEnum": "lifecycle.states.StoryState",
                             "ReviewStateEnum": "lifecycle.states.ReviewState",
                             "StepStateEnum": "lifecycle.states.StepState",
-                            "TicketSourceEnum": "lifecycle.tickets.TicketSource"},
+                            "TicketSourceEnum": "lifecycle.tickets.TicketSource",
+                            "PromotionStateEnum": "lifecycle.models.promotions.PromotionDecision.State",
+                            "PromotionKindEnum": "lifecycle.models.promotions.PromotionDecision.Kind"},
 }
 
 # --- Celery -----------------------------------------------------------------------------

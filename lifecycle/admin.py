@@ -55,7 +55,7 @@ from lifecycle.selectors import secret_env_shared, token_env_shared
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
-from lifecycle.services.promotions import guarded_settings_problems, promotions_to_decide
+from lifecycle.services.promotions import guarded_settings_problems, project_settings_save, promotions_to_decide
 from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
@@ -372,6 +372,9 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
     @admin.display(description="settings")
     def settings_masked(self, project):
         return json.dumps(masked_settings(project.settings or {}), ensure_ascii=False)
+
+    def save_model(self, request, obj, form, change):
+        project_settings_save(obj)  # the promoted versions as they are now, not as the form read them
 
     def has_change_permission(self, request, obj=None):
         user = request.user

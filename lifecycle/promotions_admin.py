@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
@@ -15,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from lifecycle.actors import Actor
+from lifecycle.api.parsers import json_problem
 from lifecycle.conversations_admin import REFUSED, StaffMember
 from lifecycle.evals.report import case_changes, summary
 from lifecycle.models import EvalRun, PromotionDecision, PromptBundle
@@ -108,8 +110,11 @@ def decide(model_admin: PromotionDecisionAdmin, request: HttpRequest, pk: Any) -
     if choice == "modify":
         try:
             modified = json.loads(request.POST.get("modified") or "null")
-        except json.JSONDecodeError as exc:
-            messages.error(request, f"not decided: the modification is not JSON ({exc})")
+            problem = json_problem(modified, settings.AITEAM_JSON_MAX_DEPTH)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            problem = f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+        if problem:
+            messages.error(request, f"not decided: the modification is refused: {problem}")
             return redirect("admin:lifecycle_promotiondecision_change", row.pk)
     try:
         decided = promotion_decide(decision_id=row.pk, actor=Actor.human(request.user, "admin"), decision=choice,

@@ -9,6 +9,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
 from lifecycle.actors import Actor
+from lifecycle.api.parsers import BoundedJSONParser
 from lifecycle.api.serializers import ErrorOut, StrictCharField, StrictSerializer
 from lifecycle.evals.report import case_changes, summary
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
@@ -49,17 +50,25 @@ class PromotionModificationIn(PromotionDecisionIn):
                                                "whole value")
 
 
-class PromotionOut(serializers.ModelSerializer):
+class PromotionSummaryOut(serializers.ModelSerializer):
     proposed_by = serializers.StringRelatedField(allow_null=True)
     decided_by = serializers.StringRelatedField(allow_null=True)
-    evidence = serializers.SerializerMethodField()
 
     class Meta:
         model = PromotionDecision
         fields = ["id", "project", "artifact", "kind", "state", "current_version", "candidate_version", "change",
                   "adopted_version", "adopted_change", "expected_effect", "justification", "proposer", "proposed_by",
-                  "current_run", "candidate_run", "evidence", "rollback_of", "decided_by", "decided_via", "decided_at",
-                  "reason", "created_at"]
+                  "current_run", "candidate_run", "rollback_of", "decided_by", "decided_via", "decided_at", "reason",
+                  "created_at"]
+
+
+class PromotionOut(PromotionSummaryOut):
+    """A promotion with its evidence (the list leaves that out: read one to see both runs)."""
+
+    evidence = serializers.SerializerMethodField()
+
+    class Meta(PromotionSummaryOut.Meta):
+        fields = [*PromotionSummaryOut.Meta.fields, "evidence"]
 
     def get_evidence(self, row) -> dict | None:
         """Both runs side by side: each run's summary, then case by case."""
@@ -78,6 +87,10 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     """Promotions in your organizations, newest first (?state=proposed for the ones waiting)."""
 
     serializer_class = PromotionOut
+    parser_classes = [BoundedJSONParser]  # candidate and modified are JSON values: only the bounded JSON parser
+
+    def get_serializer_class(self):
+        return PromotionSummaryOut if self.action == "list" else PromotionOut
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -12,7 +12,13 @@ from lifecycle.errors import DomainError
 from lifecycle.evals.running import eval_run_cases, eval_run_start
 from lifecycle.evals.suites import load_suite
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision, PromptBundle
-from lifecycle.services.promotions import candidate_problems, current_version, promotion_propose, version_of
+from lifecycle.services.promotions import (
+    candidate_problems,
+    current_version,
+    promotion_propose,
+    proposer_check,
+    version_of,
+)
 
 log = logging.getLogger("aiteam.progress")
 
@@ -21,6 +27,7 @@ def evaluate_and_propose(*, project: Project, artifact: str, candidate: Any, sui
                          expected_effect: str, justification: str = "", live: bool = False,
                          progress: Callable[[str], None] = log.info) -> PromotionDecision:
     """Both runs, then the proposal; a candidate that is invalid or the current version is refused before any run."""
+    proposer_check(project, actor)  # before the runs, which may cost money (--live)
     if problems := candidate_problems(artifact, candidate):
         raise DomainError("; ".join(problems), "candidate")
     current, current_sha = current_version(project, artifact)

@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
                 ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='promotions', to='lifecycle.project')),
                 ('proposed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('rollback_of', models.ForeignKey(blank=True, help_text='a rollback: the decision whose version it undid', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='lifecycle.promotiondecision')),
+                ('rollback_of', models.ForeignKey(blank=True, help_text='a rollback: the decision whose version it undid', null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='+', to='lifecycle.promotiondecision')),
             ],
             options={
                 'ordering': ['-created_at'],

@@ -52,7 +52,7 @@ class PromotionDecision(models.Model):
     proposer = models.CharField(max_length=20, help_text='"person" or "optimizer"')
     proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
-    rollback_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    rollback_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.RESTRICT, related_name="+",
                                     help_text="a rollback: the decision whose version it undid")
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")

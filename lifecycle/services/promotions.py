@@ -39,10 +39,22 @@ def current_version(project: Project, artifact: str) -> tuple[Any, str]:
     """The version new requirements of the project start with now, and its content hash. A prompt bundle's version
     is its sha256 (the files with the project's overrides); a profile's or table's is its value ({}: the defaults)."""
     if artifact == PromotedArtifact.PROMPTS:
-        sha = prompt_bundle_for(project).sha256
+        sha = _current_bundle(project).sha256
         return sha, sha
     value = (project.settings or {}).get(artifact) or {}
     return value, value_hash(value)
+
+
+def _current_bundle(project: Project) -> PromptBundle:
+    """What the project's requirements start with; when a deployment has since removed a prompt the project's
+    pinned bundle names, the bundle without it (submission refuses such a bundle: a promotion from this one, or a
+    rollback, is the way out, and must not be refused for the same reason)."""
+    known = prompt_files()
+    overrides = {name: text for name, text in ((project.settings or {}).get("prompts") or {}).items() if name in known}
+    if overrides == ((project.settings or {}).get("prompts") or {}):
+        return prompt_bundle_for(project)
+    prompts = {**known, **overrides}
+    return PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})[0]
 
 
 def value_hash(value: Any) -> str:
@@ -74,7 +86,7 @@ def bundle_with(project: Project, changed: dict[str, str]) -> PromptBundle:
     if unknown or not all(isinstance(text, str) and text.strip() for text in changed.values()):
         raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: {unknown}",
                           "candidate")
-    prompts = {**prompt_bundle_for(project).prompts, **changed}
+    prompts = {**_current_bundle(project).prompts, **changed}
     bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
     return bundle
 
@@ -88,8 +100,14 @@ def change_between(artifact: str, before: Any, after: Any) -> list[dict[str, Any
                     fromfile=f"a/{name}.md", tofile=f"b/{name}.md"))}
                 for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
     old_values, new_values = dict(_leaves(before)), dict(_leaves(after))
-    return [{"path": path, "from": old_values.get(path), "to": new_values.get(path)}
-            for path in sorted(set(old_values) | set(new_values)) if old_values.get(path) != new_values.get(path)]
+    changes = []
+    for path in sorted(set(old_values) | set(new_values)):
+        if path in old_values and path in new_values and old_values[path] == new_values[path]:
+            continue
+        # a side without the key is left out (the default applies); a null is kept (in a budget: unlimited)
+        changes.append({"path": path, **({"from": old_values[path]} if path in old_values else {}),
+                        **({"to": new_values[path]} if path in new_values else {})})
+    return changes
 
 
 def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -102,6 +120,16 @@ def guarded_settings_problems(before: dict[str, Any], after: dict[str, Any]) -> 
     """A settings edit may not change what only a promotion changes (the admin form and every other writer ask)."""
     return [f'settings["{key}"] is changed only by a promotion (docs/promotions.md): propose it, its owner decides'
             for key in GUARDED if (before or {}).get(key) != (after or {}).get(key)]
+
+
+def project_settings_save(project: Project, update_fields: list[str] | None = None) -> None:
+    """Save a project edited elsewhere (the admin form, `aiteam_ticket`) with its promoted versions as they are in
+    the database now: a promotion decided while the edit was open is kept, not overwritten by the stale copy."""
+    with transaction.atomic():
+        if project.pk and (stored := Project.objects.select_for_update().filter(pk=project.pk).first()):
+            kept = {key: value for key, value in (project.settings or {}).items() if key not in GUARDED}
+            project.settings = {**kept, **{key: stored.settings[key] for key in GUARDED if key in stored.settings}}
+        project.save(update_fields=update_fields)
 
 
 # --- who -------------------------------------------------------------------------------------------------------------
@@ -140,17 +168,14 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
                       ) -> PromotionDecision:
     """A proposal to its owners. The evidence must be the same suite, run the same way (both offline or both live),
     once with the current version and once with the candidate, everything else equal."""
-    if actor.is_human and not Membership.objects.filter(user=actor.user, organization_id=project.organization_id
-                                                        ).exists():
-        raise NotPermitted("only a member of the project's organization proposes a change to it")
-    if not actor.is_human and actor.role != OPTIMIZER:
-        raise NotPermitted("a promotion is proposed by a person or the optimizer")
+    proposer_check(project, actor)
     if problems := candidate_problems(artifact, candidate):
         raise DomainError("; ".join(problems), "candidate")
     if not expected_effect.strip():
         raise DomainError("say what the change is expected to do (fewer fix loops, hidden tests passing, …)",
                           "expected_effect")
     with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)  # no decision changes the version meanwhile
         current, current_sha = current_version(project, artifact)
         candidate_sha = version_of(artifact, candidate)
         if candidate_sha == current_sha:
@@ -165,6 +190,15 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
             proposed_by=actor.user if actor.is_human else None)
         emit(None, "PromotionProposed", _event(decision))
     return decision
+
+
+def proposer_check(project: Project, actor: Actor) -> None:
+    """A person of the project's organization, or the optimizer (asked before any evaluation is run for them)."""
+    if actor.is_human and not Membership.objects.filter(user=actor.user, organization_id=project.organization_id
+                                                        ).exists():
+        raise NotPermitted("only a member of the project's organization proposes a change to it")
+    if not actor.is_human and actor.role != OPTIMIZER:
+        raise NotPermitted("a promotion is proposed by a person or the optimizer")
 
 
 def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,
@@ -201,25 +235,36 @@ def promotion_decide(*, decision_id: Any, actor: Actor, decision: str, reason: s
         raise DomainError(f"decide with one of {', '.join(DECISIONS)}", "decision")
     reason = _reason(reason)
     with transaction.atomic():
-        row = _locked(decision_id, actor)
+        project, row = _locked(decision_id, actor)
         if not row.is_open:
             raise IllegalTransition(f"this promotion is {row.state}: it was decided already")
-        project = Project.objects.select_for_update().get(pk=row.project_id)
-        if current_version(project, row.artifact)[1] != row.current_version:
-            raise IllegalTransition("the current version changed since this was proposed: propose it again")
-        adopted = row.candidate
-        if decision == MODIFY:
-            adopted = _modified(row, project, modified)
-            row.adopted_change = change_between(row.artifact, row.candidate, adopted)
-        if decision != REJECT:
-            row.adopted, row.adopted_version = adopted, version_of(row.artifact, adopted)
-            _make_current(project, row.artifact, adopted)
-        row.state = DECISIONS[decision]
-        _decided(row, actor, reason)
-        if decision != REJECT:
-            _supersede_others(row)
-        emit(None, "PromotionDecided", _event(row))
+        stale = decision != REJECT and current_version(project, row.artifact)[1] != row.current_version
+        if stale:  # measured against a version no longer current (a deployment changed the shipped prompts):
+            # closed, so it waits for no one; the 409 after the commit says why
+            row.state, row.reason = PromotionDecision.State.SUPERSEDED, "superseded: the current version changed"
+            row.save(update_fields=["state", "reason"])
+        else:
+            _decide(project, row, actor, decision, reason, modified)
+    if stale:
+        raise IllegalTransition("the current version changed since this was proposed: it is closed as superseded; "
+                                "propose it again against the current version")
     return row
+
+
+def _decide(project: Project, row: PromotionDecision, actor: Actor, decision: str, reason: str,
+            modified: Any) -> None:
+    adopted = row.candidate
+    if decision == MODIFY:
+        adopted = _modified(row, project, modified)
+        row.adopted_change = change_between(row.artifact, row.candidate, adopted)
+    if decision != REJECT:
+        row.adopted, row.adopted_version = adopted, version_of(row.artifact, adopted)
+        _make_current(project, row.artifact, adopted)
+    row.state = DECISIONS[decision]
+    _decided(row, actor, reason)
+    if decision != REJECT:
+        _supersede_others(row)
+    emit(None, "PromotionDecided", _event(row))
 
 
 def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> PromotionDecision:
@@ -227,10 +272,9 @@ def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> Promot
     (so the history says who rolled back what, when and why)."""
     reason = _reason(reason)
     with transaction.atomic():
-        row = _locked(decision_id, actor)
+        project, row = _locked(decision_id, actor)
         if row.adopted is None:
             raise IllegalTransition(f"this {row.kind} is {row.state}: it changed nothing to roll back")
-        project = Project.objects.select_for_update().get(pk=row.project_id)
         current, current_sha = current_version(project, row.artifact)
         if current_sha == row.current_version:
             raise IllegalTransition("the version before it is the current version already")
@@ -250,14 +294,17 @@ def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> Promot
     return rollback
 
 
-def _locked(decision_id: Any, actor: Actor) -> PromotionDecision:
-    row = (promotions_visible_to(actor.user).select_for_update(of=("self",)).filter(pk=decision_id).first()
-           if actor.is_human else None)
-    if row is None:
+def _locked(decision_id: Any, actor: Actor) -> tuple[Project, PromotionDecision]:
+    """The project, then the decision, locked in that order (every writer of a project's versions takes the project
+    first, so two decisions on one project wait for each other instead of deadlocking)."""
+    project_id = (promotions_visible_to(actor.user).filter(pk=decision_id).values_list("project_id", flat=True).first()
+                  if actor.is_human else None)
+    if project_id is None:
         raise PromotionDecision.DoesNotExist(f"no promotion {decision_id} in your organizations")
-    if not is_owner(actor.user, row.project):
+    project = Project.objects.select_for_update().get(pk=project_id)
+    if not is_owner(actor.user, project):
         raise NotPermitted("only the project's owners (its organization's admins) decide its promotions")
-    return row
+    return project, PromotionDecision.objects.select_for_update().get(pk=decision_id)
 
 
 def _reason(reason: str) -> str:
@@ -272,10 +319,10 @@ def _reason(reason: str) -> str:
 def _modified(row: PromotionDecision, project: Project, modified: Any) -> Any:
     """The owner's version: for prompts, the candidate's prompts with theirs replaced (name → text); for a profile or
     table, the whole value."""
-    if modified in (None, "", {}):
+    if modified is None:
         raise DomainError("a modification gives the changed version", "modified")
     if row.artifact == PromotedArtifact.PROMPTS:
-        if not isinstance(modified, dict):
+        if not isinstance(modified, dict) or not modified:
             raise DomainError("a modified prompt bundle is an object of prompt name → text", "modified")
         base = PromptBundle.objects.get(sha256=row.candidate).prompts
         unknown = sorted(set(modified) - set(base))

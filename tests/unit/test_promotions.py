@@ -22,6 +22,7 @@ from lifecycle.services.promotions import (
     bundle_with,
     current_version,
     guarded_settings_problems,
+    project_settings_save,
     promotion_decide,
     promotion_propose,
     promotion_rollback,
@@ -131,7 +132,7 @@ def test_a_modified_budget_profile_is_what_new_requirements_are_limited_by(alice
     proposal = promotion_propose(project=acme_project, artifact="budgets", candidate=candidate, current_run=before,
                                  candidate_run=after, actor=Actor.human(alice, "cli"),
                                  expected_effect="the engineer stops looping sooner")
-    assert proposal.change == [{"path": "roles.senior_engineer.steps", "from": None, "to": 30}]
+    assert proposal.change == [{"path": "roles.senior_engineer.steps", "to": 30}]  # no "from": the default
 
     with pytest.raises(DomainError, match="accept or reject instead"):  # a modification that modifies nothing
         promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify", reason="same",
@@ -226,12 +227,12 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
     assert created.data["evidence"]["cases"][0]["candidate"]["outcome"] == "deployed"
 
     assert api_for(oscar).get(f"/api/v1/promotions/{pk}/").status_code == 404
-    assert api_for(alice).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "mine"}).status_code == 403
-    assert api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {}).status_code == 400
-    accepted = api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "QC got stricter"})
+    assert api_for(alice).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "mine"}, format="json").status_code == 403
+    assert api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {}, format="json").status_code == 400
+    accepted = api_for(owner).post(f"/api/v1/promotions/{pk}/accept/", {"reason": "QC got stricter"}, format="json")
     assert accepted.status_code == 200 and accepted.data["state"] == "accepted"
-    assert api_for(owner).post(f"/api/v1/promotions/{pk}/reject/", {"reason": "late"}).status_code == 409
-    rolled = api_for(owner).post(f"/api/v1/promotions/{pk}/rollback/", {"reason": "too strict"})
+    assert api_for(owner).post(f"/api/v1/promotions/{pk}/reject/", {"reason": "late"}, format="json").status_code == 409
+    rolled = api_for(owner).post(f"/api/v1/promotions/{pk}/rollback/", {"reason": "too strict"}, format="json")
     assert rolled.status_code == 201 and rolled.data["kind"] == "rollback"
     assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == current
     listed = api_for(alice).get("/api/v1/promotions/?state=accepted").data["results"]
@@ -282,3 +283,89 @@ def test_aiteam_promote_runs_the_suite_with_both_versions_then_proposes(alice, a
     with pytest.raises(CommandError, match="no such active user"):
         call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "nobody", "--suite", "x",
                      "--budgets", str(tmp_path / "po.md"), "--expect", "x", stdout=out)
+
+
+@pytest.mark.django_db
+def test_a_budget_that_lifts_a_limit_shows_as_unlimited_and_defaults_are_a_modification(alice, owner, acme_project):
+    acme_project.settings = {"budgets": {"requirement": {"cost_usd": "20"}}}
+    acme_project.save()
+    candidate = {"requirement": {"cost_usd": None}}
+    before, after = evidence(acme_project, "budgets", acme_project.settings["budgets"], candidate)
+    proposal = promotion_propose(project=acme_project, artifact="budgets", candidate=candidate, current_run=before,
+                                 candidate_run=after, actor=Actor.human(alice, "api"), expected_effect="no cap")
+
+    assert proposal.change == [{"path": "requirement.cost_usd", "from": "20", "to": None}]
+    page = staff_client(owner).get(f"/admin/lifecycle/promotiondecision/{proposal.pk}/change/").content.decode()
+    assert "20\n  → <b>unlimited</b>" in page
+    back_to_defaults = promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify",
+                                        reason="the defaults, not unlimited", modified={})
+    assert back_to_defaults.adopted == {} and "budgets" not in Project.objects.get(pk=acme_project.pk).settings
+
+
+@pytest.mark.django_db
+def test_a_proposal_measured_against_an_older_version_closes_as_superseded_but_can_be_rejected(alice, owner,
+                                                                                               acme_project):
+    first, second = propose_prompt(acme_project, alice), propose_prompt(acme_project, alice, "\nANOTHER")
+    Project.objects.filter(pk=acme_project.pk).update(settings={"prompts": {"tech_lead_plan": "Plan in small steps."}})
+
+    with pytest.raises(IllegalTransition, match="closed as superseded"):
+        promotion_decide(decision_id=first.pk, actor=Actor.human(owner, "api"), decision="accept", reason="go")
+    first.refresh_from_db()
+    assert first.state == "superseded"  # waits for no one
+    rejected = promotion_decide(decision_id=second.pk, actor=Actor.human(owner, "api"), decision="reject",
+                                reason="measured against the old prompts")
+    assert rejected.state == "rejected"
+
+
+@pytest.mark.django_db
+def test_a_stale_copy_of_a_project_saved_after_a_promotion_keeps_the_promoted_version(alice, owner, acme_project):
+    stale = Project.objects.get(pk=acme_project.pk)  # an edit opened before the decision
+    proposal = propose_prompt(acme_project, alice)
+    promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="go")
+
+    stale.settings = {**stale.settings, "scope": {"max_lines": 50}}
+    project_settings_save(stale)
+
+    saved = Project.objects.get(pk=acme_project.pk)
+    assert saved.settings["scope"] == {"max_lines": 50}
+    assert current_version(saved, "prompts")[0] == proposal.candidate_version
+
+
+@pytest.mark.django_db
+def test_a_pinned_prompt_a_deployment_removed_does_not_block_the_way_out(alice, owner, acme_project):
+    pinned = {**prompt_files(), "retired_role": "A prompt this deployment no longer ships."}
+    Project.objects.filter(pk=acme_project.pk).update(settings={"prompts": pinned})
+    project = Project.objects.get(pk=acme_project.pk)
+    with pytest.raises(DomainError):
+        submit(alice, project=project)  # submission refuses the bundle, as it always did
+
+    proposal = propose_prompt(project, alice)
+    promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="repair")
+
+    assert "retired_role" not in Project.objects.get(pk=acme_project.pk).settings["prompts"]
+    assert submit(alice, project=Project.objects.get(pk=acme_project.pk)).prompt_bundle_id == proposal.candidate_version
+
+
+@pytest.mark.django_db
+def test_the_api_takes_json_only_and_lists_without_the_evidence(alice, owner, acme_project):
+    proposal = propose_prompt(acme_project, alice)
+    form = api_for(owner).post(f"/api/v1/promotions/{proposal.pk}/modify/",
+                               {"reason": "x", "modified": '{"product_owner": "a\u0000b"}'})
+    assert form.status_code == 400, form.json()  # no form parser: nothing read as JSON
+    nul = api_for(owner).post(f"/api/v1/promotions/{proposal.pk}/modify/",
+                              '{"reason": "x", "modified": {"product_owner": "a\\u0000b"}}', content_type="application/json")
+    assert nul.status_code == 400
+    listed = api_for(owner).get("/api/v1/promotions/").data["results"]
+    assert [row["id"] for row in listed] == [str(proposal.pk)] and "evidence" not in listed[0]
+    assert api_for(owner).get("/api/v1/promotions/not-a-uuid/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_project_with_a_rolled_back_promotion_can_be_deleted(alice, owner, acme_project):
+    proposal = propose_prompt(acme_project, alice)
+    promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="go")
+    promotion_rollback(decision_id=proposal.pk, actor=Actor.human(owner, "api"), reason="back")
+
+    acme_project.organization.delete()
+
+    assert not PromotionDecision.objects.exists()

@@ -45,6 +45,7 @@ from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.autonomous import deployment_approve_at_terminal
 from lifecycle.services.change_facts import ticket_ref
 from lifecycle.services.development import workspace_for
+from lifecycle.services.promotions import project_settings_save
 from lifecycle.services.repositories import tenant_remote
 from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import ArtifactKind, Role, StepState
@@ -232,7 +233,7 @@ def project_for(organization: Organization, *, repo: str, base: str, slug: str |
             if source is None:
                 project.settings = {**project.settings, **change_request_settings(project.host_kind, repo, api_url)}
             project.full_clean()
-            project.save()
+            project_settings_save(project)
     except ValidationError as exc:
         raise CommandError(f"project {slug!r}: {'; '.join(exc.messages)}") from None
     return project
