@@ -16,7 +16,7 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from lifecycle import conversation_email_admin, conversations_admin, slack_admin, tokens_admin  # noqa: F401  (admins)
+from lifecycle import conversation_email_admin, conversations_admin, meta_eval_admin, slack_admin, tokens_admin  # noqa: F401  (admins)
 from lifecycle.actors import Actor
 from lifecycle.budget_limits import DIMENSIONS
 from lifecycle.budget_limits import problems as budget_problems
