@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from aiteam.health import healthz
+from lifecycle.dashboard.meta_eval import meta_eval
 from lifecycle.dashboard.views import dashboard, eval_run_export, eval_runs
 
 urlpatterns = [
@@ -10,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("staff/dashboard/", dashboard, name="staff-dashboard"),
     path("staff/evals/", eval_runs, name="staff-evals"),
+    path("staff/meta-eval/", meta_eval, name="staff-meta-eval"),
     path("staff/evals/<int:run_id>.json", eval_run_export, name="staff-eval-export"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("lifecycle.api.urls")),

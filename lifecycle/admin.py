@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from lifecycle import (  # noqa: F401  (admins)
     conversation_email_admin,
     conversations_admin,
+    meta_eval_admin,
     promotions_admin,
     slack_admin,
     tokens_admin,

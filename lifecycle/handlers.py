@@ -15,6 +15,7 @@ from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
+from lifecycle.services.meta_eval_end import requirement_ended
 from lifecycle.services.system_messages import SYSTEM_EVENTS, system_conversation_open
 from lifecycle.ticket_comments import queue_ticket_comment
 
@@ -80,9 +81,9 @@ HANDLERS: dict[str, list[Handler]] = {
     "CodeReviewPassed": [start_quality_gate],
     "TestsFailed": [refresh_digest],
     "SelfTestsFailed": [refresh_digest],
-    "Deployed": [refresh_digest, compare_replay, queue_ticket_comment],
+    "Deployed": [refresh_digest, compare_replay, queue_ticket_comment, requirement_ended],
     "DeliveryFailed": [refresh_digest],
-    "RequirementCancelled": [refresh_digest, compare_replay, queue_ticket_comment],
+    "RequirementCancelled": [refresh_digest, compare_replay, queue_ticket_comment, requirement_ended],
     # ticket comments (lifecycle/ticket_comments.py): work started, and a triaged question's answer or refusal
     "RepositoryPrepared": [queue_ticket_comment],
     "TicketAnswered": [queue_ticket_comment],

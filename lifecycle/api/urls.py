@@ -1,6 +1,7 @@
 from rest_framework.routers import DefaultRouter
 
 from lifecycle.api.conversations import ApprovalViewSet, ConversationViewSet
+from lifecycle.api.meta_eval import MetaEvalViewSet
 from lifecycle.api.promotions import PromotionViewSet
 from lifecycle.api.views import ProjectViewSet, RequirementViewSet, ReviewTaskViewSet
 
@@ -11,4 +12,5 @@ router.register("projects", ProjectViewSet, basename="project")
 router.register("conversations", ConversationViewSet, basename="conversation")
 router.register("approvals", ApprovalViewSet, basename="approval")
 router.register("promotions", PromotionViewSet, basename="promotion")
+router.register("meta-eval", MetaEvalViewSet, basename="meta-eval")
 urlpatterns = router.urls

@@ -23,6 +23,7 @@ from lifecycle.management.commands.aiteam_ticket import project_for
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, Membership, Organization, Project, PromptBundle, Requirement
 from lifecycle.models.evals import EVALUATION_ORGANIZATION
 from lifecycle.services.intake import requirement_submit
+from lifecycle.services.meta_eval import HIDDEN_TESTS, gate_contradicted
 from lifecycle.services.tickets import ticket_submit
 from lifecycle.states import Role
 from lifecycle.tickets import Ticket, TicketSource
@@ -81,6 +82,9 @@ def eval_case_run(run: EvalRun, case: Case) -> EvalCase:
 def _record(run: EvalRun, case: Case, requirement: Requirement, wall: float) -> EvalCase:
     judged = hidden.judge(requirement, case)
     gate = measures.quality_gate_passed(requirement)
+    if gate and judged.result in ("partial", "none"):  # a gate false pass, in the meta-evaluation log too
+        gate_contradicted(requirement, gate="quality", verdict="pass", by=HIDDEN_TESTS, hidden=judged.result,
+                          hidden_passed=judged.passed, hidden_total=judged.total, eval_run=run.pk, case=case.name)
     return EvalCase.objects.create(
         run=run, name=case.name, kind=case.kind, requirement=requirement, outcome=measures.outcome_of(requirement),
         state=requirement.state, hidden=judged.result, hidden_passed=judged.passed, hidden_total=judged.total,

@@ -13,6 +13,7 @@ from lifecycle.models.conversations import (
 from lifecycle.models.evals import EvalCase, EvalOutcome, EvalRun, HiddenResult
 from lifecycle.models.inbox import StoryEdit
 from lifecycle.models.llm import LLMCall
+from lifecycle.models.meta_eval import AppendOnlyError, MetaEvalLog, MetaKind
 from lifecycle.models.notifications import Notification
 from lifecycle.models.plan import ImplementationTask
 from lifecycle.models.promotions import PromotedArtifact, PromotionDecision
@@ -38,4 +39,5 @@ __all__ = [
     "SlackIdentity", "SlackMessageSeen", "SlackWorkspace",
     "Notification", "StoryEdit", "WebhookDelivery",
     "EvalCase", "EvalOutcome", "EvalRun", "HiddenResult",
+    "AppendOnlyError", "MetaEvalLog", "MetaKind",
 ]

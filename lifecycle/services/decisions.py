@@ -13,6 +13,7 @@ from lifecycle.errors import DomainError, IllegalTransition
 from lifecycle.models import ReviewTask
 from lifecycle.services import outcomes
 from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
+from lifecycle.services.meta_eval import review_decision_logged
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import REQUIRED_TEXT
 from lifecycle.services.transitions import transition
@@ -47,6 +48,7 @@ def review_decide(
         audit = {"decision": decision, **texts, **task.decision_data, **({"origin": origin} if origin else {})}
         transition(task, "resolve", actor=actor, metadata=audit)
         outcomes.apply(task, requirement, actor)
+        review_decision_logged(task, actor)
         emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
     return task
 

@@ -14,6 +14,7 @@ from lifecycle.failure_rules import (
     classify,
 )
 from lifecycle.models import FailureRoute, Requirement, ReviewTask, Step
+from lifecycle.services.meta_eval import failure_route_judged
 from lifecycle.services.reviews import review_open
 from lifecycle.states import ReviewKind, StepState
 from lifecycle.step_keys import FIX, kind_of
@@ -74,9 +75,11 @@ def failure_with_history(*, requirement: Requirement, failure: Failure) -> Failu
 def failure_route_record(
     *, requirement: Requirement, failure: Failure, routing: Routing, summary: str, action: str, step: Step | None = None,
 ) -> FailureRoute:
-    """Inside the caller's transaction, the one that carries out the route."""
-    return FailureRoute.objects.create(
+    """Inside the caller's transaction, the one that carries out the route; it judges the route before it."""
+    route = FailureRoute.objects.create(
         organization_id=requirement.organization_id, requirement=requirement, step=step, source=failure.source,
         summary=summary[:SUMMARY_MAX], signature=failure.signature, route=routing.route, rule=routing.first,
         matched=list(routing.matched), trace=list(routing.trace), facts=failure.to_dict(), action=action[:300],
     )
+    failure_route_judged(route)
+    return route

@@ -29,6 +29,7 @@ from lifecycle.models import Requirement, Step
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.development import development_escalate, next_attempt
 from lifecycle.services.failures import failure_route_record, failure_with_history
+from lifecycle.services.meta_eval import quality_gate_failed
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import review_open
 from lifecycle.services.scheduling import step_schedule
@@ -61,6 +62,8 @@ def gate_failure_route(
         f"{ACTIONS[route]} (the classifier's route {routing.route} has no path from the quality gate)"
     failure_route_record(requirement=requirement, failure=failure, routing=replace(routing, route=route), step=step,
                          summary=f"quality gate: {'; '.join(result.reasons)}", action=action)
+    if route != Route.BUSINESS_ANALYST:  # the code failed the gate that code review had passed
+        quality_gate_failed(requirement, rule=routing.first)
     if route == Route.BUSINESS_ANALYST:
         _ask_for_testable_criteria(requirement, uncovered=failure.uncovered_criteria)
         return route

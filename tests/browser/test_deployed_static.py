@@ -94,6 +94,8 @@ def test_the_login_page_the_review_inbox_and_the_dashboard_are_styled_and_script
 
     page.get_by_role("link", name="Dashboard").click()
     expect(page.locator(".kpis").first).to_have_css("display", "flex")
+    page.get_by_role("link", name="meta-evaluation", exact=True).click()  # docs/meta-eval.md: charts drawn server-side
+    expect(page.locator("#meta-kpis")).to_have_css("display", "flex")
     assert static and all(response.status == 200 for response in static), [(r.url, r.status) for r in static]
     assert any(HASHED_BASE_CSS.search(response.url) for response in static)
     assert any(response.url.endswith(".js") for response in static)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from lifecycle.evals.measures import critical_path_s
 from lifecycle.evals.suites import SuiteError, load_case, load_suite
-from lifecycle.models import EvalCase, EvalRun, ImplementationTask, Requirement, Step
+from lifecycle.models import EvalCase, EvalRun, ImplementationTask, MetaEvalLog, Requirement, Step
 from tests.ticket_corpus import ENTRIES, SAMPLE
 
 OFFLINE = Path(settings.BASE_DIR) / "evals/offline"
@@ -112,6 +112,10 @@ def test_a_small_suite_runs_end_to_end_scoring_full_and_a_gate_false_pass(small_
     assert {"gate": "quality", "verdict": "pass"} in good.gates and {"gate": "code_review", "verdict": "approve"} in good.gates
     assert good.attempts["senior_engineer"]["steps"] >= 1 and good.attempts["qc_engineer"]["steps"] == 1
     assert good.llm_calls == 7 and good.input_tokens > 0 and good.cost_usd > 0 and good.loops["qc_rounds"] == 1
+    (signal,) = MetaEvalLog.objects.filter(kind="gate_signal")  # the false pass, in the meta-evaluation log too
+    assert signal.requirement_id == false_pass.requirement_id and signal.data == {
+        "gate": "quality", "verdict": "pass", "contradicted_by": "hidden_tests", "hidden": "partial", "hidden_passed": 1,
+        "hidden_total": 2, "eval_run": run.pk, "case": "2-false-pass"}
     assert 0 < good.critical_path_s <= good.wall_s and run.bundle_id and run.finished_at and not run.live
 
     exported = StringIO()
