@@ -20,8 +20,9 @@ from agents.prompts import bundle_hash, prompt_files
 from lifecycle import budget_limits, playbooks
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import EvalRun, Membership, Project, PromotedArtifact, PromotionDecision, PromptBundle
+from lifecycle.models import EvalRun, Membership, MetaKind, Project, PromotedArtifact, PromotionDecision, PromptBundle
 from lifecycle.models.evals import EVALUATION_ORGANIZATION
+from lifecycle.services.meta_eval import meta_log
 from lifecycle.services.outbox import emit
 from lifecycle.services.prompts import prompt_bundle_for
 from lifecycle.states import Role
@@ -264,7 +265,15 @@ def _decide(project: Project, row: PromotionDecision, actor: Actor, decision: st
     _decided(row, actor, reason)
     if decision != REJECT:
         _supersede_others(row)
+    _logged(project, row, row.state)
     emit(None, "PromotionDecided", _event(row))
+
+
+def _logged(project: Project, row: PromotionDecision, decision: str) -> None:
+    """The meta-evaluation log's promotion entry (its acceptance rate), in the decision's transaction."""
+    meta_log(MetaKind.PROMOTION, organization=project.organization, project=project, key=f"promotion:{row.pk}",
+             data={"decision": decision, "artifact": row.artifact, "promotion": str(row.pk),
+                   "proposer": row.proposer, "version": row.adopted_version or row.candidate_version})
 
 
 def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> PromotionDecision:
@@ -290,6 +299,7 @@ def promotion_rollback(*, decision_id: Any, actor: Actor, reason: str) -> Promot
         _decided(rollback, actor, reason)
         _make_current(project, row.artifact, row.current)
         _supersede_others(rollback)
+        _logged(project, rollback, "rolled_back")
         emit(None, "PromotionDecided", _event(rollback))
     return rollback
 

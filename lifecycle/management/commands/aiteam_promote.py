@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.evals.optimizer import draft_constraint
 from lifecycle.evals.proposals import evaluate_and_propose
 from lifecycle.evals.suites import SuiteError
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
@@ -58,8 +59,6 @@ class Command(BaseCommand):
                 artifact, candidate = _candidate(project, options)
                 expected, why = options["expect"], options["why"]
             else:
-                from lifecycle.evals.optimizer import draft_constraint
-
                 draft = draft_constraint(project)
                 if draft is None:
                     self.stdout.write("nothing to propose: no role's failures keep recurring in the meta-evaluation log")
