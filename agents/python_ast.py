@@ -3,8 +3,8 @@
 CPython 3.11's conversion of its parse tree into `ast` objects keeps a recursion counter in state shared by every
 thread, so two `ast.parse` calls at once can fail with "SystemError: AST constructor recursion depth mismatch"
 (python/cpython#106905). The llm queue runs steps on a thread pool; every parse in agents/ and lifecycle/ goes
-through `parse` (tests/unit/test_python_ast.py checks that none bypasses it). A parse holds the GIL throughout, so
-the lock costs no parallelism.
+through `parse` (tests/unit/test_python_ast.py checks that none bypasses it). A parse runs in C under the GIL
+almost throughout, so the lock costs next to no parallelism.
 """
 from __future__ import annotations
 
