@@ -21,7 +21,7 @@ from datetime import timedelta
 from functools import reduce
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -101,15 +101,18 @@ class _Heartbeat:
     def _beat(self) -> None:
         while True:
             time.sleep(settings.STEP_TIMEOUTS.heartbeat)
-            leases = self._due()
-            if not leases:
-                connection.close()  # an idle worker holds no connection for its heartbeat
-                continue
-            close_old_connections()  # a connection broken or past CONN_MAX_AGE is replaced before the beat
             try:
-                _renew(leases)
-            except DatabaseError:  # a missed beat; the next one tries again well before the leases run out
-                log.warning("renewing the leases of %d steps failed", len(leases), exc_info=True)
+                self._beat_once()
+            except Exception:  # a missed beat, whatever failed: the next one comes well before the leases run out
+                log.warning("renewing the running steps' leases failed", exc_info=True)
+
+    def _beat_once(self) -> None:
+        leases = self._due()
+        if not leases:
+            connection.close()  # an idle worker holds no connection for its heartbeat
+            return
+        close_old_connections()  # a connection broken or past CONN_MAX_AGE is replaced before the beat
+        _renew(leases)
 
     def _due(self) -> list[Lease]:
         """The leases to renew now; those past their step's hard time limit are dropped, once, with a warning."""
@@ -122,10 +125,10 @@ class _Heartbeat:
             return list(self._renew_until)
 
 
-def _renew(leases: list[Lease]) -> int:
-    """Extend each lease still held (its fence current, its step running); returns how many were."""
+def _renew(leases: list[Lease]) -> None:
+    """Extend each lease still held (its fence current, its step running)."""
     held = reduce(operator.or_, (Q(pk=lease.step_id, fence=lease.fence) for lease in leases))
-    return Step.objects.filter(held, state=StepState.RUNNING).update(
+    Step.objects.filter(held, state=StepState.RUNNING).update(
         lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease))
 
 
