@@ -10,7 +10,6 @@ interval.
 from __future__ import annotations
 
 import logging
-import operator
 import os
 import threading
 import time
@@ -18,11 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import reduce
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from lifecycle import step_keys
@@ -75,8 +72,8 @@ def heartbeat(lease: Lease) -> Iterator[None]:
 
 
 class _Heartbeat:
-    """One thread and one database connection per process renew every running step's lease in one UPDATE,
-    however many steps its pool runs at once."""
+    """One thread and one database connection per process renew every running step's lease, however many steps
+    its pool runs at once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -112,7 +109,9 @@ class _Heartbeat:
             connection.close()  # an idle worker holds no connection for its heartbeat
             return
         close_old_connections()  # a connection broken or past CONN_MAX_AGE is replaced before the beat
-        _renew(leases)
+        for lease in leases:
+            if not _renew(lease):
+                self.discard(lease)  # finished, or taken over by another worker
 
     def _due(self) -> list[Lease]:
         """The leases to renew now; those past their step's hard time limit are dropped, once, with a warning."""
@@ -125,11 +124,12 @@ class _Heartbeat:
             return list(self._renew_until)
 
 
-def _renew(leases: list[Lease]) -> None:
-    """Extend each lease still held (its fence current, its step running)."""
-    held = reduce(operator.or_, (Q(pk=lease.step_id, fence=lease.fence) for lease in leases))
-    Step.objects.filter(held, state=StepState.RUNNING).update(
-        lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease))
+def _renew(lease: Lease) -> bool:
+    """Extend the lease if it is still held (its fence current, its step running). One statement a step, each
+    locking one row: an UPDATE of every running step at once deadlocked against applies, which lock a step and
+    insert the next ones."""
+    return Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING).update(
+        lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease)) == 1
 
 
 _BEATS = _Heartbeat()
