@@ -63,10 +63,10 @@ test-unit-pg: venv
 	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup --database-tests-only; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
-## serve: collectstatic, migrate, then web + worker + beat from Procfile; against DATABASE_URL and
-## CELERY_BROKER_URL when set, else the embedded default (SQLite under var/, steps run eagerly inside the web
-## process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT, var/static unless set, and
-## served by WhiteNoise
+## serve: collectstatic, migrate, then web, the llm (threads) and sandbox (prefork) workers and beat from Procfile;
+## against DATABASE_URL and CELERY_BROKER_URL when set, else the embedded default (SQLite under var/, steps run
+## eagerly inside the web process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT,
+## var/static unless set, and served by WhiteNoise
 serve: export DJANGO_STATIC_ROOT ?= $(CURDIR)/var/static
 serve: venv
 	$(PY) manage.py collectstatic --noinput -v0

@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Any
 
+from agents import python_ast
 from agents.schemas.engineering import SourceFile
 
 
@@ -25,7 +26,7 @@ def defined_tests(files: Iterable[SourceFile]) -> set[str]:
     found = set()
     for file in (f for f in files if _test_module(f.path)):
         try:
-            tree = ast.parse(file.content)
+            tree = python_ast.parse(file.content)
         except (SyntaxError, ValueError):
             continue
         for node in tree.body:

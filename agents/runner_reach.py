@@ -16,6 +16,8 @@ import ast
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
+from agents import python_ast
+
 # Modules of the runner and of the interpreter's own machinery: product code never needs them.
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "coverage", "iniconfig"})
 PRODUCT_ONLY_MODULES = frozenset({"builtins", "atexit", "ctypes", "_ctypes", "faulthandler"})
@@ -62,7 +64,7 @@ def reach_findings(files: Iterable[tuple[str, str]]) -> list[str]:
     findings: list[str] = []
     for path, source in files:
         try:
-            tree = ast.parse(source, filename=path)
+            tree = python_ast.parse(source, filename=path)
         except SyntaxError:
             continue  # not this check's finding: the tests (and ruff) report it
         findings += [f"{path}:{line}: {what}" for line, what in sorted(_reaches(tree, test=is_test_file(path)))]

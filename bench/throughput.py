@@ -10,7 +10,7 @@ the peak, and the average from the first call to the last), each worker's memory
 together, sampled every second) and CPU (user + system seconds over the run, as a share of one core),
 the database connections the run held at most, and how long messages waited on the llm and sandbox queues.
 
-    python bench/throughput.py [--requirements 200] [--latency-ms 2000] [--layout split] [--llm-concurrency 64]
+    python bench/throughput.py [--requirements 200] [--latency-ms 2000] [--layout split-io] [--llm-concurrency 64]
 """
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ def parse():
     parser = argparse.ArgumentParser()
     parser.add_argument("--requirements", type=int, default=200)
     parser.add_argument("--latency-ms", type=int, default=2000)
-    parser.add_argument("--layout", choices=LAYOUTS, default="split")
+    parser.add_argument("--layout", choices=LAYOUTS, default="split-io")  # as the Procfile runs them
     parser.add_argument("--concurrency", type=int, default=2, help="processes per prefork worker")
     parser.add_argument("--llm-pool", choices=["threads", "prefork"], default="threads")
     parser.add_argument("--llm-concurrency", type=int, default=64)

@@ -1,7 +1,8 @@
 """Beat and notification tasks: thin wrappers around the services that own the work."""
 from celery import shared_task
+from celery.signals import task_postrun, task_prerun
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, close_old_connections
 
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications import sending
@@ -9,6 +10,16 @@ from lifecycle.notifications.conversation_mail import conversation_digests_queue
 from lifecycle.replay.runs import replays_sweep
 from lifecycle.services import answering, leases, outbox, sla
 from lifecycle.services.digest import digests_refresh_all
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(task=None, **kwargs) -> None:
+    """As Django does around a request: this thread's connection is dropped once broken or past CONN_MAX_AGE, and
+    checked before its next use (CONN_HEALTH_CHECKS). Each thread of a threads pool has its own connection. An
+    eager task runs inside its caller's transaction, whose connection is the caller's to keep."""
+    if task is not None and not task.request.is_eager:
+        close_old_connections()
 
 
 @shared_task(ignore_result=True)

@@ -29,53 +29,75 @@ class Worker:
     running: set[Worker] = set()  # started and not yet stopped, for fixtures that wait for quiet
 
     def __init__(self, name: str, database_url: str, broker_url: str, workdir: Path, *,
-                 concurrency: int = 2, beat: bool = False, default_timings: bool = False, **env: str) -> None:
+                 concurrency: int = 2, llm_pool: str = "threads", llm_concurrency: int = 8, beat: bool = False,
+                 default_timings: bool = False, **env: str) -> None:
+        """As the Procfile runs them (llm_pool="threads"): llm and default on a thread pool of `llm_concurrency`,
+        sandbox on `concurrency` prefork processes, two worker processes; llm_pool="prefork": one prefork worker
+        of `concurrency` processes on every queue."""
         self.name, self.workdir, self.beat = name, Path(workdir), beat
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.concurrency = concurrency
+        self.concurrency, self.llm_pool, self.llm_concurrency = concurrency, llm_pool, llm_concurrency
         timings = {} if default_timings else FAST_STEPS  # default_timings: the budgets a deployment runs with
         self.env = {**os.environ, **timings, **WORKER_ENV, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
                     "AITEAM_REPLAY_CASSETTE": str(settings.AITEAM_REPLAY_CASSETTE), "CI": "",
                     "PGAPPNAME": f"aiteam-worker-{name}", **env}  # libpq labels the worker's DB connections
         self.env.pop("ANTHROPIC_API_KEY", None)
-        self.process: subprocess.Popen | None = None
+        self.processes: list[subprocess.Popen] = []
 
     def start(self) -> Worker:
-        command = [sys.executable, "-m", "celery", "-A", "aiteam", "worker", "-Q", "llm,sandbox,default",
-                   "-c", str(self.concurrency), "-P", "prefork", "-n", f"{self.name}@%h", "--without-mingle",
-                   "--without-gossip", "-l", "INFO"]
-        if self.beat:
-            command += ["-B", "--scheduler", "celery.beat:PersistentScheduler", "-s", str(self.workdir / "beat-schedule")]
-        self.log = (self.workdir / "worker.log").open("w")
-        self.process = subprocess.Popen(command, env=self.env, cwd=settings.BASE_DIR, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: "ready." in self.output(), timeout=30, what=f"worker {self.name} to be ready")
+        if self.llm_pool == "prefork":
+            self.processes = [self._spawn("worker", "llm,sandbox,default", "prefork", self.concurrency, beat=self.beat)]
+        else:
+            self.processes = [self._spawn("worker", "llm,default", self.llm_pool, self.llm_concurrency, beat=self.beat),
+                              self._spawn("sandbox", "sandbox", "prefork", self.concurrency)]
+        self.process = self.processes[0]  # the one that runs run_step
+        for log in self.logs:
+            wait_for(lambda log=log: "ready." in log.read_text(errors="replace"), timeout=30,
+                     what=f"worker {self.name} ({log.stem}) to be ready")
         Worker.running.add(self)
         return self
 
+    def _spawn(self, part: str, queues: str, pool: str, concurrency: int, *, beat: bool = False) -> subprocess.Popen:
+        node = self.name if part == "worker" else f"{self.name}-{part}"
+        command = [sys.executable, "-m", "celery", "-A", "aiteam", "worker", "-Q", queues, "-c", str(concurrency),
+                   "-P", pool, "-n", f"{node}@%h", "--without-mingle", "--without-gossip", "-l", "INFO"]
+        if beat:
+            command += ["-B", "--scheduler", "celery.beat:PersistentScheduler", "-s", str(self.workdir / "beat-schedule")]
+        log = self.workdir / f"{part}.log"
+        env = self.env if part == "worker" else {**self.env, "PGAPPNAME": f"{self.env['PGAPPNAME']}-{part}"}
+        with log.open("w") as out:
+            return subprocess.Popen(command, env=env, cwd=settings.BASE_DIR, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+    @property
+    def logs(self) -> list[Path]:
+        return [self.workdir / f"{part}.log" for part in ("worker", "sandbox")[:len(self.processes)]]
+
     def output(self) -> str:
-        return (self.workdir / "worker.log").read_text(errors="replace")
+        return "".join(log.read_text(errors="replace") for log in self.logs)
 
     def pool_children(self) -> list[int]:
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
         return [int(pid) for pid in children]
 
     def kill_group(self) -> None:
-        """SIGKILL the worker and everything in its process group: no chance to ack or clean up."""
+        """SIGKILL the worker and everything in its process groups: no chance to ack or clean up."""
         Worker.running.discard(self)
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
+        for process in self.processes:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
 
     def stop(self) -> None:
         Worker.running.discard(self)
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
             try:
-                self.process.wait(timeout=20)
+                process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.kill_group()
-        if self.process:
-            self.log.close()
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
 
     def __enter__(self) -> Worker:
         return self.start()

@@ -7,11 +7,11 @@ block removed, and a later block may anchor on text an earlier one added.
 """
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from agents import python_ast
 from agents.edits.locate import Place, exact_places, nearest, reindent, shifted_places
 from agents.edits.text import (
     MAX_FILE_BYTES,
@@ -262,7 +262,7 @@ def _syntax_problem(path: str, text: str, *, before: str | None = None) -> list[
 
 def _parse_error(text: str) -> tuple[int, str] | None:
     try:
-        ast.parse(text)  # parsing only: nothing of the model's code is compiled or run
+        python_ast.parse(text)  # parsing only: nothing of the model's code is compiled or run
     except SyntaxError as exc:
         return exc.lineno or 1, exc.msg
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes; nesting deeper than the parser allows

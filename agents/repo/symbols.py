@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from agents import python_ast
 from agents.repo.terms import terms
 
 DEF_NODES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -46,7 +47,7 @@ class Symbol:
 def parse_python(path: str, text: str) -> tuple[list[Symbol], Counter[str]] | None:
     """(definitions, names used and how often), or None when the file does not parse."""
     try:
-        tree = ast.parse(text, filename=path)
+        tree = python_ast.parse(text, filename=path)
     except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
         return None
     symbols: list[Symbol] = []

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from agents import python_ast
 from agents.sandbox.report import read_untrusted
 
 # pytest's default norecursedirs, plus what its collection skips on its own
@@ -28,7 +29,7 @@ def expected_tests(root: Path) -> list[str]:
     for path in _test_files(root):
         data = read_untrusted(path)
         try:
-            tree = ast.parse(data or b"", filename=str(path))
+            tree = python_ast.parse(data or b"", filename=str(path))
         except (SyntaxError, ValueError):
             continue  # pytest reports it as a collection error, which the report must show anyway
         if not _disabled(tree.body):

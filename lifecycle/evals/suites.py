@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from agents import python_ast
 from lifecycle.management.commands.aiteam_demo import brief_from_text
 
 KINDS = ("brief", "ticket")
@@ -60,7 +61,7 @@ class Case:
     @property
     def hidden_ids(self) -> list[str]:
         """`path::name` of every module-level test function of the hidden modules."""
-        return [f"{path}::{node.name}" for path, text in self.hidden.items() for node in ast.parse(text).body
+        return [f"{path}::{node.name}" for path, text in self.hidden.items() for node in python_ast.parse(text).body
                 if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
 
 

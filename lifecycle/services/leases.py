@@ -3,20 +3,23 @@
 Celery with Redis delivers at least once, and a hard-killed worker's message comes back only after the
 visibility timeout. The Step row is therefore the record: a claim takes a lease and bumps the fence; a write is
 accepted only with the current fence while the step is still running; the reaper re-queues steps whose lease
-expired or whose message was lost. A running step renews its lease as it works (heartbeat), so the lease is
-short: a dead worker's step is re-run within about a lease and a reaper interval.
+expired or whose message was lost. A running step's lease is renewed as it works (heartbeat), up to the step's hard
+time limit, so the lease is short: a dead worker's or a stuck step is re-run within about a lease and a reaper
+interval.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from lifecycle import step_keys
@@ -57,33 +60,80 @@ class Lease:
 
 @contextmanager
 def heartbeat(lease: Lease) -> Iterator[None]:
-    """While the block runs, renew the step's lease every STEP_TIMEOUTS.heartbeat seconds from a thread of its
-    own (the block may wait seconds on a model or the sandbox). It stops when the block ends, or once the lease
-    is no longer this one's; a killed worker's beats stop with it, and its step's lease runs out."""
-    stop = threading.Event()
-    beating = threading.Thread(target=_renew, args=(lease, stop), name=f"heartbeat step {lease.step_id}", daemon=True)
-    beating.start()
+    """While the block runs, the process's heartbeat renews the step's lease every STEP_TIMEOUTS.heartbeat
+    seconds (the block may wait seconds on a model or the sandbox), until the step's hard time limit: a thread
+    pool does not enforce Celery's time limits, so a stuck step's lease then runs out and the reaper takes the
+    step back; its late write is refused by the fence. A killed worker's beats stop with it."""
+    _BEATS.add(lease)
     try:
         yield
     finally:
-        stop.set()
-        beating.join()
+        _BEATS.discard(lease)
 
 
-def _renew(lease: Lease, stop: threading.Event) -> None:
-    timeouts = settings.STEP_TIMEOUTS
-    try:
-        while not stop.wait(timeouts.heartbeat):
+class _Heartbeat:
+    """One thread and one database connection per process renew every running step's lease, however many steps
+    its pool runs at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._renew_until: dict[Lease, float] = {}  # a lease, and when (time.monotonic()) to stop renewing it
+        self._thread: threading.Thread | None = None
+
+    def add(self, lease: Lease) -> None:
+        with self._lock:
+            self._renew_until[lease] = time.monotonic() + settings.STEP_TIMEOUTS.hard_time_limit
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._beat, name="lease heartbeat", daemon=True)
+                self._thread.start()
+
+    def discard(self, lease: Lease) -> None:
+        with self._lock:
+            self._renew_until.pop(lease, None)
+
+    def _after_fork(self) -> None:
+        """A forked pool child inherits the parent's leases but not its thread."""
+        self._lock, self._renew_until, self._thread = threading.Lock(), {}, None
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(settings.STEP_TIMEOUTS.heartbeat)
             try:
-                held = Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING).update(
-                    lease_expires_at=timezone.now() + timedelta(seconds=timeouts.lease))
-            except DatabaseError:  # a missed beat; the next one tries again well before the lease runs out
-                log.warning("step %s: renewing its lease failed", lease.step_id, exc_info=True)
-                continue
-            if not held:
-                return  # finished, or taken over by another worker
-    finally:
-        connection.close()  # this thread's own connection
+                self._beat_once()
+            except Exception:  # a missed beat, whatever failed: the next one comes well before the leases run out
+                log.warning("renewing the running steps' leases failed", exc_info=True)
+
+    def _beat_once(self) -> None:
+        leases = self._due()
+        if not leases:
+            connection.close()  # an idle worker holds no connection for its heartbeat
+            return
+        close_old_connections()  # a connection broken or past CONN_MAX_AGE is replaced before the beat
+        for lease in leases:
+            if not _renew(lease):
+                self.discard(lease)  # finished, or taken over by another worker
+
+    def _due(self) -> list[Lease]:
+        """The leases to renew now; those past their step's hard time limit are dropped, once, with a warning."""
+        now = time.monotonic()
+        with self._lock:
+            for lease in [lease for lease, until in self._renew_until.items() if until <= now]:
+                del self._renew_until[lease]
+                log.warning("step %s ran past its hard time limit: its lease is no longer renewed, the reaper "
+                            "takes it back", lease.step_id)
+            return list(self._renew_until)
+
+
+def _renew(lease: Lease) -> bool:
+    """Extend the lease if it is still held (its fence current, its step running). One statement a step, each
+    locking one row: an UPDATE of every running step at once deadlocked against applies, which lock a step and
+    insert the next ones."""
+    return Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING).update(
+        lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease)) == 1
+
+
+_BEATS = _Heartbeat()
+os.register_at_fork(after_in_child=_BEATS._after_fork)
 
 
 def lease_of(step: Step) -> Lease:

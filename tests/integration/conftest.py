@@ -71,7 +71,8 @@ def broker_url() -> str:
 
 @pytest.fixture(scope="module")
 def worker(test_database_url, broker_url, tmp_path_factory):
-    """A worker on all queues for one test module; stopped after it so that modules starting
+    """A worker on all queues for one test module, as the Procfile runs it (llm and default on threads, sandbox on
+    prefork: tests.workers.Worker); stopped after it so that modules starting
     their own workers (crash tests) are the only consumers of the queues."""
     with Worker("main", test_database_url, broker_url, tmp_path_factory.mktemp("worker-main")) as w:
         yield w

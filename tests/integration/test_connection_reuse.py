@@ -18,7 +18,7 @@ def _state(pk: str) -> str:
 def test_the_worker_reuses_its_database_connections_across_tasks(start_worker, alice, rita):
     from django.db import connection
 
-    start_worker("reuse", concurrency=2, AITEAM_WORKSPACE_ROOT=str(settings.AITEAM_WORKSPACE_ROOT))
+    start_worker("reuse", concurrency=2, llm_pool="prefork", AITEAM_WORKSPACE_ROOT=str(settings.AITEAM_WORKSPACE_ROOT))
     pk = api_for(alice).post("/api/v1/requirements/", {"brief": SAMPLE}, format="json").data["id"]
     wait_for(lambda: _state(pk) == "user_stories_created", what="stories")
     api_for(rita).post(f"/api/v1/review-tasks/{Requirement.objects.get(pk=pk).review_tasks.get().pk}/decision/",

@@ -34,7 +34,6 @@ def test_independent_tasks_run_at_once_and_the_dependent_one_after_both(start_wo
     t1, t2, t3 = (Step.objects.get(requirement=req, key=f"engineer:T{i}", attempt=1) for i in (1, 2, 3))
     assert t1.started_at < t2.finished_at and t2.started_at < t1.finished_at  # T1 and T2 overlapped
     assert t3.started_at >= max(t1.finished_at, t2.finished_at)  # T3 waited for both
-    assert {t1.worker.split(" pid ")[1], t2.worker.split(" pid ")[1]}.__len__() == 2  # two pool processes
 
     log = [subject for _, subject in workspace_for(req).log()]
     assert sorted(log[:2]) == ["T1: Book model and validation (attempt 1)", "T2: JSON store (attempt 1)"]

@@ -57,7 +57,7 @@ def test_a_worker_killed_with_its_process_group_mid_step_is_recovered_by_the_rea
 
 
 def test_only_the_pool_child_killed_mid_step_is_recovered(start_worker, alice):
-    worker = start_worker("childless", concurrency=1, beat=True, **SLOW_MODEL)
+    worker = start_worker("childless", concurrency=1, llm_pool="prefork", beat=True, **SLOW_MODEL)
     req = submit(alice)
     child = int(running_step(req).worker.rsplit(" pid ", 1)[1])
     assert child in worker.pool_children()
