@@ -128,8 +128,11 @@ def _discard(scratch: Path, root: Path) -> None:
 
 
 def empty_trash() -> None:
-    """Remove the scratch copies of finished runs; root removes whatever modes a run left."""
-    trash = sandbox_root() / _TRASH
+    """Remove the scratch copies of finished runs; root removes whatever modes a run left. Nothing to do (and
+    nothing created) where no run has ended."""
+    if not _root_path().is_dir():
+        return
+    trash = sandbox_root() / _TRASH  # checked as ours first
     if trash.is_dir():
         for entry in os.scandir(trash):
             shutil.rmtree(entry.path, ignore_errors=True)
@@ -176,7 +179,7 @@ def sandbox_root() -> Path:
 
     Root-owned 0o711: the sandbox uid can reach its own scratch dir but not list or write the others.
     """
-    root = Path("/var/tmp") / f"aiteam-sandbox-{os.geteuid()}"
+    root = _root_path()
     root.mkdir(mode=0o711, exist_ok=True)
     info = root.lstat()
     if info.st_uid != os.geteuid() or info.st_mode & 0o022 or root.is_symlink():
@@ -184,6 +187,10 @@ def sandbox_root() -> Path:
     if info.st_mode & 0o777 != 0o711:
         root.chmod(0o711)  # mkdir's mode is filtered by the worker's umask (0o077 would lock the sandbox uid out)
     return root
+
+
+def _root_path() -> Path:
+    return Path("/var/tmp") / f"aiteam-sandbox-{os.geteuid()}"
 
 
 def _populate(scratch: Path, source_dir: Path, uid: int, read_only: list[Path]) -> None:
