@@ -91,7 +91,7 @@ def run_repository_tests(source_dir: Path, tests: RepoTests, *, limits: SandboxL
 def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
          repo: RepoTests | None) -> tuple[TestReport, dict[str, str]]:
     root = sandbox_root()
-    empty_trash()  # a worker empties it after each task (lifecycle.runner): this is for any other caller
+    empty_trash(this_process_only=True)  # a worker empties it after each task (lifecycle.runner); other callers
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     # read before the code under test runs; a repository's configuration decides what it collects, so only the
     # tests its caller names are required there (the baseline's comparison finds any other that went missing)
@@ -122,20 +122,21 @@ def _discard(scratch: Path, root: Path) -> None:
     trash = root / _TRASH
     trash.mkdir(mode=0o700, exist_ok=True)
     try:
-        os.rename(scratch, trash / scratch.name)
+        os.rename(scratch, trash / f"{os.getpid()}-{scratch.name}")
     except OSError:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def empty_trash() -> None:
-    """Remove the scratch copies of finished runs; root removes whatever modes a run left. Nothing to do (and
-    nothing created) where no run has ended."""
+def empty_trash(*, this_process_only: bool = False) -> None:
+    """Remove the scratch copies of finished runs (this process's only: not another run's copy on this run's time);
+    root removes whatever modes a run left. Nothing to do, and nothing created, where no run has ended."""
     if not _root_path().is_dir():
         return
     trash = sandbox_root() / _TRASH  # checked as ours first
     if trash.is_dir():
         for entry in os.scandir(trash):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if not this_process_only or entry.name.startswith(f"{os.getpid()}-"):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -> list[str]:
