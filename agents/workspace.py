@@ -90,10 +90,14 @@ class Workspace:
         nothing still gets its (empty) commit, so the log always matches the attempts."""
         self._git("add", "-A")
         self._git("commit", "-q", "--allow-empty", "-m", message)
-        return self.head()
+        return self._git("rev-parse", "HEAD").strip()
 
     def head(self) -> str:
-        return self._git("rev-parse", "HEAD").strip() if self.log() else ""
+        """The HEAD commit, "" when there is none (no repository, or no commit yet)."""
+        if not (self.path / ".git").is_dir():  # git would otherwise find a repository above the workspace
+            return ""
+        done = self._run("rev-parse", "--verify", "--quiet", "HEAD")
+        return done.stdout.strip() if done.returncode == 0 else ""
 
     def log(self) -> list[tuple[str, str]]:
         """(sha, subject) of every commit, oldest first."""
@@ -114,17 +118,26 @@ class Workspace:
     def diff_summary(self, base: str = "") -> list[str]:
         """`A|M|D path (+added -removed)` since `base` (the empty tree when not given)."""
         base = base or self._git("hash-object", "-t", "tree", "/dev/null").strip()
-        status = dict(reversed(line.split("\t", 1)) for line in self._git("diff", "--name-status", base, "HEAD").splitlines())
-        counts = [line.split("\t") for line in self._git("diff", "--numstat", "--text", base, "HEAD").splitlines()]
+        # one diff for both: --raw lines (":modes shas STATUS<tab>path") come first, then --numstat lines
+        status, counts = {}, []
+        for line in self._git("diff", "--raw", "--numstat", "--text", base, "HEAD").splitlines():
+            if line.startswith(":"):
+                meta, path = line.split("\t", 1)
+                status[path] = meta.rsplit(" ", 1)[1]
+            elif line:
+                counts.append(line.split("\t"))
         return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
 
     def _git(self, *args: str) -> str:
+        done = self._run(*args)
+        if done.returncode != 0:
+            raise GitError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess:
         # No global config either: with HOME at the workspace, git would read a `.gitconfig` the repository (or the
         # model) wrote there as the user's own, and its core.hooksPath would run commands in the worker on commit.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path), "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8", **AUTHOR}
-        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True,
+        return subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True,
                               errors="replace", timeout=60)  # a repository's file need not be UTF-8: its diff neither
-        if done.returncode != 0:
-            raise GitError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
-        return done.stdout

@@ -39,6 +39,7 @@ from agents.roles import (
     TRIAGER,
 )
 from agents.roles.base import Agent, AgentByContext
+from agents.sandbox import empty_trash
 from agents.schemas.constraints import with_constraints
 from lifecycle import contexts, repository_runs, step_keys
 from lifecycle.errors import IllegalTransition, StaleStep
@@ -182,6 +183,7 @@ def run_step(self, step_id: int) -> None:
     while lease is not None:
         continues = not self.request.is_eager and time.monotonic() < inline_until
         lease = _run_one(self, lease, worker=worker, continues=continues, delivered=lease.step_id == step_id)
+    empty_trash()  # a sandbox run's files, removed once its step has handed on rather than before
 
 
 def _run_one(task, lease: leases.Lease, *, worker: str, continues: bool, delivered: bool) -> leases.Lease | None:

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from agents.sandbox.report import JunitOutcome, TestReport, outcome_of, read_cas
 from agents.sandbox.stream import OutcomePipe, Streamed, parse
 
 REPORT_NAME = ".report.xml"
+_TRASH = "trash"  # finished runs' scratch copies, until empty_trash
 _COVERAGE_JSON = ".coverage.json"
 # Never copied: history and caches are not the project, and a stale report would read as this run's results.
 _NOT_COPIED = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", REPORT_NAME, ".coverage", _COVERAGE_JSON)
@@ -89,6 +91,7 @@ def run_repository_tests(source_dir: Path, tests: RepoTests, *, limits: SandboxL
 def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
          repo: RepoTests | None) -> tuple[TestReport, dict[str, str]]:
     root = sandbox_root()
+    empty_trash(this_process_only=True)  # a worker empties it after each task (lifecycle.runner); other callers
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     # read before the code under test runs; a repository's configuration decides what it collects, so only the
     # tests its caller names are required there (the baseline's comparison finds any other that went missing)
@@ -110,7 +113,30 @@ def _run(source_dir: Path, limits: SandboxLimits, command: list[str] | None,
     except slots.NoFreeSlot as exc:
         raise isolation.SandboxUnavailable(str(exc)) from exc
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)  # root removes whatever modes the run left
+        _discard(scratch, root)
+
+
+def _discard(scratch: Path, root: Path) -> None:
+    """Out of every run's reach at once (moved into a root-only directory), removed by empty_trash: removing a
+    test run's files takes tens of milliseconds that the step need not wait for."""
+    trash = root / _TRASH
+    trash.mkdir(mode=0o700, exist_ok=True)
+    try:
+        os.rename(scratch, trash / f"{os.getpid()}-{scratch.name}")
+    except OSError:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def empty_trash(*, this_process_only: bool = False) -> None:
+    """Remove the scratch copies of finished runs (this process's only: not another run's copy on this run's time);
+    root removes whatever modes a run left. Nothing to do, and nothing created, where no run has ended."""
+    if not _root_path().is_dir():
+        return
+    trash = sandbox_root() / _TRASH  # checked as ours first
+    if trash.is_dir():
+        for entry in os.scandir(trash):
+            if not this_process_only or entry.name.startswith(f"{os.getpid()}-"):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -> list[str]:
@@ -154,7 +180,7 @@ def sandbox_root() -> Path:
 
     Root-owned 0o711: the sandbox uid can reach its own scratch dir but not list or write the others.
     """
-    root = Path("/var/tmp") / f"aiteam-sandbox-{os.geteuid()}"
+    root = _root_path()
     root.mkdir(mode=0o711, exist_ok=True)
     info = root.lstat()
     if info.st_uid != os.geteuid() or info.st_mode & 0o022 or root.is_symlink():
@@ -162,6 +188,10 @@ def sandbox_root() -> Path:
     if info.st_mode & 0o777 != 0o711:
         root.chmod(0o711)  # mkdir's mode is filtered by the worker's umask (0o077 would lock the sandbox uid out)
     return root
+
+
+def _root_path() -> Path:
+    return Path("/var/tmp") / f"aiteam-sandbox-{os.geteuid()}"
 
 
 def _populate(scratch: Path, source_dir: Path, uid: int, read_only: list[Path]) -> None:
@@ -234,7 +264,21 @@ def _environment(scratch: Path, marker: str, venv: Path | None) -> dict[str, str
 
 
 def _wait_unreaped(pid: int, timeout_s: float) -> bool:
-    """True if pid exited within timeout_s. The zombie keeps its pid and process group reserved until proc.wait()."""
+    """True if pid exited within timeout_s. The zombie keeps its pid and process group reserved until proc.wait().
+    A pidfd wakes us as it exits (polling would notice tens of milliseconds later)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # a kernel without pidfds (before Linux 5.3)
+        return _poll_unreaped(pid, timeout_s)
+    try:
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)
+        return bool(waiting.poll(timeout_s * 1000))  # readable once it exits; it is not reaped
+    finally:
+        os.close(pidfd)
+
+
+def _poll_unreaped(pid: int, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     pause = 0.005
     while True:

@@ -18,7 +18,7 @@ from lifecycle.actors import Actor
 from lifecycle.errors import SandboxTimedOut
 from lifecycle.failure_rules import TAMPERED, Failure, Route, Source, classify
 from lifecycle.models import Requirement, Step
-from lifecycle.services.artifacts import artifact_store, content_json, latest
+from lifecycle.services.artifacts import NewArtifact, artifact_store, artifacts_store, content_json, latest
 from lifecycle.services.failures import failure_route_record, failure_with_history
 from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
@@ -94,15 +94,17 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
         workspace = workspace_for(requirement)
         head, lost = workspace.head(), _lost_tests(requirement, output)
         summary = f"{output['passed']} passed, {output['failed']} failed, {output['errors']} errors"
-        artifact_store(requirement, kind=ArtifactKind.TEST_REPORT, name="self_test", content=output, summary=summary,
-                       metadata={"attempt": lease.attempt, "commit": head, "ok": output["ok"], "passed": output["passed"],
-                                 "failed": output["failed"], "errors": output["errors"],
-                                 "duration_s": output["duration_s"], "lost_tests": lost}, step=step, role=SANDBOX.role)
+        artifacts_store(requirement, [
+            NewArtifact(ArtifactKind.TEST_REPORT, "self_test", output, summary, step=step, role=SANDBOX.role, metadata={
+                "attempt": lease.attempt, "commit": head, "ok": output["ok"], "passed": output["passed"],
+                "failed": output["failed"], "errors": output["errors"], "duration_s": output["duration_s"],
+                "lost_tests": lost}),
+            NewArtifact(ArtifactKind.DIFF_SUMMARY, "workspace", workspace.diff_summary(),
+                        f"attempt {lease.attempt} at {head[:10]}", {"attempt": lease.attempt, "commit": head}, step,
+                        SANDBOX.role),
+        ])
         if lost:  # the code review must answer for them (CodeReviewVerdict._lost_tests_answered)
             emit(requirement, "TestsLost", {"attempt": lease.attempt, "lost": lost})
-        artifact_store(requirement, kind=ArtifactKind.DIFF_SUMMARY, name="workspace", content=workspace.diff_summary(),
-                       summary=f"attempt {lease.attempt} at {head[:10]}", metadata={"attempt": lease.attempt,
-                       "commit": head}, step=step, role=SANDBOX.role)
         step_finish(step)
         if output["ok"]:
             transition(requirement, "submit_for_review", actor=SANDBOX, metadata={"attempt": lease.attempt})
@@ -313,8 +315,11 @@ def workspace_files(requirement_id) -> list[SourceFile]:
 
 
 def store_code(requirement: Requirement, files: list[SourceFile], step: Step, attempt: int, commit: str) -> None:
-    for file in files:
-        is_test = file.path.startswith("tests/") or Path(file.path).name.startswith("test_")
-        artifact_store(requirement, kind=ArtifactKind.TEST_FILE if is_test else ArtifactKind.SOURCE_FILE, name=file.path,
-                       content=file.content, summary=f"{len(file.content.splitlines())} lines",
-                       metadata={"attempt": attempt, "commit": commit}, step=step, role=ENGINEER.role)
+    artifacts_store(requirement, [NewArtifact(
+        ArtifactKind.TEST_FILE if _is_test(file.path) else ArtifactKind.SOURCE_FILE, file.path, file.content,
+        f"{len(file.content.splitlines())} lines", {"attempt": attempt, "commit": commit}, step, ENGINEER.role)
+        for file in files])
+
+
+def _is_test(path: str) -> bool:
+    return path.startswith("tests/") or Path(path).name.startswith("test_")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox import SandboxLimits, TestReport, bwrap_available, run_tests, sandbox_root, slots
+from agents.sandbox import SandboxLimits, TestReport, bwrap_available, empty_trash, run_tests, sandbox_root, slots
 from agents.sandbox.isolation import SandboxUnavailable, wrap
 
 # One xdist worker runs every test of both sandbox modules, one at a time: they load the machine with fork
@@ -97,6 +97,25 @@ def test_a_passing_project_is_ok(tmp_path):
     assert report.ok, report.output_tail
     assert (report.passed, report.failed, report.errors, report.failing_tests) == (2, 0, 0, [])
     assert report.exit_code == 0 and report.duration_s > 0 and report.coverage_percent is None
+
+
+def test_a_finished_runs_copy_is_out_of_reach_at_once_and_removed_with_the_trash(tmp_path):
+    """The scratch copy moves into a root-only directory when the run ends; a worker removes it after the step."""
+    token = secrets.token_hex(6)
+    source = _project(tmp_path, f"""
+        import os
+
+        def test_leaves_a_file():
+            open(os.environ["HOME"] + "/left-{token}", "w").close()
+    """)
+    report, _ = _run(source)
+    root = sandbox_root()
+    trash = root / "trash"
+    assert report.ok, report.output_tail
+    assert not any(root.glob(f"run-*/left-{token}"))
+    assert trash.stat().st_mode & 0o777 == 0o700 and trash.stat().st_uid == os.geteuid()
+    empty_trash()
+    assert not any(trash.glob(f"*/left-{token}"))
 
 
 def test_failing_tests_are_counted_and_named(tmp_path):

@@ -74,3 +74,21 @@ def test_align_leaves_a_workspace_at_its_recorded_commit_as_it_is(tmp_path):
     assert workspace.head() == recorded and workspace.files() == [SourceFile(path="app.py", content="A = 1\n")]
     Workspace(tmp_path / "none", "b").align("")  # no repository yet: nothing to do
     assert not (tmp_path / "none").exists()
+
+
+def test_head_is_empty_without_a_commit_and_never_reads_a_repository_above(tmp_path):
+    outer, _ = committed(tmp_path)  # a repository around the next workspace's directory
+    inner = outer.path / "nested"
+    inner.mkdir()
+    assert Workspace(inner, "b").head() == ""  # no .git of its own: not the outer repository's HEAD
+    assert Workspace(tmp_path / "fresh", "b").ensure().head() == ""
+
+
+def test_diff_summary_gives_status_and_line_counts_of_each_change_since_the_base(tmp_path):
+    workspace, first = committed(tmp_path)
+    workspace.write([SourceFile(path="app.py", content="A = 1\nB = 2\n"), SourceFile(path="pkg/new.py", content="x = 1\n")])
+    workspace.commit("T2 (attempt 1)")
+    (workspace.path / "app.py").unlink()
+    workspace.commit("T3 (attempt 1)")
+    assert workspace.diff_summary(first) == ["D app.py (+0 -1)", "A pkg/new.py (+1 -0)"]
+    assert workspace.diff_summary() == ["A pkg/new.py (+1 -0)"]  # since the empty tree
