@@ -11,7 +11,7 @@ from lifecycle.models import MetaEvalLog
 class MetaEvalLogAdmin(StaffMember, admin.ModelAdmin):
     list_display = ["created_at", "kind", "role", "playbook", "organization", "project", "requirement"]
     list_filter = ["kind", "playbook", "role"]
-    list_select_related = ["organization", "project", "requirement"]
+    list_select_related = ["organization", "project__organization", "requirement"]
     readonly_fields = [f.name for f in MetaEvalLog._meta.fields]
 
     def get_queryset(self, request):

@@ -183,7 +183,9 @@ def run_step(self, step_id: int) -> None:
     while lease is not None:
         continues = not self.request.is_eager and time.monotonic() < inline_until
         lease = _run_one(self, lease, worker=worker, continues=continues, delivered=lease.step_id == step_id)
-    empty_trash()  # a sandbox run's files, removed once its step has handed on rather than before
+    # this process's sandbox runs' files, removed once their step has handed on rather than before (another
+    # process's are its own to remove: on the llm worker's threads this is a scan of an empty folder)
+    empty_trash(this_process_only=True)
 
 
 def _run_one(task, lease: leases.Lease, *, worker: str, continues: bool, delivered: bool) -> leases.Lease | None:

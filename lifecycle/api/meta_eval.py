@@ -120,7 +120,7 @@ class PromotionCountsOut(serializers.Serializer):
     rolled_back = _counts()
 
 
-class PromotionOut(serializers.Serializer):
+class PromotionRatesOut(serializers.Serializer):
     accepted = serializers.IntegerField()
     modified = serializers.IntegerField()
     rejected = serializers.IntegerField()
@@ -139,7 +139,7 @@ class MetaEvalSummaryOut(serializers.Serializer):
     budget_use = BudgetUseOut()
     gate_signal = GateSignalOut()
     loops = LoopsOut()
-    promotion = PromotionOut()
+    promotion = PromotionRatesOut()
 
 
 class MetaEvalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -18,9 +18,9 @@ from lifecycle.services.promotions import OPTIMIZER, bundle_with, current_versio
 
 RECURRING = 2  # a failure kind back after at least this many fixes routed to one role
 WINDOW = timedelta(days=30)
-# The prompts a role's fix is written with (a new project's, an existing repository's).
-FIX_PROMPTS = {"senior_engineer": ("senior_engineer_fix", "senior_engineer_fix_edits"),
-               "tech_architect": ("tech_architect",), "business_analyst": ("business_analyst",)}
+# The prompts a role's fix is written with (a new project's, an existing repository's). Only the engineer's: a
+# failure routed to the architect or the analyst is fixed through a person's review (their prompts never see it).
+FIX_PROMPTS = {"senior_engineer": ("senior_engineer_fix", "senior_engineer_fix_edits")}
 CHECKS = {
     Source.SELF_TEST: "read the failing test's assertion and error in the data, name their cause in your reasoning, "
                       "and change the code that causes them, never the test's expectation",
@@ -48,16 +48,18 @@ def draft_constraint(project: Project, *, now=None) -> Draft | None:
     project = Project.objects.get(pk=project.pk)  # its versions as they are now
     since = (now or timezone.now()) - WINDOW
     routes = MetaEvalLog.objects.filter(kind=MetaKind.ROUTE, project=project, created_at__gte=since,
-                                        role__in=FIX_PROMPTS).values_list("role", "data")
-    judged, recurred = Counter(), Counter()
-    for role, data in routes:
+                                        role__in=FIX_PROMPTS).values_list("role", "data", "created_at")
+    judged, recurred, latest = Counter(), Counter(), {}
+    for role, data, at in routes:
         kind = data.get("failure_kind", "")
         judged[role, kind] += 1
-        recurred[role, kind] += bool(data.get("recurred"))
+        if data.get("recurred"):
+            recurred[role, kind] += 1
+            latest[role, kind] = max(at, latest.get((role, kind), at))
     current = current_version(project, PromotedArtifact.PROMPTS)[0]
     prompts_now = PromptBundle.objects.get(sha256=current).prompts
     for (role, kind), count in recurred.most_common():
-        if count < RECURRING or _already(project, current, role, kind):
+        if count < RECURRING or _already(project, prompts_now, role, kind, latest[role, kind]):
             continue
         source = Source(kind.split(":", 1)[0])
         if source not in CHECKS:
@@ -74,11 +76,11 @@ def draft_constraint(project: Project, *, now=None) -> Draft | None:
     return None
 
 
-def _already(project: Project, current: str, role: str, kind: str) -> bool:
-    """A constraint for this failure kind is in the current prompts, or an optimizer's proposal for it waits."""
-    prompts = PromptBundle.objects.get(sha256=current).prompts
+def _already(project: Project, prompts: dict[str, str], role: str, kind: str, latest: datetime) -> bool:
+    """A constraint for this failure kind is in the current prompts, or the optimizer's proposal for it waits, or was
+    rejected with no recurrence since (an owner's no is not asked again until the log has news)."""
     if any(f"{MARKER} ({kind})" in prompts.get(name, "") for name in FIX_PROMPTS[role]):
         return True
-    return PromotionDecision.objects.filter(project=project, proposer=OPTIMIZER, state=PromotionDecision.State.PROPOSED,
-                                            justification__contains=", ".join(FIX_PROMPTS[role]),
-                                            expected_effect__startswith=kind).exists()
+    mine = PromotionDecision.objects.filter(project=project, proposer=OPTIMIZER, expected_effect__startswith=f"{kind} ")
+    return (mine.filter(state=PromotionDecision.State.PROPOSED).exists()
+            or mine.filter(state=PromotionDecision.State.REJECTED, decided_at__gte=latest).exists())

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
@@ -82,9 +83,15 @@ def eval_case_run(run: EvalRun, case: Case) -> EvalCase:
 def _record(run: EvalRun, case: Case, requirement: Requirement, wall: float) -> EvalCase:
     judged = hidden.judge(requirement, case)
     gate = measures.quality_gate_passed(requirement)
-    if gate and judged.result in ("partial", "none"):  # a gate false pass, in the meta-evaluation log too
-        gate_contradicted(requirement, gate="quality", verdict="pass", by=HIDDEN_TESTS, hidden=judged.result,
-                          hidden_passed=judged.passed, hidden_total=judged.total, eval_run=run.pk, case=case.name)
+    with transaction.atomic():  # the case and its log entry together, or neither
+        if gate and judged.result in ("partial", "none"):  # a gate false pass, in the meta-evaluation log too
+            gate_contradicted(requirement, gate="quality", verdict="pass", by=HIDDEN_TESTS, hidden=judged.result,
+                              hidden_passed=judged.passed, hidden_total=judged.total, eval_run=run.pk, case=case.name)
+        return _case_row(run, case, requirement, judged, gate, wall)
+
+
+def _case_row(run: EvalRun, case: Case, requirement: Requirement, judged: Any, gate: bool | None,
+              wall: float) -> EvalCase:
     return EvalCase.objects.create(
         run=run, name=case.name, kind=case.kind, requirement=requirement, outcome=measures.outcome_of(requirement),
         state=requirement.state, hidden=judged.result, hidden_passed=judged.passed, hidden_total=judged.total,

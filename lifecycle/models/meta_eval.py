@@ -58,6 +58,7 @@ class MetaEvalLog(models.Model):
     def save(self, *args, **kwargs):
         if not self._state.adding:
             raise AppendOnlyError("MetaEvalLog is append-only: an entry is never changed once written")
+        kwargs["force_insert"] = True  # a new object carrying an existing id must not update that row
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):

@@ -19,6 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from agents.llm.base import LLMError, LLMRequest, LLMResponse, Provider
+from agents.llm.deadline import deadline_in
 from agents.llm.factory import llm_from_settings, provider_from_settings
 from agents.llm.redact import redact
 from agents.llm.replay import RecordingProvider
@@ -48,7 +49,10 @@ def answer_message(message_id: int) -> None:
     if message is None:
         return
     try:
-        _answer(message)
+        # a thread pool ignores Celery's time limits: the deadline caps the model calls, so an answer ends well
+        # before stale_after and is never answered twice
+        with deadline_in(settings.CELERY_TASK_SOFT_TIME_LIMIT):
+            _answer(message)
     except LLMError as exc:
         if exc.transient and message.attempts < MAX_ATTEMPTS:
             _held(message).update(state=Message.State.PENDING, error=redact(str(exc))[:2000])

@@ -44,7 +44,9 @@ def artifacts_store(requirement: Requirement, new: list[NewArtifact]) -> list[Ar
     digests = [hashlib.sha256(text.encode()).hexdigest() for text in texts]
     blobs = {digest: ArtifactBlob(sha256=digest, content=text, size=len(text.encode()))
              for digest, text in zip(digests, texts, strict=True)}
-    ArtifactBlob.objects.bulk_create(blobs.values(), ignore_conflicts=True)  # equal contents share the stored one
+    # Equal contents share the stored one. In hash order: two applies inserting the same blobs in opposite orders
+    # would each wait for the other's uncommitted row (a deadlock on PostgreSQL).
+    ArtifactBlob.objects.bulk_create(sorted(blobs.values(), key=lambda blob: blob.sha256), ignore_conflicts=True)
     versions = dict(((kind, name), n) for kind, name, n in requirement.artifacts.filter(
         kind__in={i.kind for i in new}, name__in={i.name for i in new}).order_by().values_list(
         "kind", "name").annotate(n=Count("id")))

@@ -37,6 +37,7 @@ from lifecycle.services.transitions import transition
 from lifecycle.states import ArtifactKind, ReviewKind
 
 QC = Actor.agent("qc_engineer")
+CODE_FAILURES = ("failing_tests", "gate_findings")  # the quality gate refused the code itself, not QC's tests
 QC_REWRITES = 1  # how often the gate hands QC's own tests back before a person looks (docs/adr/0026)
 ACTIONS = {
     Route.BUSINESS_ANALYST: "an escalation task asks a human, for the business analyst, to restate the criteria",
@@ -62,7 +63,7 @@ def gate_failure_route(
         f"{ACTIONS[route]} (the classifier's route {routing.route} has no path from the quality gate)"
     failure_route_record(requirement=requirement, failure=failure, routing=replace(routing, route=route), step=step,
                          summary=f"quality gate: {'; '.join(result.reasons)}", action=action)
-    if route != Route.BUSINESS_ANALYST:  # the code failed the gate that code review had passed
+    if routing.first in CODE_FAILURES:  # the code failed the gate that code review had passed
         quality_gate_failed(requirement, rule=routing.first)
     if route == Route.BUSINESS_ANALYST:
         _ask_for_testable_criteria(requirement, uncovered=failure.uncovered_criteria)

@@ -8,6 +8,7 @@ running step whose lease expires: the reaper re-queues it, as for any other step
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,16 +79,17 @@ def queue_idle(queue: str) -> bool:
     answer is trusted for IDLE_FOR_S, so a message that arrives meanwhile waits at most that much longer."""
     if _idle_until.get(queue, 0.0) > time.monotonic():
         return True
-    try:
-        idle = _queue_sizer().waiting(queue) == 0
-    except ChannelError:  # the broker has no such queue: nothing waits on it
-        return True
-    except Exception:  # a broker hiccup: send through the broker as usual, and reconnect next time
-        log.debug("could not size queue %s", queue, exc_info=True)
-        if _queue_sizer.cache_info().currsize:
-            _queue_sizer().close()
-            _queue_sizer.cache_clear()
-        return False
+    with _sizing:  # one broker channel per process: the llm worker's threads take turns on it
+        try:
+            idle = _queue_sizer().waiting(queue) == 0
+        except ChannelError:  # the broker has no such queue: nothing waits on it
+            return True
+        except Exception:  # a broker hiccup: send through the broker as usual, and reconnect next time
+            log.debug("could not size queue %s", queue, exc_info=True)
+            if _queue_sizer.cache_info().currsize:
+                _queue_sizer().close()
+                _queue_sizer.cache_clear()
+            return False
     if idle:
         _idle_until[queue] = time.monotonic() + IDLE_FOR_S
     return idle
@@ -111,6 +113,7 @@ class QueueSizer:
 
 
 _idle_until: dict[str, float] = {}  # queue → until when its last idle answer holds (per process)
+_sizing = threading.Lock()
 
 
 @lru_cache(maxsize=1)

@@ -110,7 +110,12 @@ class _Heartbeat:
             return
         close_old_connections()  # a connection broken or past CONN_MAX_AGE is replaced before the beat
         for lease in leases:
-            if not _renew(lease):
+            try:
+                held = _renew(lease)
+            except Exception:  # this lease misses one beat; the others still get theirs
+                log.warning("renewing the lease of step %s failed", lease.step_id, exc_info=True)
+                continue
+            if held is False:
                 self.discard(lease)  # finished, or taken over by another worker
 
     def _due(self) -> list[Lease]:
@@ -124,12 +129,18 @@ class _Heartbeat:
             return list(self._renew_until)
 
 
-def _renew(lease: Lease) -> bool:
-    """Extend the lease if it is still held (its fence current, its step running). One statement a step, each
-    locking one row: an UPDATE of every running step at once deadlocked against applies, which lock a step and
-    insert the next ones."""
-    return Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING).update(
-        lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease)) == 1
+def _renew(lease: Lease) -> bool | None:
+    """Extend the lease if it is still held (its fence current, its step running): True. False when it is not (drop
+    it); None when the step's row is locked (its own apply holds it, possibly waiting on a repository's lock): this
+    beat skips it rather than wait, so one locked row never holds up the process's other leases. One row at a time:
+    an UPDATE of every running step at once deadlocked against applies, which lock a step and insert the next ones."""
+    held = Step.objects.filter(pk=lease.step_id, fence=lease.fence, state=StepState.RUNNING)
+    with transaction.atomic():
+        free = list(held.select_for_update(skip_locked=True, no_key=True).values_list("pk", flat=True))
+        if free and Step.objects.filter(pk__in=free).update(
+                lease_expires_at=timezone.now() + timedelta(seconds=settings.STEP_TIMEOUTS.lease)) == 1:
+            return True
+    return None if held.exists() else False
 
 
 _BEATS = _Heartbeat()
@@ -282,9 +293,14 @@ def steps_reap(now=None) -> list[int]:
     lost = Step.objects.filter(state=StepState.QUEUED, enqueued_at__lt=stale_queued)
     requeued = []
     for step in list(expired[:500]) + list(lost[:500]):
-        # Conditional update: of two reapers, only the one that changes the row re-queues it.
+        # Conditional update: of two reapers, only the one that changes the row re-queues it. A row locked by its
+        # step's apply is skipped, not waited for: the apply is ending the step anyway.
         claimed = Step.objects.filter(pk=step.pk, state=step.state, fence=step.fence, enqueued_at=step.enqueued_at)
-        if claimed.update(state=StepState.QUEUED, lease_expires_at=None, enqueued_at=now) == 1:
+        with transaction.atomic():
+            free = list(claimed.select_for_update(skip_locked=True, no_key=True).values_list("pk", flat=True))
+            won = bool(free) and Step.objects.filter(pk__in=free).update(
+                state=StepState.QUEUED, lease_expires_at=None, enqueued_at=now) == 1
+        if won:
             log.warning("reaper: re-queuing %s of %s (was %s)", step, step.requirement_id, step.state)
             requeued.append(step.pk)
             dispatch.send_step(step.pk, step.key)

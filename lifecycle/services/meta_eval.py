@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
 from lifecycle.actors import Actor
 from lifecycle.failure_rules import Route, Source
 from lifecycle.models import FailureRoute, MetaEvalLog, MetaKind, Organization, Project, Requirement, ReviewTask
+from lifecycle.models.evals import EVALUATION_ORGANIZATION
 from lifecycle.states import Decision, ReviewKind
 
 # Failures whose route sends work to fix them; a step's failure is retried or asked about, no fix is routed.
@@ -39,14 +42,20 @@ def meta_log(kind: str, *, organization: Organization | None, project: Project |
 
 def append(entries: list[MetaEvalLog]) -> list[MetaEvalLog]:
     """Insert in the caller's transaction; a keyed entry whose key was written before is left out. Returns the new."""
+    # a replay re-runs a recorded requirement: its routes and decisions are a record, not the team judging again
+    entries = [entry for entry in entries if not getattr(entry.requirement, "replay_of_id", None)]
     keys = [entry.key for entry in entries if entry.key is not None]
     seen = set(MetaEvalLog.objects.filter(key__in=keys).values_list("key", flat=True)) if keys else set()
-    new = [entry for entry in entries if entry.key is None or entry.key not in seen]
-    for entry in new:
-        if entry.key is None:
-            entry.save()
-    # ON CONFLICT DO NOTHING: a concurrent writer of the same key leaves one row and no aborted transaction
-    MetaEvalLog.objects.bulk_create([entry for entry in new if entry.key is not None], ignore_conflicts=True)
+    new = []
+    for entry in (entry for entry in entries if entry.key is None or entry.key not in seen):
+        try:
+            with transaction.atomic():  # a savepoint: a concurrent writer of the same key aborts only this insert
+                entry.save()
+        except IntegrityError:
+            if entry.key is None or not MetaEvalLog.objects.filter(key=entry.key).exists():
+                raise  # not that race: a real error, not swallowed
+            continue
+        new.append(entry)
     return new
 
 
@@ -65,7 +74,10 @@ def failure_route_judged(route: FailureRoute) -> None:
     previous = (FailureRoute.objects.filter(requirement_id=route.requirement_id, source=route.source, pk__lt=route.pk)
                 .exclude(route__in=NO_FIX).order_by("-pk").first())
     if previous is not None:
-        recurred = bool(route.signature) and route.signature == previous.signature
+        if route.signature or previous.signature:  # the failing tests or criteria named: the same ones back
+            recurred = route.signature == previous.signature
+        else:  # a review's or a gate's findings carry no signature: the same type of failure back
+            recurred = route.rule in (previous.rule, "repeated_after_fix")
         append([_route_entry(route.requirement, previous, recurred=recurred,
                              judged_by=f"next failure ({route.rule})")])
 
@@ -97,7 +109,9 @@ def review_decision_logged(task: ReviewTask, actor: Actor) -> None:
     """Inside review_decide's transaction: a person approving what a review gate refused, or refusing a
     deployment the quality gate passed."""
     requirement = task.requirement
-    if task.kind in OVERRIDABLE_GATES and task.decision == Decision.APPROVE and actor.is_human:
+    if not actor.is_human or requirement.organization.slug == EVALUATION_ORGANIZATION:
+        return  # a policy's decision (SLA, autonomy, the evaluation policy) contradicts no gate
+    if task.kind in OVERRIDABLE_GATES and task.decision == Decision.APPROVE:
         gate_contradicted(requirement, gate=OVERRIDABLE_GATES[task.kind], verdict="fail", by=HUMAN_OVERRIDE,
                           review_task=str(task.pk), round=task.round, decided_via=task.decided_via)
     elif task.kind == ReviewKind.DEPLOYMENT_APPROVAL and task.decision == Decision.REJECT:
@@ -106,6 +120,11 @@ def review_decision_logged(task: ReviewTask, actor: Actor) -> None:
 
 
 def quality_gate_failed(requirement: Requirement, *, rule: str) -> None:
-    """Inside the quality gate's failure route: the code review that let this code through passed it."""
+    """Inside the quality gate's failure route: the code review that let this code through passed it; not when a
+    person approved the code over the review's refusal (that is the override's entry, and the gate was right)."""
+    overridden = requirement.review_tasks.filter(kind=ReviewKind.CODE_REVIEW, round=requirement.code_review_round,
+                                                 decision=Decision.APPROVE, decided_by__isnull=False).exists()
+    if overridden:
+        return
     gate_contradicted(requirement, gate="code_review", verdict="pass", by=LATER_GATE, later_gate="quality",
                       rule=rule, round=requirement.code_review_round)

@@ -6,7 +6,7 @@ import logging
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from lifecycle import budget_limits as bl
 from lifecycle.evals import measures
@@ -28,6 +28,8 @@ def requirement_ended(event: OutboxEvent) -> None:
         with transaction.atomic():
             held = routes_held(requirement) if requirement.state == RequirementState.DEPLOYED else []
             append([_loops(requirement), *_budget_use(requirement), *held])
+    except OperationalError:
+        raise  # the database, not the data: the relay tries the event again
     except Exception:
         log.exception("no meta-evaluation entries for requirement %s (outbox event %s)", requirement.pk, event.pk)
 

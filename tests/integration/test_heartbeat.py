@@ -1,12 +1,16 @@
 """A running step renews its lease (lifecycle.services.leases.heartbeat): the lease is short, so a killed worker's
 step is re-run within about a minute, yet a step may run longer than its lease."""
+import threading
 import time
+from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from lifecycle.models import Step
 from lifecycle.runner import run_step
+from lifecycle.services import leases
 from tests.integration.test_worker_crash import running_step, submit
 from tests.workers import wait_for
 
@@ -46,3 +50,45 @@ def test_with_the_default_settings_a_killed_workers_step_is_run_again_within_90_
     step.refresh_from_db()
     assert (step.state, step.runs, step.fence) == ("done", 2, 2)  # it found nothing to do
 
+
+
+def test_a_step_row_locked_by_its_apply_holds_up_neither_the_other_leases_nor_the_reaper(alice):
+    """On PostgreSQL: while one step's row is locked (its apply, waiting on a repository's lock), the heartbeat skips
+    that lease for this beat and renews the others, and the reaper passes over it: neither waits for the lock."""
+    held, other = (leases.step_claim(step_id=step.pk, worker="test") for step in two_queued_steps(alice))
+    locked, release = threading.Event(), threading.Event()
+
+    def apply_holding_the_row():
+        try:
+            with transaction.atomic():
+                Step.objects.select_for_update().get(pk=held.step_id)
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    Step.objects.filter(pk=held.step_id).update(lease_expires_at=timezone.now() - timedelta(seconds=5))
+    holder = threading.Thread(target=apply_holding_the_row)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        started = time.monotonic()
+        assert leases._renew(held) is None  # skipped this beat, still held: not dropped
+        assert leases._renew(other) is True
+        assert leases.steps_reap() == []  # its lease ran out, but its apply is ending it: passed over
+        assert time.monotonic() - started < 2
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    assert leases._renew(held) is True  # the next beat renews it
+    assert Step.objects.get(pk=held.step_id).lease_expires_at > timezone.now()
+
+
+def two_queued_steps(user) -> list[Step]:
+    """Two requirements' first steps, queued (no worker runs them here)."""
+    steps = []
+    for _ in range(2):
+        req = submit(user)
+        steps.append(wait_for(lambda req=req: Step.objects.filter(requirement=req, state="queued").first(),
+                              timeout=10, what="the first step to be queued"))
+    return steps

@@ -4,10 +4,13 @@ and budget use once at its end; and it is append-only."""
 import json
 
 import pytest
+from django.db import IntegrityError
 from django.test import Client
 
-from lifecycle.models import AppendOnlyError, MetaEvalLog, OutboxEvent
-from lifecycle.services.meta_eval import meta_log
+from lifecycle.actors import Actor
+from lifecycle.models import AppendOnlyError, FailureRoute, MetaEvalLog, OutboxEvent, Requirement
+from lifecycle.services.decisions import review_decide
+from lifecycle.services.meta_eval import failure_route_judged, meta_log
 from lifecycle.services.meta_eval_end import requirement_ended
 from lifecycle.services.outbox import relay
 from tests.answers import answer
@@ -161,3 +164,39 @@ def test_an_organizations_deletion_takes_its_entries_and_a_requirements_leaves_t
     assert MetaEvalLog.objects.get(organization=acme).requirement is None
     globex.delete()
     assert MetaEvalLog.objects.count() == 1
+
+
+# --- from a review: what the log must not count -------------------------------------------------
+def test_a_replays_routes_and_decisions_are_not_entries(alice, acme_project):
+    from lifecycle.services.meta_eval import append, entry_for
+
+    source = submit(alice)
+    replay = Requirement.objects.create(organization=source.organization, project=source.project, brief="b",
+                                        replay_of=source)
+    written = append([entry_for(replay, "route", data={"recurred": True}), entry_for(source, "loops", data={})])
+    assert [entry.requirement_id for entry in written] == [source.pk]
+    assert not MetaEvalLog.objects.filter(requirement=replay).exists()
+
+
+def test_a_policys_refusal_of_a_deployment_contradicts_no_gate(alice, rita, remotes):
+    req = approved(alice, rita)
+    task = pending(req, "deployment_approval")
+    review_decide(task_id=task.pk, actor=Actor.policy("sla_policy"), decision="reject", reason="timed out")
+    assert entries(req, "gate_signal") == []
+
+
+def test_a_review_asking_for_changes_again_after_a_fix_is_the_same_failure_back(alice, acme_project):
+    req = submit(alice)
+    first, second = (FailureRoute.objects.create(organization=req.organization, requirement=req, source="code_review",
+                                                 route="engineer", rule="review_changes", summary="s", action="a")
+                     for _ in range(2))
+    failure_route_judged(second)
+    (entry,) = entries(req, "route")
+    assert entry.data["failure_route"] == first.pk and entry.data["recurred"] is True  # no signature: the type
+
+
+def test_an_entry_carrying_an_existing_id_does_not_overwrite_it(acme):
+    entry = meta_log("loops", organization=acme, data={"n": 1})
+    with pytest.raises(IntegrityError):
+        MetaEvalLog(pk=entry.pk, kind="loops", organization=acme, data={"n": 2}).save()
+    assert MetaEvalLog.objects.get(pk=entry.pk).data == {"n": 1}

@@ -425,3 +425,20 @@ def test_the_optimizer_drafts_a_constraint_for_a_recurring_failure_and_proposes_
     logged = MetaEvalLog.objects.get(kind="promotion")
     assert logged.data["decision"] == "accepted" and logged.data["proposer"] == "optimizer"
     assert draft_constraint(acme_project) is None  # in the current prompts now
+
+
+@pytest.mark.django_db
+def test_the_optimizer_does_not_ask_again_after_a_rejection_until_the_failure_recurs(acme_project, owner):
+    misroutes(acme_project, 2)
+    draft = draft_constraint(acme_project)
+    current = current_version(acme_project, "prompts")[0]
+    before, after = evidence(acme_project, "prompts", current, draft.bundle)
+    proposal = promotion_propose(project=acme_project, artifact="prompts", candidate=draft.bundle,
+                                 current_run=before, candidate_run=after, actor=Actor.system("optimizer"),
+                                 expected_effect=draft.expected, justification=draft.why)
+    promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="reject", reason="no")
+    assert draft_constraint(acme_project) is None
+    misroutes(acme_project, 1)  # news in the log after the rejection
+    assert draft_constraint(acme_project).recurrences == 3
+    misroutes(acme_project, 5, kind="code_review:review_changes", role="tech_architect")
+    assert draft_constraint(acme_project).role == "senior_engineer"  # only the engineer's fix prompts are drafted
