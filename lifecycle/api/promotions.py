@@ -100,7 +100,8 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             rows = rows.filter(state=state)
         return rows.order_by("-created_at")
 
-    @extend_schema(request=PromotionIn, responses={201: PromotionOut})
+    @extend_schema(request=PromotionIn, responses={201: PromotionOut, 404: OpenApiResponse(
+        ErrorOut, description="the project is not in your organizations, or an eval run is not one you can read")})
     def create(self, request):
         """Propose: both runs must be of one suite, run the same way, with the current version and the candidate."""
         data = PromotionIn(data=request.data)

@@ -22,10 +22,12 @@ from lifecycle.actors import Actor
 from lifecycle.models import ConversationParticipant, FailureRoute, LLMCall, Step
 from lifecycle.services.approvals import approval_decide, approval_request, propose_review_decision
 from lifecycle.services.conversations import conversation_start
+from lifecycle.services.promotions import promotion_decide
 from tests.conftest import api_for
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 from tests.flows import decide
 from tests.review_tasks import open_review
+from tests.unit.test_promotions import propose_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CONFIG = schemathesis.Config.from_dict({
@@ -43,6 +45,7 @@ class World:
     tokens: dict[str, str]  # persona → Authorization header
     decided_task: str
     decided_approval: str
+    decided_promotion: str
     session: str  # a signed-in browser's session cookie (a write without its CSRF token is 403)
 
     def headers(self, persona: str = "ada") -> dict[str, str]:
@@ -73,12 +76,15 @@ def world(live_server) -> World:
     ConversationParticipant.objects.create(conversation=conversation, user=personas["submitter"])
     browser = Client()
     browser.force_login(personas["admin"])
+    proposal, rejection = (propose_prompt(project, personas["submitter"], f"\nIdea {n}.") for n in (1, 2))
+    promotion_decide(decision_id=rejection.pk, actor=Actor.human(personas["admin"], "api"), decision="reject",
+                     reason="not now")
     return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk),
                                            "projects": str(project.pk), "conversations": str(conversation.pk),
-                                           "approvals": str(approval.pk)},
+                                           "approvals": str(approval.pk), "promotions": str(proposal.pk)},
                  tokens={name: authorization(user) for name, user in
                          (("ada", personas["admin"]), ("rita", personas["reviewer"]), ("sam", personas["submitter"]))},
-                 decided_task=str(decided.pk), decided_approval=str(rejected.pk),
+                 decided_task=str(decided.pk), decided_approval=str(rejected.pk), decided_promotion=str(rejection.pk),
                  session=browser.cookies[settings_module.SESSION_COOKIE_NAME].value)
 
 
@@ -130,7 +136,11 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
             else {"autonomous_deployments": False} if collection == "projects"
             else {"playbook": "bug_fix", "reason": "a crash"} if retriage
             else {"reason": "no longer wanted"} if cancel
-            else {"text": "What is waiting?"} if collection == "conversations" else {})
+            else {"text": "What is waiting?"} if collection == "conversations"
+            else {"project": str(uuid.uuid4()), "artifact": "budgets", "candidate": {}, "current_run": 1,
+                  "candidate_run": 2, "expected_effect": "fewer loops"} if path == "/api/v1/promotions/"
+            else {"reason": "checked", **({"modified": {"product_owner": "Be brief."}} if path.endswith("/modify/")
+                                          else {})} if collection == "promotions" else {})
     headers = world.headers()
     if cancel and code in ("403", "409"):  # a requirement of its own: cancelling the seeded one ends other cases
         target = requests.post(f"{world.url}/api/v1/requirements/", json={"brief": "to be cancelled"},
@@ -139,7 +149,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         headers = {"Authorization": "Token abc\x00def"}  # the probe's 500: a NUL reaching the token lookup
     elif code == "401":
         headers = {}
-    elif code == "403" and collection == "conversations":  # every member may ask: a session without its CSRF token
+    elif code == "403" and (collection == "conversations" or path == "/api/v1/promotions/"):
+        # every member may ask or propose: a session without its CSRF token
         headers = {"Cookie": f"{settings_module.SESSION_COOKIE_NAME}={world.session}"}
     elif code == "403":  # a member without the role (deciding a retriage is the reviewer's, submitting is not;
         # cancelling is the reviewer's or the submitter's own, not another submitter's)
@@ -150,6 +161,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         target = world.decided_task
     elif code == "409" and collection == "approvals":
         target = world.decided_approval
+    elif code == "409" and collection == "promotions":  # decided already (a rejection adopted nothing to roll back)
+        target = world.decided_promotion
     elif code == "409" and cancel:  # cancelled already
         requests.post(f"{world.url}{path.replace('{id}', target)}", json=body, headers=headers, timeout=30)
     elif code == "409" and retriage:  # planning has started: too late to change the playbook
