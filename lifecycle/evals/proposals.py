@@ -8,16 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError
 from lifecycle.evals.running import eval_run_cases, eval_run_start
 from lifecycle.evals.suites import load_suite
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision, PromptBundle
 from lifecycle.services.promotions import (
-    candidate_problems,
     current_version,
     promotion_propose,
-    proposer_check,
-    version_of,
+    proposal_check,
 )
 
 log = logging.getLogger("aiteam.progress")
@@ -27,12 +24,7 @@ def evaluate_and_propose(*, project: Project, artifact: str, candidate: Any, sui
                          expected_effect: str, justification: str = "", live: bool = False,
                          progress: Callable[[str], None] = log.info) -> PromotionDecision:
     """Both runs, then the proposal; a candidate that is invalid or the current version is refused before any run."""
-    proposer_check(project, actor)  # before the runs, which may cost money (--live)
-    if problems := candidate_problems(artifact, candidate):
-        raise DomainError("; ".join(problems), "candidate")
-    current, current_sha = current_version(project, artifact)
-    if version_of(artifact, candidate) == current_sha:
-        raise DomainError("the candidate is the current version: nothing would change", "candidate")
+    current, _ = proposal_check(project, artifact, candidate, actor, expected_effect)  # before runs that may cost
     cases = load_suite(suite)
     runs = []
     for which, value in (("current", current), ("candidate", candidate)):

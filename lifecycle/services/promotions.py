@@ -40,22 +40,10 @@ def current_version(project: Project, artifact: str) -> tuple[Any, str]:
     """The version new requirements of the project start with now, and its content hash. A prompt bundle's version
     is its sha256 (the files with the project's overrides); a profile's or table's is its value ({}: the defaults)."""
     if artifact == PromotedArtifact.PROMPTS:
-        sha = _current_bundle(project).sha256
+        sha = prompt_bundle_for(project, drop_unknown=True).sha256
         return sha, sha
     value = (project.settings or {}).get(artifact) or {}
     return value, value_hash(value)
-
-
-def _current_bundle(project: Project) -> PromptBundle:
-    """What the project's requirements start with; when a deployment has since removed a prompt the project's
-    pinned bundle names, the bundle without it (submission refuses such a bundle: a promotion from this one, or a
-    rollback, is the way out, and must not be refused for the same reason)."""
-    known = prompt_files()
-    overrides = {name: text for name, text in ((project.settings or {}).get("prompts") or {}).items() if name in known}
-    if overrides == ((project.settings or {}).get("prompts") or {}):
-        return prompt_bundle_for(project)
-    prompts = {**known, **overrides}
-    return PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})[0]
 
 
 def value_hash(value: Any) -> str:
@@ -87,7 +75,7 @@ def bundle_with(project: Project, changed: dict[str, str]) -> PromptBundle:
     if unknown or not all(isinstance(text, str) and text.strip() for text in changed.values()):
         raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: {unknown}",
                           "candidate")
-    prompts = {**_current_bundle(project).prompts, **changed}
+    prompts = {**prompt_bundle_for(project, drop_unknown=True).prompts, **changed}
     bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
     return bundle
 
@@ -169,18 +157,11 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
                       ) -> PromotionDecision:
     """A proposal to its owners. The evidence must be the same suite, run the same way (both offline or both live),
     once with the current version and once with the candidate, everything else equal."""
-    proposer_check(project, actor)
-    if problems := candidate_problems(artifact, candidate):
-        raise DomainError("; ".join(problems), "candidate")
-    if not expected_effect.strip():
-        raise DomainError("say what the change is expected to do (fewer fix loops, hidden tests passing, …)",
-                          "expected_effect")
+    proposal_check(project, artifact, candidate, actor, expected_effect)
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)  # no decision changes the version meanwhile
-        current, current_sha = current_version(project, artifact)
+        current, current_sha = proposal_check(project, artifact, candidate, actor, expected_effect)
         candidate_sha = version_of(artifact, candidate)
-        if candidate_sha == current_sha:
-            raise DomainError("the candidate is the current version: nothing would change", "candidate")
         if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate):
             raise DomainError("; ".join(problems), "candidate_run")
         decision = PromotionDecision.objects.create(
@@ -193,13 +174,24 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
     return decision
 
 
-def proposer_check(project: Project, actor: Actor) -> None:
-    """A person of the project's organization, or the optimizer (asked before any evaluation is run for them)."""
+def proposal_check(project: Project, artifact: str, candidate: Any, actor: Actor,
+                   expected_effect: str) -> tuple[Any, str]:
+    """Who may propose, a valid candidate that changes something, an expected effect: asked before any evaluation
+    is run for a proposal, and again as it is recorded. Returns the current version and its hash."""
     if actor.is_human and not Membership.objects.filter(user=actor.user, organization_id=project.organization_id
                                                         ).exists():
         raise NotPermitted("only a member of the project's organization proposes a change to it")
     if not actor.is_human and actor.role != OPTIMIZER:
         raise NotPermitted("a promotion is proposed by a person or the optimizer")
+    if problems := candidate_problems(artifact, candidate):
+        raise DomainError("; ".join(problems), "candidate")
+    if not expected_effect.strip():
+        raise DomainError("say what the change is expected to do (fewer fix loops, hidden tests passing, …)",
+                          "expected_effect")
+    current, current_sha = current_version(project, artifact)
+    if version_of(artifact, candidate) == current_sha:
+        raise DomainError("the candidate is the current version: nothing would change", "candidate")
+    return current, current_sha
 
 
 def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,
