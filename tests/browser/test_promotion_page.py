@@ -20,7 +20,7 @@ def test_an_owner_accepts_a_promotion_on_its_page_then_rolls_it_back(page, live_
     log_in(page, live_server, owner)
 
     page.goto(f"{live_server.url}/admin/lifecycle/promotiondecision/?state__exact=proposed")
-    page.get_by_role("link", name=proposal.created_at.strftime("%b")).first.click()
+    page.locator(f'#result_list a[href*="/{proposal.pk}/change/"]').click()
     expect(page.locator("#promotion-change")).to_contain_text("+CONSTRAINT FROM A PROMOTION")
     evidence = page.locator("#promotion-evidence")
     expect(evidence).to_contain_text(f"current (run #{proposal.current_run_id})")
