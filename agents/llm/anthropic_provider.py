@@ -52,6 +52,9 @@ MISSING_KEY = (
 
 
 class AnthropicProvider:
+    """Thread-safe, so one serves a whole process (agents.llm.factory): complete() keeps nothing of a call on self,
+    and a call with fewer retries runs on a `with_options` copy that shares this client's connection pool."""
+
     name = "anthropic"
 
     def __init__(self, *, api_key: str, timeout: float, max_retries: int, base_url: str | None = None) -> None:

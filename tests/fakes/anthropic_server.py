@@ -3,7 +3,9 @@
 The SDK talks through httpx2, which respx cannot intercept, so the adapter tests point
 the real client (via ANTHROPIC_BASE_URL) at this server. Each POST /v1/messages is
 recorded, then answered with the next queued reply, or else by the responder a caller set (`respond_with`);
-with neither, a non-retryable 400, so a test that forgot to script a reply fails loudly, not slowly.
+with neither, a non-retryable 400, so a test that forgot to script a reply fails loudly, not slowly. Like the API,
+it speaks HTTP/1.1 and keeps a connection open between requests; each request records the client connection it
+came on (`peer`), so a test can see a client reuse one.
 
 A reply's usage is what the API would report for that request: its cache reads and writes by prefix up to each
 cache_control breakpoint, with the model's minimum and the 5-minute lifetime (tests/fakes/prompt_cache.py); a
@@ -11,8 +13,10 @@ scripted `usage` overrides it. More than 4 breakpoints is the API's 400.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -34,6 +38,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased
     body: dict[str, Any]
+    peer: tuple[str, int]  # the client's address and port: one per connection
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,16 @@ class FakeAnthropicServer(LocalServer):
         self._replies: deque[_Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
         self._ids = itertools.count(1)
         super().__init__(_handler_for(self), "fake-anthropic")
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in a delay
         super().stop()
+        for connection in list(self._connections):  # kept alive: a stopped server answers nothing more on them
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def enqueue_tool_use(
         self, tool_input: dict[str, Any], name: str | None = None, usage: dict[str, int | None] | None = None,
@@ -126,11 +135,25 @@ class FakeAnthropicServer(LocalServer):
 
 def _handler_for(fake: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: every answer has a content-length
+        # The body goes out as a second write: with Nagle's algorithm on a kept-alive connection it would wait
+        # for the client's delayed ACK of the headers (tens of ms per request).
+        disable_nagle_algorithm = True
+
+        def setup(self) -> None:
+            super().setup()
+            fake._connections.add(self.connection)
+
+        def finish(self) -> None:
+            fake._connections.discard(self.connection)
+            super().finish()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b"{}"
             headers = {k.lower(): v for k, v in self.headers.items()}
-            request = RecordedRequest(path=self.path, headers=headers, body=json.loads(raw or b"{}"))
+            request = RecordedRequest(path=self.path, headers=headers, body=json.loads(raw or b"{}"),
+                                      peer=self.client_address[:2])
             fake._record(request)
             if self.path.split("?")[0] != "/v1/messages":
                 self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}, {})
