@@ -46,9 +46,18 @@ ticket-demo: venv
 	  --token-env {token_env} --base main --title "$$(cat $(SAMPLE_TICKET)/title.txt)" \
 	  --body-file $(SAMPLE_TICKET)/body.md --cassette $(SAMPLE_TICKET)/cassette.json --approve-deployment
 
-## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), then the unit
-## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production)
-test: test-unit test-integration test-unit-pg
+## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), and the unit
+## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production). The
+## integration tests mostly wait on the workers they start, so they run beside the other two (which run one after
+## the other): their output goes to var/test-integration.log and is printed when they end; either half failing
+## fails the whole
+test: venv
+	@mkdir -p var; \
+	$(MAKE) --no-print-directory test-integration > var/test-integration.log 2>&1 & integration=$$!; \
+	$(MAKE) --no-print-directory test-unit test-unit-pg; unit=$$?; \
+	wait $$integration; status=$$?; \
+	echo "--- integration tests (var/test-integration.log):"; cat var/test-integration.log; \
+	test $$unit -eq 0 -a $$status -eq 0
 
 test-unit: venv
 	$(EMBEDDED) DJANGO_SECRET_KEY=$(TEST_SECRET_KEY) $(PY) -m pytest tests/unit tests/browser -q -n $(TEST_WORKERS) --dist loadgroup
