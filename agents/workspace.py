@@ -65,7 +65,8 @@ class Workspace:
         has no commit, because a first apply killed after `git add -A` leaves staged files that `git clean` keeps
         and the next commit would carry. None: not known (a requirement older than the record), so the commits
         stay and only uncommitted work is undone. The caller holds the requirement's lock, so no other writer's
-        git command is running."""
+        git command is running. A workspace already at `head` with nothing left over (the usual case) costs one
+        git status, not a reset and a clean."""
         if not (self.path / ".git").is_dir():
             if head:
                 raise GitError(f"the workspace {self.path} is missing; the database records commit {head}")
@@ -75,7 +76,10 @@ class Workspace:
             shutil.rmtree(self.path)
             self.ensure()
             return
-        if head or self.log():
+        commit, clean = self._status()
+        if clean and head in (None, commit):
+            return
+        if head or commit:
             self._git("reset", "-q", "--hard", head or "HEAD")
         else:
             self._git("read-tree", "--empty")  # no commit to reset to: unstage what a killed first apply added
@@ -110,7 +114,8 @@ class Workspace:
         return [tuple(line.split("\t", 1)) for line in out.splitlines() if line]
 
     def files(self) -> list[SourceFile]:
-        if not self.log():
+        """The files of the aligned workspace: align leaves the index at HEAD, empty before the first commit."""
+        if not (self.path / ".git").is_dir():  # git would otherwise list a repository above the workspace
             return []
         paths = self._git("ls-files").splitlines()
         return [SourceFile(path=p, content=(self.path / p).read_text(encoding="utf-8")) for p in sorted(paths)]
@@ -128,6 +133,15 @@ class Workspace:
                 counts.append(line.split("\t"))
         return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
 
+    def _status(self) -> tuple[str, bool]:
+        """HEAD's commit ("" before the first) and whether nothing is left that align would undo: no change, staged
+        file, untracked or ignored file (git status), nor an empty directory (git clean removes those; git status
+        does not show them)."""
+        lines = self._git("status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored").splitlines()
+        oid = next(line.split()[2] for line in lines if line.startswith("# branch.oid "))
+        clean = all(line.startswith("# ") for line in lines) and not _empty_directory_in(self.path)
+        return ("" if oid == "(initial)" else oid), clean
+
     def _git(self, *args: str) -> str:
         done = self._run(*args)
         if done.returncode != 0:
@@ -141,3 +155,13 @@ class Workspace:
                "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8", **AUTHOR}
         return subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True,
                               errors="replace", timeout=60)  # a repository's file need not be UTF-8: its diff neither
+
+
+def _empty_directory_in(root: Path) -> bool:
+    """Whether a directory under `root` (outside .git) is empty: left by a write killed between mkdir and open."""
+    for directory, subdirectories, names in os.walk(root):
+        if directory == str(root):
+            subdirectories.remove(".git")
+        elif not subdirectories and not names:
+            return True
+    return False

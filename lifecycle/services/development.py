@@ -260,8 +260,9 @@ def workspace_commit(requirement: Requirement, files: list[SourceFile], message:
     the commit. The workspace is first put back at the commit the database records (git work a failed apply left
     is undone), and the new commit is recorded with the transaction: if it rolls back, so will the workspace, at
     the next apply or read."""
-    workspace = workspace_for(requirement).ensure()
+    workspace = workspace_for(requirement)
     workspace.align(requirement.workspace_head)
+    workspace.ensure()  # after align, which may re-create the repository, so that a first apply makes it once
     workspace.write(files)
     requirement.workspace_head = workspace.commit(message)
     requirement.save(update_fields=["workspace_head"])
@@ -279,8 +280,8 @@ def code_commit(requirement: Requirement, output: EngineerOutput | EditsOutput, 
     applied all or none. Returns the commit and the files it wrote, whole, to store as artifacts."""
     if not isinstance(output, EditsOutput):
         return workspace_commit(requirement, output.files, message), output.files
-    workspace = workspace_for(requirement).ensure()
-    workspace.align(requirement.workspace_head)
+    workspace = workspace_for(requirement)
+    workspace.align(requirement.workspace_head)  # a repository's workspace: align ensures it is whole first
     applied = workspace.apply(output)
     if not applied.ok:
         raise EditsNoLongerApply(f"the edits no longer apply to the workspace at {workspace.head()[:12]}: "

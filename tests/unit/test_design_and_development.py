@@ -135,3 +135,21 @@ def test_the_workspace_refuses_paths_outside_it(tmp_path):
     with pytest.raises(WorkspaceError):
         workspace.write([SourceFile.model_construct(path="../escape.py", content="x")])
     assert not (tmp_path / "escape.py").exists()
+
+
+def test_each_apply_commits_with_four_git_processes_the_first_making_the_repository(alice, monkeypatch):
+    import subprocess
+
+    from django.db import transaction
+
+    from agents.schemas import SourceFile
+    from lifecycle.services.development import workspace_commit
+
+    req = submit(alice)  # waiting for the stories' approval: nothing committed yet
+    ran, run = [], subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, *rest, **kwargs: ran.append(args[1]) or run(args, *rest, **kwargs))
+    for message in ("T1 (attempt 1)", "T2 (attempt 1)"):
+        with transaction.atomic():
+            workspace_commit(fresh(req), [SourceFile(path="app.py", content=f"# {message}\n")], message)
+    assert ran == ["init", "add", "commit", "rev-parse", "status", "add", "commit", "rev-parse"]
+    assert [subject for _, subject in workspace_for(fresh(req)).log()] == ["T1 (attempt 1)", "T2 (attempt 1)"]

@@ -76,6 +76,66 @@ def test_align_leaves_a_workspace_at_its_recorded_commit_as_it_is(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def later_commit(workspace: Workspace) -> None:  # committed, then its transaction rolled back
+    workspace.write([SourceFile(path="app.py", content="A = 2\n")])
+    workspace.commit("T2 (attempt 1)")
+
+
+def staged(workspace: Workspace) -> None:  # killed between `git add -A` and its commit
+    workspace.write([SourceFile(path="new.py", content="B = 1\n")])
+    subprocess.run(["git", "add", "-A"], cwd=workspace.path, check=True)
+
+
+LEFT_OVER = {
+    "a rolled-back commit ahead": later_commit,
+    "a written file not committed": lambda w: w.write([SourceFile(path="app.py", content="A = 3\n")]),
+    "a new file not committed": lambda w: w.write([SourceFile(path="pkg/half.py", content="x = ")]),
+    "a staged file": staged,
+    "an ignored file": lambda w: write_bytes(w.path / "__pycache__" / "app.cpython-312.pyc", b"\x00"),
+    "an empty directory": lambda w: (w.path / "pkg" / "sub").mkdir(parents=True),
+}
+
+
+def write_bytes(path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize("leave", LEFT_OVER.values(), ids=LEFT_OVER.keys())
+def test_align_undoes_each_thing_an_interrupted_apply_leaves_alone(tmp_path, leave):
+    """Each on its own, so that none hides behind another: align skips its reset and clean only when nothing is
+    left over, and must see every one of these."""
+    workspace = Workspace(tmp_path / "ws", "aiteam/test").ensure()
+    workspace.write([SourceFile(path="app.py", content="A = 1\n")])
+    write_bytes(workspace.path / ".gitignore", b"__pycache__/\n")  # so the .pyc below is ignored, not untracked
+    recorded = workspace.commit("T1 (attempt 1)")
+    leave(workspace)
+    workspace.align(recorded)
+    assert workspace.head() == recorded
+    assert sorted(p.relative_to(workspace.path).as_posix() for p in workspace.path.iterdir()) == [".git", ".gitignore",
+                                                                                                "app.py"]
+    assert (workspace.path / "app.py").read_text() == "A = 1\n"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored"], cwd=workspace.path,
+                            capture_output=True, text=True, check=True)
+    assert status.stdout == ""  # nothing staged either
+
+
+@pytest.mark.parametrize("head", ["recorded", None], ids=["recorded head", "head unknown"])
+def test_a_clean_workspace_is_aligned_and_read_with_one_git_process_each(tmp_path, monkeypatch, head):
+    workspace, recorded = committed(tmp_path)
+    ran = []
+    run = subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        ran.append(args[1])
+        return run(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+    workspace.align(recorded if head else None)
+    assert ran == ["status"]
+    assert workspace.files() == [SourceFile(path="app.py", content="A = 1\n")] and ran == ["status", "ls-files"]
+
+
 def test_head_is_empty_without_a_commit_and_never_reads_a_repository_above(tmp_path):
     outer, _ = committed(tmp_path)  # a repository around the next workspace's directory
     inner = outer.path / "nested"
