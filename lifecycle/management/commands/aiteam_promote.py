@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.evals.optimizer import draft_constraint
 from lifecycle.evals.proposals import evaluate_and_propose
 from lifecycle.evals.suites import SuiteError
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             decision = evaluate_and_propose(project=project, artifact=artifact, candidate=candidate,
                                             suite=options["suite"], actor=actor, expected_effect=expected,
                                             justification=why, live=options["live"], progress=self.stdout.write)
-        except (DomainError, NotPermitted, SuiteError) as exc:
+        except (DomainError, IllegalTransition, NotPermitted, SuiteError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"\npromotion {decision.pk} proposed to the owners of {project}: "
                           f"{len(decision.change)} change(s); decide at /admin/lifecycle/promotiondecision/{decision.pk}/"
