@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, QuerySet
 from django.utils import timezone
@@ -127,6 +128,13 @@ def is_owner(user: Any, project: Project) -> bool:
     return bool(user and user.is_authenticated and user.is_active) and (
         user.is_superuser or Membership.objects.filter(user=user, organization_id=project.organization_id,
                                                        role=Role.ADMIN).exists())
+
+
+def project_owners(project: Project) -> QuerySet[Any]:
+    """The people who decide the project's promotions and are told of a new one: its organization's active admins
+    (operators decide too, and are not told of every organization's proposals)."""
+    return get_user_model().objects.filter(is_active=True, memberships__organization_id=project.organization_id,
+                                           memberships__role=Role.ADMIN).order_by("username")
 
 
 def eval_runs_visible_to(user: Any) -> QuerySet[EvalRun]:
