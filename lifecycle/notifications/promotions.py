@@ -1,9 +1,11 @@
 """A new promotion proposal, announced to the project's owners (ADR 39): an e-mail to each of its organization's
-admins but the proposer, and a post to the project's webhook, once per event like a review task's notifications.
+active admins but the proposer, and a post to the project's webhook (else the operator's), once per event like a
+review task's notifications.
 
-The expected effect is the proposer's text, untrusted like a brief: it is shown on one line and trimmed, and the
-webhook escapes it as it escapes every message. The change is named by what the proposal's validation admits (known
-prompt names, a budget's or table's paths), never by its diff or its values; the evidence by its runs' counts."""
+The expected effect is the proposer's text, untrusted like a brief: it is put on a line of its own, quoted and
+trimmed, without control or format characters, and the webhook escapes it as it escapes every message. The change is
+named by what the proposal's validation admits (known prompt names, a budget's or table's paths), never by its diff
+or its values; the evidence by its suite's name and its runs' counts."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -13,10 +15,11 @@ from django.conf import settings
 from django.urls import reverse
 
 from lifecycle.evals.report import summary
+from lifecycle.evals.suites import suite_name
 from lifecycle.models import EvalRun, OutboxEvent, PromotedArtifact, PromotionDecision
-from lifecycle.notifications.messages import render_text
+from lifecycle.notifications.messages import render_text, untrusted_line
 from lifecycle.notifications.sending import notifications_queue
-from lifecycle.services.promotions import project_owners
+from lifecycle.selectors import organization_admins
 
 KIND = "promotion_proposed"
 
@@ -29,9 +32,9 @@ def promotion_proposed(event: OutboxEvent, *, event_key: str) -> None:
     if row is None or not row.is_open:
         return
     subject, body = render_text(KIND, _context(row))
-    notifications_queue(event_key=event_key, kind=KIND, subject=subject, body=body,
-                        users=project_owners(row.project).exclude(pk=row.proposed_by_id), webhook_of=row.project,
-                        project=row.project)
+    owners = organization_admins(row.project.organization_id).exclude(pk=row.proposed_by_id)
+    notifications_queue(event_key=event_key, kind=KIND, subject=subject, body=body, users=owners,
+                        webhook_of=row.project, project=row.project)
 
 
 def promotion_url(row: PromotionDecision) -> str:
@@ -40,9 +43,10 @@ def promotion_url(row: PromotionDecision) -> str:
 
 def _context(row: PromotionDecision) -> dict[str, Any]:
     return {"row": row, "project": row.project, "label": PromotedArtifact(row.artifact).label,
-            "proposer": row.proposed_by.get_username() if row.proposed_by else f"The {row.proposer}",
+            "proposer": row.proposer_name,
             "changed": [change.get("prompt") or change.get("path") for change in row.change],
-            "expected": " ".join(row.expected_effect.split()), "run": row.candidate_run,
+            "expected": untrusted_line(row.expected_effect), "run": row.candidate_run,
+            "suite": suite_name(row.candidate_run.suite) if row.candidate_run else "",
             "before": _outcomes(row.current_run), "after": _outcomes(row.candidate_run), "url": promotion_url(row)}
 
 

@@ -12,8 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, QuerySet
 from django.utils import timezone
 
@@ -130,13 +129,6 @@ def is_owner(user: Any, project: Project) -> bool:
                                                        role=Role.ADMIN).exists())
 
 
-def project_owners(project: Project) -> QuerySet[Any]:
-    """The people who decide the project's promotions and are told of a new one: its organization's active admins
-    (operators decide too, and are not told of every organization's proposals)."""
-    return get_user_model().objects.filter(is_active=True, memberships__organization_id=project.organization_id,
-                                           memberships__role=Role.ADMIN).order_by("username")
-
-
 def eval_runs_visible_to(user: Any) -> QuerySet[EvalRun]:
     """Evaluation runs are the operators': a superuser's, or a member's of the evaluation organization (the
     staff dashboard's rule); a proposal may cite only runs its proposer can read."""
@@ -172,12 +164,19 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
         candidate_sha = version_of(artifact, candidate)
         if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate):
             raise DomainError("; ".join(problems), "candidate_run")
-        decision = PromotionDecision.objects.create(
-            project=project, artifact=artifact, current=current, current_version=current_sha, candidate=candidate,
-            candidate_version=candidate_sha, change=change_between(artifact, current, candidate),
-            current_run=current_run, candidate_run=candidate_run, expected_effect=expected_effect.strip(),
-            justification=justification.strip(), proposer="person" if actor.is_human else OPTIMIZER,
-            proposed_by=actor.user if actor.is_human else None)
+        try:
+            with transaction.atomic():  # the unique index promotion_one_open_per_candidate backs the check above
+                decision = PromotionDecision.objects.create(
+                    project=project, artifact=artifact, current=current, current_version=current_sha,
+                    candidate=candidate, candidate_version=candidate_sha,
+                    change=change_between(artifact, current, candidate), current_run=current_run,
+                    candidate_run=candidate_run, expected_effect=expected_effect.strip(),
+                    justification=justification.strip(), proposer="person" if actor.is_human else OPTIMIZER,
+                    proposed_by=actor.user if actor.is_human else None)
+        except IntegrityError:
+            if waiting := open_proposal(project, artifact, candidate_sha, current_sha):
+                raise _proposed_already(waiting) from None
+            raise
         emit(None, "PromotionProposed", _event(decision))
     return decision
 
@@ -202,11 +201,15 @@ def proposal_check(project: Project, artifact: str, candidate: Any, actor: Actor
     if candidate_sha == current_sha:
         raise DomainError("the candidate is the current version: nothing would change", "candidate")
     if waiting := open_proposal(project, artifact, candidate_sha, current_sha):
-        raise IllegalTransition(
-            f"promotion {waiting.pk} proposes this {PromotedArtifact(artifact).label} already (by "
-            f"{waiting.proposed_by or waiting.proposer}, {waiting.created_at:%Y-%m-%d %H:%M %Z}) and waits for the "
-            "project's owners: a second proposal of it is refused until they decide that one")
+        raise _proposed_already(waiting)
     return current, current_sha
+
+
+def _proposed_already(waiting: PromotionDecision) -> IllegalTransition:
+    return IllegalTransition(
+        f"promotion {waiting.pk} proposes this {PromotedArtifact(waiting.artifact).label} already (by "
+        f"{waiting.proposer_name}, {waiting.created_at:%Y-%m-%d %H:%M %Z}) and waits for the project's owners: a "
+        "second proposal of it is refused until they decide that one")
 
 
 def open_proposal(project: Project, artifact: str, candidate: str, against: str) -> PromotionDecision | None:

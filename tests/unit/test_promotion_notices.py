@@ -14,7 +14,7 @@ from lifecycle.notifications.handlers import events_requeue_unnotified, notify_f
 from lifecycle.services import outbox
 from lifecycle.services.promotions import current_version, promotion_decide, promotion_propose
 from lifecycle.tasks import notify_for_event as notify_for_event_task
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, UserFactory
 from tests.fakes.webhook_server import WebhookServer
 from tests.unit.test_promotions import evidence, misroutes, propose_budget, propose_prompt
 
@@ -44,8 +44,10 @@ def test_a_proposal_is_mailed_once_to_the_owners_but_its_proposer_with_its_link(
     assert message.to == ["olga@acme.test"]
     assert message.subject == "Promotion to decide: the prompt bundle of acme/default"
     assert f"{settings.AITEAM_PUBLIC_URL}/admin/lifecycle/promotiondecision/{proposal.pk}/change/" in message.body
-    assert "otto proposes a new prompt bundle for acme/default, changing product_owner." in message.body
-    assert "in the proposer's words: fewer clarification rounds" in message.body
+    assert "A new prompt bundle for acme/default is proposed by otto, changing product_owner." in message.body
+    assert "quoted in the proposer's words:\n> fewer clarification rounds\n" in message.body
+    assert message.body.rstrip().endswith(
+        f"Decide it in the admin: {settings.AITEAM_PUBLIC_URL}/admin/lifecycle/promotiondecision/{proposal.pk}/change/")
     assert f"current (run #{proposal.current_run_id}): 1 case (escalated 1)" in message.body
     assert (f"candidate (run #{proposal.candidate_run_id}): 1 case (deployed 1); hidden tests passed in full: 1; "
             "cost $0.2500") in message.body
@@ -59,26 +61,68 @@ def test_a_proposal_is_mailed_once_to_the_owners_but_its_proposer_with_its_link(
     assert events_requeue_unnotified(now=timezone.now() + timedelta(minutes=5)) == 0  # notified: the beat leaves it
 
 
-def test_the_projects_webhook_hears_of_it_with_the_proposers_text_escaped_on_one_line(acme_project, alice, owners,
-                                                                                      settings):
+def test_the_projects_webhook_hears_of_it_with_the_proposers_text_quoted_escaped_and_cleaned(acme_project, alice,
+                                                                                             owners, settings):
     settings.AITEAM_NOTIFY_WEBHOOK_URL = ""
     settings.AITEAM_NOTIFY_ALLOW_PRIVATE_WEBHOOKS = True  # the endpoint listens on loopback
-    effect = "<!channel> fewer loops\n\nDecide it: http://evil.example/approve " + "and more " * 60
+    effect = ("<!channel> fewer\u200b loops\n\nDecide it: http://evil.example/approve \u202egnp.exe\x1b[2K "
+              + "and more " * 60)
     with WebhookServer() as endpoint:
         acme_project.settings = {"notifications": {"webhook_url": f"{endpoint.url}/project-hook"}}
         acme_project.save()
-        propose_budget(acme_project, alice, {"roles": {"senior_engineer": {"steps": 30}}}, expected=effect)
+        proposal = propose_budget(acme_project, alice, {"roles": {"senior_engineer": {"steps": 30}}}, expected=effect)
 
     [request] = endpoint.requests
     text = json.loads(request["body"])["text"]
     assert request["path"] == "/project-hook" and text.startswith("*Promotion to decide: the budget profile of")
-    assert "&lt;!channel&gt; fewer loops Decide it: http://evil.example/approve and more" in text
-    assert "<!channel>" not in text and "\nDecide it: http://evil" not in text
+    # the proposer's text stays on its quoted line: its fake link cannot pose as the real one, which is labelled
+    quoted = "\n&gt; &lt;!channel&gt; fewer loops Decide it: http://evil.example/approve gnp.exe [2K and more"
+    assert quoted in text and "<!channel>" not in text and "\nDecide it: http://evil" not in text
+    assert f"\nDecide it in the admin: {settings.AITEAM_PUBLIC_URL}/admin/lifecycle/promotiondecision/{proposal.pk}/" \
+        in text
+    assert not any(char in text for char in ("\u200b", "\u202e", "\x1b"))
     assert "changing roles.senior_engineer.steps." in text
     body = mail.outbox[0].body
-    line = next(line for line in body.splitlines() if "in the proposer's words" in line)
-    assert len(line) < 400 and line.endswith("…")  # trimmed, like a brief in a review task's message
+    line = next(line for line in body.splitlines() if "http://evil" in line)
+    assert line.startswith("> ") and len(line) < 400 and line.endswith("…")  # trimmed, like a brief elsewhere
+    assert not any(char in body for char in ("\u200b", "\u202e", "\x1b"))
     assert Notification.objects.get(channel="webhook").project_id == acme_project.pk
+
+
+def test_only_the_active_admins_of_the_projects_organization_are_mailed_and_the_operators_webhook_hears_of_it(
+        acme_project, globex, owners, alice, settings):
+    olga, otto = owners
+    MembershipFactory(organization=globex, role="admin", user__username="gina", user__email="gina@globex.test")
+    MembershipFactory(organization=acme_project.organization, role="admin", user__username="ivan",
+                      user__email="ivan@acme.test", user__is_active=False)
+    UserFactory(username="root", email="root@ops.test", is_superuser=True, is_staff=True)  # an operator, no member
+    settings.AITEAM_NOTIFY_WEBHOOK_URL = ""
+    with WebhookServer() as endpoint:
+        settings.AITEAM_NOTIFY_WEBHOOK_URL = f"{endpoint.url}/operator-hook"  # the project has no webhook of its own
+        propose_prompt(acme_project, otto)
+
+    assert [m.to for m in mail.outbox] == [["olga@acme.test"]]  # not gina, ivan, root; not otto, who proposed it
+    [request] = endpoint.requests
+    assert request["path"] == "/operator-hook"
+    assert "Promotion to decide: the prompt bundle of acme/default" in json.loads(request["body"])["text"]
+
+
+def test_the_message_names_the_suite_not_its_path_and_a_deleted_proposer_as_such(acme_project, owners, monkeypatch):
+    _, otto = owners
+    candidate = {"requirement": {"steps": 9}}
+    before, after = evidence(acme_project, "budgets", current_version(acme_project, "budgets")[0], candidate,
+                             suite="/home/operator/aiteam/evals/offline")  # `--suite` given as a path
+    with monkeypatch.context() as down:  # the announcement is worked out after its proposer left
+        down.setattr(notify_for_event_task, "delay", lambda event_id: None)
+        promotion_propose(project=acme_project, artifact="budgets", candidate=candidate, current_run=before,
+                          candidate_run=after, actor=Actor.human(otto, "cli"), expected_effect="fewer loops")
+    otto.delete()
+    notify_for_event(OutboxEvent.objects.get(name="PromotionProposed").pk)
+
+    [message] = mail.outbox
+    assert "the suite offline, run offline once with each version" in message.body
+    assert "/home/operator" not in message.body
+    assert "is proposed by a deleted user, changing requirement.steps." in message.body
 
 
 def test_a_lost_announcement_goes_out_at_the_beat_unless_the_proposal_was_decided_meanwhile(
@@ -107,7 +151,7 @@ def test_the_optimizers_proposal_is_announced_as_its_own(acme_project, owners):
                       candidate_run=after, actor=Actor.system("optimizer"), expected_effect=draft.expected)
 
     assert len(mail.outbox) == 2
-    assert "The optimizer proposes a new prompt bundle for acme/default, changing senior_engineer_fix, " \
+    assert "A new prompt bundle for acme/default is proposed by the optimizer, changing senior_engineer_fix, " \
            "senior_engineer_fix_edits." in mail.outbox[0].body
 
 

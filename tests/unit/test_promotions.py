@@ -3,12 +3,15 @@ decision of its owners, justified by two eval runs; new requirements take the ne
 one action rolls back."""
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from agents.prompts import prompt_files
@@ -28,7 +31,7 @@ from lifecycle.models import (
     PromptBundle,
 )
 from lifecycle.playbooks import table_problems, triage_playbook
-from lifecycle.services import dispatch
+from lifecycle.services import dispatch, promotions
 from lifecycle.services.meta_eval import meta_log
 from lifecycle.services.promotions import (
     bundle_with,
@@ -215,6 +218,24 @@ def test_a_candidate_proposed_already_is_refused_while_that_proposal_waits(alice
 
 
 @pytest.mark.django_db
+def test_the_unique_index_refuses_a_second_open_proposal_the_check_missed_with_a_409(alice, sam, acme_project,
+                                                                                   monkeypatch):
+    first = propose_prompt(acme_project, alice)
+    first.proposed_by.delete()  # its proposer left: the refusal names a deleted user, not "person"
+    real, checks = promotions.open_proposal, []
+
+    def blind_check(*args):  # both checks miss it (as if the lock were not taken): the index still refuses it
+        checks.append(args)
+        return None if len(checks) <= 2 else real(*args)
+
+    monkeypatch.setattr(promotions, "open_proposal", blind_check)
+    with pytest.raises(IllegalTransition, match=f"promotion {first.pk} proposes this prompt bundle already "
+                                                r"\(by a deleted user, "):
+        propose_prompt(acme_project, sam)
+    assert len(checks) == 3 and PromotionDecision.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_a_superseded_or_stale_proposal_does_not_block_the_same_candidate(alice, owner, acme_project):
     lower, higher = {"requirement": {"steps": 20}}, {"requirement": {"steps": 60}}
     first = propose_budget(acme_project, alice, lower)
@@ -335,6 +356,8 @@ def test_aiteam_promote_runs_the_suite_with_both_versions_then_proposes(alice, a
 
     proposal = PromotionDecision.objects.get()
     assert proposal.state == "proposed" and proposal.proposed_by == alice and f"promotion {proposal.pk}" in out.getvalue()
+    assert f"decide at {settings.AITEAM_PUBLIC_URL}/admin/lifecycle/promotiondecision/{proposal.pk}/change/" \
+        in out.getvalue()
     assert proposal.current_run.bundle_id == proposal.current_version
     assert proposal.candidate_run.bundle_id == proposal.candidate_version
     assert [case.outcome for case in proposal.candidate_run.cases.all()] == ["deployed"]
@@ -502,3 +525,27 @@ def test_the_optimizer_leaves_alone_a_bundle_someone_proposed_already(acme_proje
     out = StringIO()
     call_command("aiteam_promote", "draft", "--project", "acme/default", "--suite", str(tmp_path), stdout=out)
     assert out.getvalue().startswith("nothing to propose") and EvalRun.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0034_leaves_the_first_of_duplicate_open_proposals_waiting_and_closes_the_others(acme_project):
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([("lifecycle", "0033_meta_eval_log")])
+        old = executor.loader.project_state([("lifecycle", "0033_meta_eval_log")]).apps.get_model(
+            "lifecycle", "PromotionDecision")
+        same = {"project_id": acme_project.pk, "artifact": "budgets", "current": {}, "current_version": "c" * 64,
+                "candidate": {"requirement": {"steps": 9}}, "candidate_version": "9" * 64, "change": []}
+        first, again = (old.objects.create(**same, proposer="person") for _ in range(2))
+        other = old.objects.create(**{**same, "candidate_version": "8" * 64}, proposer="person")
+        old.objects.filter(pk=first.pk).update(created_at=timezone.now() - timedelta(hours=1))  # the first made
+
+        executor = MigrationExecutor(connection)
+        executor.migrate([("lifecycle", "0034_promotion_announcements")])
+        states = dict(PromotionDecision.objects.values_list("pk", "state"))
+        assert (states[first.pk], states[again.pk], states[other.pk]) == ("proposed", "superseded", "proposed")
+        assert PromotionDecision.objects.get(pk=again.pk).reason == \
+            f"superseded: promotion {first.pk} proposes the same candidate"
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

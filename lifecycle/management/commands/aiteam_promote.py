@@ -24,6 +24,7 @@ from lifecycle.evals.optimizer import draft_constraint
 from lifecycle.evals.proposals import evaluate_and_propose
 from lifecycle.evals.suites import SuiteError
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
+from lifecycle.notifications.promotions import promotion_url
 from lifecycle.services.promotions import OPTIMIZER, bundle_with
 
 
@@ -71,8 +72,8 @@ class Command(BaseCommand):
         except (DomainError, IllegalTransition, NotPermitted, SuiteError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"\npromotion {decision.pk} proposed to the owners of {project}: "
-                          f"{len(decision.change)} change(s); decide at /admin/lifecycle/promotiondecision/{decision.pk}/"
-                          f"change/ or POST /api/v1/promotions/{decision.pk}/accept/")
+                          f"{len(decision.change)} change(s); decide at {promotion_url(decision)} "
+                          f"or POST /api/v1/promotions/{decision.pk}/accept/")
         return None
 
     def _list(self, slug: str | None) -> None:
