@@ -90,6 +90,8 @@ HANDLERS: dict[str, list[Handler]] = {
     "TicketRefused": [queue_ticket_comment],
     # an answer or a system line in a conversation bound to a Slack thread (lifecycle/notifications/slack.py)
     "MessageWritten": [queue_slack_post],
+    # a proposal announced to the project's owners (lifecycle/notifications/promotions.py)
+    "PromotionProposed": [notifying.queue_notifications],
 }
 for _name in SYSTEM_EVENTS:
     HANDLERS[_name] = [*HANDLERS.get(_name, []), speak_first]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
 from lifecycle.models import Membership, Project, Requirement, ReviewTask
@@ -20,6 +21,12 @@ def review_tasks_visible_to(user: Any) -> QuerySet[ReviewTask]:
 
 def projects_visible_to(user: Any) -> QuerySet[Project]:
     return Project.objects.filter(organization__memberships__user=user).order_by("name", "id")
+
+
+def organization_admins(organization_id: Any) -> QuerySet[Any]:
+    """The organization's active admins, by username: who decides its promotions and hears of escalations."""
+    return get_user_model().objects.filter(is_active=True, memberships__organization_id=organization_id,
+                                           memberships__role=Role.ADMIN).order_by("username")
 
 
 def origins_visible_to(user: Any, organization_id: Any) -> bool:

@@ -27,6 +27,8 @@ from lifecycle.services.promotions import (
 )
 
 CONFLICT = OpenApiResponse(ErrorOut, description="decided already, or the current version changed meanwhile")
+PROPOSED_ALREADY = OpenApiResponse(ErrorOut, description="the same candidate is proposed already and waits for the "
+                                                         "owners (the detail names that proposal)")
 
 
 class PromotionIn(StrictSerializer):
@@ -101,9 +103,11 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return rows.order_by("-created_at")
 
     @extend_schema(request=PromotionIn, responses={201: PromotionOut, 404: OpenApiResponse(
-        ErrorOut, description="the project is not in your organizations, or an eval run is not one you can read")})
+        ErrorOut, description="the project is not in your organizations, or an eval run is not one you can read"),
+        409: PROPOSED_ALREADY})
     def create(self, request):
-        """Propose: both runs must be of one suite, run the same way, with the current version and the candidate."""
+        """Propose: both runs must be of one suite, run the same way, with the current version and the candidate;
+        the owners are told. A candidate proposed already and not yet decided is refused (409)."""
         data = PromotionIn(data=request.data)
         data.is_valid(raise_exception=True)
         given = data.validated_data

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from lifecycle.failure_rules import Source
 from lifecycle.models import MetaEvalLog, MetaKind, Project, PromotedArtifact, PromotionDecision, PromptBundle
-from lifecycle.services.promotions import OPTIMIZER, bundle_with, current_version
+from lifecycle.services.promotions import OPTIMIZER, bundle_with, current_version, open_proposal
 
 RECURRING = 2  # a failure kind back after at least this many fixes routed to one role
 WINDOW = timedelta(days=30)
@@ -44,7 +44,8 @@ class Draft:
 
 def draft_constraint(project: Project, *, now=None) -> Draft | None:
     """The most recurring (role, failure kind) of the project's judged routes in the window, with a prompt the
-    optimizer may amend and no constraint for it already current or proposed; None when nothing recurs enough."""
+    optimizer may amend and no constraint for it already current or proposed (by the optimizer, or the very bundle by
+    anyone); None when nothing recurs enough."""
     project = Project.objects.get(pk=project.pk)  # its versions as they are now
     since = (now or timezone.now()) - WINDOW
     routes = MetaEvalLog.objects.filter(kind=MetaKind.ROUTE, project=project, created_at__gte=since,
@@ -68,6 +69,8 @@ def draft_constraint(project: Project, *, now=None) -> Draft | None:
                       f"{judged[role, kind]} fixes routed to you. Before you answer, {CHECKS[source]}.\n")
         prompts = {name: prompts_now[name] + constraint for name in FIX_PROMPTS[role]}
         bundle = bundle_with(project, prompts)
+        if open_proposal(project, PromotedArtifact.PROMPTS, bundle.pk, current):
+            continue  # someone proposed this very bundle: it waits for the owners (proposing it again is refused)
         return Draft(role=role, failure_kind=kind, recurrences=count, bundle=bundle.pk,
                      expected=f"{kind} stops coming back after a fix routed to {role} "
                               f"(now {count} of {judged[role, kind]} fixes in {WINDOW.days} days)",

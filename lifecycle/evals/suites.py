@@ -72,6 +72,11 @@ def suite_folder(name: str) -> Path:
     return folder
 
 
+def suite_name(name: str) -> str:
+    """How a run's suite is named to people: its folder's name, not the path an operator gave (`--suite /home/…`)."""
+    return Path(name).name or name
+
+
 def load_suite(name: str) -> list[Case]:
     """The suite's cases, in their folders' order."""
     cases = [load_case(path.parent) for path in sorted(suite_folder(name).glob("*/case.toml"))]

@@ -5,7 +5,7 @@ from django.db.models import Q
 
 # The events whose relay queues notifications (lifecycle/notifications/handlers.py's NOTIFIERS)
 NOTIFYING_EVENTS = ("ReviewTaskOpened", "ReviewTaskReminded", "ReviewTaskEscalated", "ReviewTaskAssigned",
-                    "ReviewTaskDecidedByPolicy")
+                    "ReviewTaskDecidedByPolicy", "PromotionProposed")
 
 
 class StateTransition(models.Model):

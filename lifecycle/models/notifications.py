@@ -23,6 +23,10 @@ class Notification(models.Model):
     review_task = models.ForeignKey(
         "lifecycle.ReviewTask", null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
     )
+    project = models.ForeignKey(
+        "lifecycle.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="for a notification about a project, not a requirement (a promotion to decide): whose webhook",
+    )
     subject = models.CharField(max_length=300)
     body = models.TextField()
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)

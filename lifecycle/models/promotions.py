@@ -67,6 +67,9 @@ class PromotionDecision(models.Model):
         constraints = [
             models.CheckConstraint(name="promotion_rollback_names_its_decision",
                                    condition=Q(kind="promotion") | Q(rollback_of__isnull=False)),
+            # one open proposal per candidate, measured against one current version (the 409 of a second one)
+            models.UniqueConstraint(fields=["project", "artifact", "candidate_version", "current_version"],
+                                    condition=Q(state="proposed"), name="promotion_one_open_per_candidate"),
         ]
 
     def __str__(self) -> str:
@@ -75,3 +78,10 @@ class PromotionDecision(models.Model):
     @property
     def is_open(self) -> bool:
         return self.state == self.State.PROPOSED
+
+    @property
+    def proposer_name(self) -> str:
+        """Who proposed it, as people read it: their user name, the optimizer, or a deleted user's placeholder."""
+        if self.proposed_by is not None:
+            return self.proposed_by.get_username()
+        return "the optimizer" if self.proposer == "optimizer" else "a deleted user"

@@ -18,6 +18,7 @@ from django.utils import timezone
 from lifecycle.models import OutboxEvent, ReviewTask
 from lifecycle.models.audit import NOTIFYING_EVENTS
 from lifecycle.notifications import recipients
+from lifecycle.notifications.promotions import promotion_proposed
 from lifecycle.notifications.requeue import requeue_spaced
 from lifecycle.notifications.sending import notify
 from lifecycle.services import dispatch
@@ -49,12 +50,8 @@ def notify_for_event(event_id: int) -> None:
     notifier = NOTIFIERS.get(event.name) if event else None
     if notifier is None:
         return
-    task = ReviewTask.objects.select_related(
-        "requirement__project__organization", "organization", "assignee", "assignee_group").filter(
-        pk=event.payload.get("review_task")).first()
     with transaction.atomic():
-        if task is not None and not task.requirement.replay_of_id:  # a replay's gates are a record, nobody's work
-            notifier(event, task)
+        notifier(event)
         OutboxEvent.objects.filter(pk=event_id).update(notified_at=timezone.now())
 
 
@@ -76,6 +73,18 @@ def events_requeue_unnotified(*, now: datetime | None = None, limit: int = 200) 
             log.warning("outbox event %s (%s): notifications still not worked out %s after the relay; "
                         "queued for the last time", event.pk, event.name, now - event.sent_at)
     return len(events)
+
+
+def _about_task(notifier: Callable[[OutboxEvent, ReviewTask], None]) -> Callable[[OutboxEvent], None]:
+    """A review task's notifier, given the event's task; none for a task gone, or a replay's (its gates are a record,
+    nobody's work)."""
+    def notify_task(event: OutboxEvent) -> None:
+        task = ReviewTask.objects.select_related(
+            "requirement__project__organization", "organization", "assignee", "assignee_group").filter(
+            pk=event.payload.get("review_task")).first()
+        if task is not None and not task.requirement.replay_of_id:
+            notifier(event, task)
+    return notify_task
 
 
 def _opened(event: OutboxEvent, task: ReviewTask) -> None:
@@ -110,10 +119,11 @@ def _key(event: OutboxEvent) -> str:
     return f"outbox:{event.pk}"
 
 
-NOTIFIERS: dict[str, Callable[[OutboxEvent, ReviewTask], None]] = {
-    "ReviewTaskOpened": _opened,
-    "ReviewTaskReminded": _reminder,
-    "ReviewTaskEscalated": _escalated,
-    "ReviewTaskAssigned": _assigned,
-    "ReviewTaskDecidedByPolicy": _decided_by_policy,
+NOTIFIERS: dict[str, Callable[[OutboxEvent], None]] = {
+    "ReviewTaskOpened": _about_task(_opened),
+    "ReviewTaskReminded": _about_task(_reminder),
+    "ReviewTaskEscalated": _about_task(_escalated),
+    "ReviewTaskAssigned": _about_task(_assigned),
+    "ReviewTaskDecidedByPolicy": _about_task(_decided_by_policy),
+    "PromotionProposed": lambda event: promotion_proposed(event, event_key=_key(event)),
 }

@@ -1,6 +1,7 @@
 """Subject and body of each notification, from templates/notifications/<kind>.txt (first line = subject)."""
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from django.conf import settings
@@ -28,3 +29,10 @@ def render_text(kind: str, context: dict[str, Any]) -> tuple[str, str]:
     text = render_to_string(f"notifications/{kind}.txt", context)
     subject, _, body = text.strip().partition("\n")
     return " ".join(subject.split())[:300], body.strip() + "\n"
+
+
+def untrusted_line(text: str) -> str:
+    """Someone's text for one line of a message: control and format characters (newlines, ESC, bidi overrides,
+    zero-width characters) dropped, so it can neither start a line of its own nor hide or reorder what it says."""
+    kept = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(kept.split())

@@ -9,8 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from lifecycle.models import ReviewTask
+from lifecycle.selectors import organization_admins
 from lifecycle.services.assignment import assignable_users
-from lifecycle.states import Role
 
 
 def reviewers(task: ReviewTask) -> list[Any]:
@@ -35,8 +35,7 @@ def holders(task: ReviewTask) -> list[Any]:
 
 def managers(task: ReviewTask, manager_id: Any = None) -> list[Any]:
     """The manager a policy named, else the organization's admins (whoever holds the task is told apart)."""
-    users = get_user_model().objects.filter(is_active=True)
     if manager_id is not None:
-        return list(users.filter(pk=manager_id, memberships__organization_id=task.organization_id))
-    return list(users.filter(memberships__organization_id=task.organization_id, memberships__role=Role.ADMIN)
-                .order_by("username"))
+        return list(get_user_model().objects.filter(pk=manager_id, is_active=True,
+                                                    memberships__organization_id=task.organization_id))
+    return list(organization_admins(task.organization_id))

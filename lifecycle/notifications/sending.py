@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from lifecycle.models import Notification, ReviewTask
+from lifecycle.models import Notification, Project, ReviewTask
 from lifecycle.notifications import messages
 from lifecycle.notifications.channels import CHANNELS, ChannelError
 from lifecycle.notifications.errors import ChannelRefused
@@ -24,14 +24,24 @@ State = Notification.State
 
 
 def notify(*, event_key: str, kind: str, task: ReviewTask, users: Iterable[Any], webhook: bool = True) -> list[Notification]:
-    """One row per channel and recipient, created once per event (a relayed-again event adds none)."""
+    """A review task's notifications: to `users`, and to its project's webhook unless `webhook` is False."""
     subject, body = messages.render(kind, task)
+    return notifications_queue(event_key=event_key, kind=kind, subject=subject, body=body, users=users,
+                               webhook_of=task.requirement.project if webhook else None,
+                               requirement_id=task.requirement_id, review_task=task)
+
+
+def notifications_queue(*, event_key: str, kind: str, subject: str, body: str, users: Iterable[Any],
+                        webhook_of: Project | None, **about: Any) -> list[Notification]:
+    """One row per channel and recipient, created once per event (a relayed-again event adds none): an e-mail to each
+    of `users` with an address, a post to the webhook of `webhook_of` (its own, else the operator's) when there is
+    one. `about` names what the rows are about (requirement_id and review_task, or project)."""
     created = []
-    for channel, recipient in _targets(task, users, webhook):
+    for channel, recipient in _targets(users, webhook_of):
         row, new = Notification.objects.get_or_create(
             key=f"{event_key}:{channel}:{hashlib.sha256(recipient.encode()).hexdigest()[:24]}",
-            defaults={"event": kind, "channel": channel, "recipient": recipient, "requirement_id": task.requirement_id,
-                      "review_task": task, "subject": subject, "body": body, "next_attempt_at": timezone.now()},
+            defaults={"event": kind, "channel": channel, "recipient": recipient, "subject": subject, "body": body,
+                      "next_attempt_at": timezone.now(), **about},
         )
         if new:
             created.append(row)
@@ -41,12 +51,12 @@ def notify(*, event_key: str, kind: str, task: ReviewTask, users: Iterable[Any],
     return created
 
 
-def _targets(task: ReviewTask, users: Iterable[Any], webhook: bool) -> list[tuple[str, str]]:
+def _targets(users: Iterable[Any], webhook_of: Project | None) -> list[tuple[str, str]]:
     channels = settings.AITEAM_NOTIFY_CHANNELS
     targets = []
     if "email" in channels:
         targets += [("email", u.email) for u in users if u.email]
-    if webhook and "webhook" in channels and webhook_url(task.requirement.project.settings):
+    if webhook_of is not None and "webhook" in channels and webhook_url(webhook_of.settings):
         targets.append(("webhook", ""))
     return list(dict.fromkeys(targets))
 
@@ -72,7 +82,7 @@ def notification_send(notification_id: int, *, now: datetime | None = None) -> f
     never overwrite the newer claim's outcome. Each channel's send is bounded well inside the lease.
     """
     now = now or timezone.now()
-    note = (Notification.objects.select_related("requirement__project")
+    note = (Notification.objects.select_related("requirement__project", "project")
             .filter(pk=notification_id, state=State.PENDING, next_attempt_at__lte=now).first())
     if note is None or not _claim(note, now):
         return None  # sent, given up, not due yet, or another worker is sending it

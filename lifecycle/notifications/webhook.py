@@ -80,8 +80,8 @@ def slack_text(subject: str, body: str) -> str:
 
 
 def send(notification: Notification) -> None:
-    requirement = notification.requirement
-    target = webhook_target(requirement.project.settings if requirement else None)
+    project = notification.project or (notification.requirement.project if notification.requirement else None)
+    target = webhook_target(project.settings if project else None)
     payload = json.dumps({"text": slack_text(notification.subject, notification.body)}).encode()
     status = post(target, checked_addresses(target), payload)
     if 300 <= status < 400:

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, QuerySet
 from django.utils import timezone
 
@@ -164,20 +164,28 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
         candidate_sha = version_of(artifact, candidate)
         if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate):
             raise DomainError("; ".join(problems), "candidate_run")
-        decision = PromotionDecision.objects.create(
-            project=project, artifact=artifact, current=current, current_version=current_sha, candidate=candidate,
-            candidate_version=candidate_sha, change=change_between(artifact, current, candidate),
-            current_run=current_run, candidate_run=candidate_run, expected_effect=expected_effect.strip(),
-            justification=justification.strip(), proposer="person" if actor.is_human else OPTIMIZER,
-            proposed_by=actor.user if actor.is_human else None)
+        try:
+            with transaction.atomic():  # the unique index promotion_one_open_per_candidate backs the check above
+                decision = PromotionDecision.objects.create(
+                    project=project, artifact=artifact, current=current, current_version=current_sha,
+                    candidate=candidate, candidate_version=candidate_sha,
+                    change=change_between(artifact, current, candidate), current_run=current_run,
+                    candidate_run=candidate_run, expected_effect=expected_effect.strip(),
+                    justification=justification.strip(), proposer="person" if actor.is_human else OPTIMIZER,
+                    proposed_by=actor.user if actor.is_human else None)
+        except IntegrityError:
+            if waiting := open_proposal(project, artifact, candidate_sha, current_sha):
+                raise _proposed_already(waiting) from None
+            raise
         emit(None, "PromotionProposed", _event(decision))
     return decision
 
 
 def proposal_check(project: Project, artifact: str, candidate: Any, actor: Actor,
                    expected_effect: str) -> tuple[Any, str]:
-    """Who may propose, a valid candidate that changes something, an expected effect: asked before any evaluation
-    is run for a proposal, and again as it is recorded. Returns the current version and its hash."""
+    """Who may propose, a valid candidate that changes something, an expected effect, no open proposal of the same
+    candidate (409): asked before any evaluation is run for a proposal, and again as it is recorded, under the
+    project's lock (so of two proposals at once, one is refused). Returns the current version and its hash."""
     if actor.is_human and not Membership.objects.filter(user=actor.user, organization_id=project.organization_id
                                                         ).exists():
         raise NotPermitted("only a member of the project's organization proposes a change to it")
@@ -189,9 +197,27 @@ def proposal_check(project: Project, artifact: str, candidate: Any, actor: Actor
         raise DomainError("say what the change is expected to do (fewer fix loops, hidden tests passing, …)",
                           "expected_effect")
     current, current_sha = current_version(project, artifact)
-    if version_of(artifact, candidate) == current_sha:
+    candidate_sha = version_of(artifact, candidate)
+    if candidate_sha == current_sha:
         raise DomainError("the candidate is the current version: nothing would change", "candidate")
+    if waiting := open_proposal(project, artifact, candidate_sha, current_sha):
+        raise _proposed_already(waiting)
     return current, current_sha
+
+
+def _proposed_already(waiting: PromotionDecision) -> IllegalTransition:
+    return IllegalTransition(
+        f"promotion {waiting.pk} proposes this {PromotedArtifact(waiting.artifact).label} already (by "
+        f"{waiting.proposer_name}, {waiting.created_at:%Y-%m-%d %H:%M %Z}) and waits for the project's owners: a "
+        "second proposal of it is refused until they decide that one")
+
+
+def open_proposal(project: Project, artifact: str, candidate: str, against: str) -> PromotionDecision | None:
+    """The proposal of this candidate version, measured against this current version, that waits for the project's
+    owners. One measured against an older version does not count: it closes as superseded when decided."""
+    return PromotionDecision.objects.filter(
+        project=project, artifact=artifact, candidate_version=candidate, current_version=against,
+        state=PromotionDecision.State.PROPOSED).select_related("proposed_by").order_by("created_at").first()
 
 
 def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,

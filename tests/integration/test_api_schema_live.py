@@ -18,8 +18,10 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 
+from agents.prompts import prompt_files
 from lifecycle.actors import Actor
-from lifecycle.models import ConversationParticipant, FailureRoute, LLMCall, Step
+from lifecycle.evals.running import evaluator
+from lifecycle.models import ConversationParticipant, FailureRoute, LLMCall, Membership, Step
 from lifecycle.services.approvals import approval_decide, approval_request, propose_review_decision
 from lifecycle.services.conversations import conversation_start
 from lifecycle.services.promotions import promotion_decide
@@ -46,6 +48,7 @@ class World:
     decided_task: str
     decided_approval: str
     decided_promotion: str
+    proposed_again: dict  # the body of the open proposal's POST, sent again by its proposer (sam): 409
     session: str  # a signed-in browser's session cookie (a write without its CSRF token is 403)
 
     def headers(self, persona: str = "ada") -> dict[str, str]:
@@ -77,6 +80,10 @@ def world(live_server) -> World:
     browser = Client()
     browser.force_login(personas["admin"])
     proposal, rejection = (propose_prompt(project, personas["submitter"], f"\nIdea {n}.") for n in (1, 2))
+    Membership.objects.create(user=personas["submitter"], organization=evaluator()[1], role="reviewer")  # its runs
+    proposed_again = {"project": str(project.pk), "artifact": "prompts", "current_run": proposal.current_run_id,
+                      "candidate": {"product_owner": prompt_files()["product_owner"] + "\nIdea 1."},
+                      "candidate_run": proposal.candidate_run_id, "expected_effect": "the same, sent again"}
     promotion_decide(decision_id=rejection.pk, actor=Actor.human(personas["admin"], "api"), decision="reject",
                      reason="not now")
     return World(url=live_server.url, ids={"requirements": str(requirement.pk), "review-tasks": str(task.pk),
@@ -85,6 +92,7 @@ def world(live_server) -> World:
                  tokens={name: authorization(user) for name, user in
                          (("ada", personas["admin"]), ("rita", personas["reviewer"]), ("sam", personas["submitter"]))},
                  decided_task=str(decided.pk), decided_approval=str(rejected.pk), decided_promotion=str(rejection.pk),
+                 proposed_again=proposed_again,
                  session=browser.cookies[settings_module.SESSION_COOKIE_NAME].value)
 
 
@@ -161,6 +169,8 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         target = world.decided_task
     elif code == "409" and collection == "approvals":
         target = world.decided_approval
+    elif code == "409" and path == "/api/v1/promotions/":  # the same candidate waits already
+        body, headers = world.proposed_again, world.headers("sam")
     elif code == "409" and collection == "promotions":  # decided already (a rejection adopted nothing to roll back)
         target = world.decided_promotion
     elif code == "409" and cancel:  # cancelled already

@@ -1,15 +1,18 @@
 """Two owners deciding a project's promotions at the same moment on PostgreSQL (ADR 39): every decision locks the
-project first, so they wait for each other; none deadlocks, and what is current is what the last winner adopted."""
+project first, so they wait for each other; none deadlocks, and what is current is what the last winner adopted.
+Two proposals of one candidate at the same moment: the project's lock lets one through, the other is 409."""
 import threading
 
 import pytest
 from django.db import connection
 
-from lifecycle.models import Project, PromotionDecision
-from lifecycle.services.promotions import current_version
+from agents.prompts import prompt_files
+from lifecycle.evals.running import evaluator
+from lifecycle.models import Membership, Project, PromotionDecision
+from lifecycle.services.promotions import bundle_with, current_version
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
-from tests.unit.test_promotions import propose_prompt
+from tests.unit.test_promotions import evidence, propose_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RACES = 10
@@ -51,3 +54,18 @@ def test_accepting_one_proposal_while_another_is_rejected_or_rolled_back_never_d
         assert 500 not in statuses and statuses.count(409) <= 1
         latest = PromotionDecision.objects.exclude(adopted=None).order_by("-decided_at").first()
         assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == latest.adopted_version
+
+
+def test_of_two_identical_proposals_at_the_same_moment_one_is_recorded_and_the_other_refused(acme_project, alice, sam):
+    for user in (alice, sam):
+        Membership.objects.create(user=user, organization=evaluator()[1], role="reviewer")  # reads the eval runs
+    clients = [api_for(alice), api_for(sam)]
+    for n in range(RACES):
+        changed = {"qc_engineer": f"{prompt_files()['qc_engineer']}\nIDEA {n}"}
+        before, after = evidence(acme_project, "prompts", current_version(acme_project, "prompts")[0],
+                                 bundle_with(acme_project, changed).pk)
+        body = {"project": str(acme_project.pk), "artifact": "prompts", "candidate": changed,
+                "current_run": before.pk, "candidate_run": after.pk, "expected_effect": f"idea {n}"}
+        statuses = race([(client, "/api/v1/promotions/", body) for client in clients])
+        assert statuses == [201, 409]
+    assert PromotionDecision.objects.filter(state="proposed").count() == RACES

@@ -3,12 +3,15 @@ decision of its owners, justified by two eval runs; new requirements take the ne
 one action rolls back."""
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from agents.prompts import prompt_files
@@ -28,7 +31,7 @@ from lifecycle.models import (
     PromptBundle,
 )
 from lifecycle.playbooks import table_problems, triage_playbook
-from lifecycle.services import dispatch
+from lifecycle.services import dispatch, promotions
 from lifecycle.services.meta_eval import meta_log
 from lifecycle.services.promotions import (
     bundle_with,
@@ -194,6 +197,62 @@ def test_accepting_one_proposal_supersedes_the_others_measured_against_the_old_v
         promotion_decide(decision_id=first.pk, actor=Actor.human(owner, "api"), decision="accept", reason="too")
 
 
+def propose_budget(project, by, candidate, expected="fewer loops"):
+    before, after = evidence(project, "budgets", current_version(project, "budgets")[0], candidate)
+    return promotion_propose(project=project, artifact="budgets", candidate=candidate, current_run=before,
+                             candidate_run=after, actor=Actor.human(by, "cli"), expected_effect=expected)
+
+
+@pytest.mark.django_db
+def test_a_candidate_proposed_already_is_refused_while_that_proposal_waits(alice, owner, acme_project):
+    first = propose_prompt(acme_project, alice)
+
+    with pytest.raises(IllegalTransition, match=f"promotion {first.pk} proposes this prompt bundle already"):
+        propose_prompt(acme_project, owner)  # anyone's: the candidate is what counts
+    assert PromotionDecision.objects.count() == 1
+    assert propose_prompt(acme_project, alice, "\nANOTHER IDEA").is_open  # another candidate waits beside it
+    promotion_decide(decision_id=first.pk, actor=Actor.human(owner, "api"), decision="reject", reason="not yet")
+
+    again = propose_prompt(acme_project, alice)  # rejected: it may be proposed again (new evidence, say)
+    assert again.is_open and again.candidate_version == first.candidate_version
+
+
+@pytest.mark.django_db
+def test_the_unique_index_refuses_a_second_open_proposal_the_check_missed_with_a_409(alice, sam, acme_project,
+                                                                                   monkeypatch):
+    first = propose_prompt(acme_project, alice)
+    first.proposed_by.delete()  # its proposer left: the refusal names a deleted user, not "person"
+    real, checks = promotions.open_proposal, []
+
+    def blind_check(*args):  # both checks miss it (as if the lock were not taken): the index still refuses it
+        checks.append(args)
+        return None if len(checks) <= 2 else real(*args)
+
+    monkeypatch.setattr(promotions, "open_proposal", blind_check)
+    with pytest.raises(IllegalTransition, match=f"promotion {first.pk} proposes this prompt bundle already "
+                                                r"\(by a deleted user, "):
+        propose_prompt(acme_project, sam)
+    assert len(checks) == 3 and PromotionDecision.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_superseded_or_stale_proposal_does_not_block_the_same_candidate(alice, owner, acme_project):
+    lower, higher = {"requirement": {"steps": 20}}, {"requirement": {"steps": 60}}
+    first = propose_budget(acme_project, alice, lower)
+    accepted = propose_budget(acme_project, alice, higher)
+    promotion_decide(decision_id=accepted.pk, actor=Actor.human(owner, "api"), decision="accept", reason="go")
+    promotion_rollback(decision_id=accepted.pk, actor=Actor.human(owner, "api"), reason="back to the defaults")
+    first.refresh_from_db()
+    assert first.state == "superseded"
+
+    again = propose_budget(Project.objects.get(pk=acme_project.pk), alice, lower)  # same candidate, same current
+    assert (again.candidate_version, again.current_version) == (first.candidate_version, first.current_version)
+    # a deployment changed the current version: `again` still waits, measured against the old one, and blocks nothing
+    Project.objects.filter(pk=acme_project.pk).update(settings={"budgets": {"requirement": {"steps": 40}}})
+    remeasured = propose_budget(Project.objects.get(pk=acme_project.pk), alice, lower)
+    assert PromotionDecision.objects.get(pk=again.pk).is_open and remeasured.current_version != again.current_version
+
+
 @pytest.mark.django_db
 def test_a_playbook_table_chooses_what_a_triaged_ticket_runs():
     assert triage_playbook("feature", repository=True, table={"feature": "new_feature"}) == "new_feature"
@@ -235,6 +294,9 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
     created = api_for(alice).post("/api/v1/promotions/", body, format="json")
     assert created.status_code == 201, created.data
     pk = created.data["id"]
+    retried = api_for(alice).post("/api/v1/promotions/", body, format="json")  # a client's retry
+    assert retried.status_code == 409 and f"promotion {pk} proposes this prompt bundle already" in retried.json()["detail"]
+    assert PromotionDecision.objects.count() == 1
     assert created.data["evidence"]["current"]["outcomes"] == {"escalated": 1}
     assert created.data["evidence"]["cases"][0]["candidate"]["outcome"] == "deployed"
 
@@ -294,10 +356,17 @@ def test_aiteam_promote_runs_the_suite_with_both_versions_then_proposes(alice, a
 
     proposal = PromotionDecision.objects.get()
     assert proposal.state == "proposed" and proposal.proposed_by == alice and f"promotion {proposal.pk}" in out.getvalue()
+    assert f"decide at {settings.AITEAM_PUBLIC_URL}/admin/lifecycle/promotiondecision/{proposal.pk}/change/" \
+        in out.getvalue()
     assert proposal.current_run.bundle_id == proposal.current_version
     assert proposal.candidate_run.bundle_id == proposal.candidate_version
     assert [case.outcome for case in proposal.candidate_run.cases.all()] == ["deployed"]
     assert [case.hidden for case in proposal.current_run.cases.all()] == ["full"]
+    with pytest.raises(CommandError, match=f"promotion {proposal.pk} proposes this prompt bundle already"):
+        call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "alice", "--suite",
+                     str(tmp_path / "suite"), "--prompt", f"product_owner={tmp_path / 'po.md'}",
+                     "--expect", "run twice", stdout=out)
+    assert EvalRun.objects.count() == 2  # refused before the suite ran again
     with pytest.raises(CommandError, match="no such active user"):
         call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "nobody", "--suite", "x",
                      "--budgets", str(tmp_path / "po.md"), "--expect", "x", stdout=out)
@@ -442,3 +511,41 @@ def test_the_optimizer_does_not_ask_again_after_a_rejection_until_the_failure_re
     assert draft_constraint(acme_project).recurrences == 3
     misroutes(acme_project, 5, kind="code_review:review_changes", role="tech_architect")
     assert draft_constraint(acme_project).role == "senior_engineer"  # only the engineer's fix prompts are drafted
+
+
+@pytest.mark.django_db
+def test_the_optimizer_leaves_alone_a_bundle_someone_proposed_already(acme_project, alice, tmp_path, settings):
+    misroutes(acme_project, 2)
+    draft = draft_constraint(acme_project)
+    before, after = evidence(acme_project, "prompts", current_version(acme_project, "prompts")[0], draft.bundle)
+    promotion_propose(project=acme_project, artifact="prompts", candidate=draft.bundle, current_run=before,
+                      candidate_run=after, actor=Actor.human(alice, "cli"), expected_effect="the same, by hand")
+
+    assert draft_constraint(acme_project) is None
+    out = StringIO()
+    call_command("aiteam_promote", "draft", "--project", "acme/default", "--suite", str(tmp_path), stdout=out)
+    assert out.getvalue().startswith("nothing to propose") and EvalRun.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0034_leaves_the_first_of_duplicate_open_proposals_waiting_and_closes_the_others(acme_project):
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([("lifecycle", "0033_meta_eval_log")])
+        old = executor.loader.project_state([("lifecycle", "0033_meta_eval_log")]).apps.get_model(
+            "lifecycle", "PromotionDecision")
+        same = {"project_id": acme_project.pk, "artifact": "budgets", "current": {}, "current_version": "c" * 64,
+                "candidate": {"requirement": {"steps": 9}}, "candidate_version": "9" * 64, "change": []}
+        first, again = (old.objects.create(**same, proposer="person") for _ in range(2))
+        other = old.objects.create(**{**same, "candidate_version": "8" * 64}, proposer="person")
+        old.objects.filter(pk=first.pk).update(created_at=timezone.now() - timedelta(hours=1))  # the first made
+
+        executor = MigrationExecutor(connection)
+        executor.migrate([("lifecycle", "0034_promotion_announcements")])
+        states = dict(PromotionDecision.objects.values_list("pk", "state"))
+        assert (states[first.pk], states[again.pk], states[other.pk]) == ("proposed", "superseded", "proposed")
+        assert PromotionDecision.objects.get(pk=again.pk).reason == \
+            f"superseded: promotion {first.pk} proposes the same candidate"
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -19,11 +19,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.evals.optimizer import draft_constraint
 from lifecycle.evals.proposals import evaluate_and_propose
 from lifecycle.evals.suites import SuiteError
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
+from lifecycle.notifications.promotions import promotion_url
 from lifecycle.services.promotions import OPTIMIZER, bundle_with
 
 
@@ -68,11 +69,11 @@ class Command(BaseCommand):
             decision = evaluate_and_propose(project=project, artifact=artifact, candidate=candidate,
                                             suite=options["suite"], actor=actor, expected_effect=expected,
                                             justification=why, live=options["live"], progress=self.stdout.write)
-        except (DomainError, NotPermitted, SuiteError) as exc:
+        except (DomainError, IllegalTransition, NotPermitted, SuiteError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"\npromotion {decision.pk} proposed to the owners of {project}: "
-                          f"{len(decision.change)} change(s); decide at /admin/lifecycle/promotiondecision/{decision.pk}/"
-                          f"change/ or POST /api/v1/promotions/{decision.pk}/accept/")
+                          f"{len(decision.change)} change(s); decide at {promotion_url(decision)} "
+                          f"or POST /api/v1/promotions/{decision.pk}/accept/")
         return None
 
     def _list(self, slug: str | None) -> None:
