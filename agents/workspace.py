@@ -120,12 +120,12 @@ class Workspace:
         paths = self._git("ls-files").splitlines()
         return [SourceFile(path=p, content=(self.path / p).read_text(encoding="utf-8")) for p in sorted(paths)]
 
-    def diff_summary(self, base: str = "") -> list[str]:
-        """`A|M|D path (+added -removed)` since `base` (the empty tree when not given)."""
+    def diff_summary(self, base: str = "", head: str = "HEAD") -> list[str]:
+        """`A|M|D path (+added -removed)` from `base` (the empty tree when not given) to `head`."""
         base = base or self._git("hash-object", "-t", "tree", "/dev/null").strip()
         # one diff for both: --raw lines (":modes shas STATUS<tab>path") come first, then --numstat lines
         status, counts = {}, []
-        for line in self._git("diff", "--raw", "--numstat", "--text", base, "HEAD").splitlines():
+        for line in self._git("diff", "--raw", "--numstat", "--text", base, head).splitlines():
             if line.startswith(":"):
                 meta, path = line.split("\t", 1)
                 status[path] = meta.rsplit(" ", 1)[1]

@@ -121,8 +121,8 @@ class RepoWorkspace(Workspace):
         diff = self.diff()
         return Change(merge_base=self.merge_base(), head=self.head(), diff=diff, scope=measure(diff))
 
-    def diff_summary(self, base: str = "") -> list[str]:
-        return super().diff_summary(base or self.merge_base())
+    def diff_summary(self, base: str = "", head: str = "HEAD") -> list[str]:
+        return super().diff_summary(base or self.merge_base(), head)
 
     def _complete(self) -> bool:
         if not (self.path / ".git").is_dir():

@@ -92,14 +92,15 @@ def self_test_apply(*, lease: Lease, output: dict[str, Any]) -> None:
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)
         workspace = workspace_for(requirement)
-        head, lost = workspace.head(), _lost_tests(requirement, output)
+        # the commit the sandbox ran (workspace_aligned copied the one recorded), not whatever git's HEAD now says
+        head, lost = requirement.workspace_head or workspace.head(), _lost_tests(requirement, output)
         summary = f"{output['passed']} passed, {output['failed']} failed, {output['errors']} errors"
         artifacts_store(requirement, [
             NewArtifact(ArtifactKind.TEST_REPORT, "self_test", output, summary, step=step, role=SANDBOX.role, metadata={
                 "attempt": lease.attempt, "commit": head, "ok": output["ok"], "passed": output["passed"],
                 "failed": output["failed"], "errors": output["errors"], "duration_s": output["duration_s"],
                 "lost_tests": lost}),
-            NewArtifact(ArtifactKind.DIFF_SUMMARY, "workspace", workspace.diff_summary(),
+            NewArtifact(ArtifactKind.DIFF_SUMMARY, "workspace", workspace.diff_summary(head=head or "HEAD"),
                         f"attempt {lease.attempt} at {head[:10]}", {"attempt": lease.attempt, "commit": head}, step,
                         SANDBOX.role),
         ])

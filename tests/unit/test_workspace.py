@@ -152,3 +152,5 @@ def test_diff_summary_gives_status_and_line_counts_of_each_change_since_the_base
     workspace.commit("T3 (attempt 1)")
     assert workspace.diff_summary(first) == ["D app.py (+0 -1)", "A pkg/new.py (+1 -0)"]
     assert workspace.diff_summary() == ["A pkg/new.py (+1 -0)"]  # since the empty tree
+    second = workspace.log()[1][0]  # up to a given commit, though HEAD is past it (a rolled-back apply's commit)
+    assert workspace.diff_summary(first, second) == ["M app.py (+1 -0)", "A pkg/new.py (+1 -0)"]
