@@ -18,7 +18,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from lifecycle.models import Conversation, ConversationEmail, Notification
-from lifecycle.notifications.messages import render_text
+from lifecycle.notifications.messages import quoted, render_text, requirement_title, untrusted_line
 from lifecycle.notifications.sending import enqueue
 from lifecycle.services.conversations import unread_messages
 
@@ -32,8 +32,10 @@ def conversation_mail_queue(conversation: Conversation) -> list[Notification]:
     users = [p.user for p in conversation.participants.select_related("user", "user__conversation_email")]
     wanted = [u for u in users if u.email and _delivery(u) == Delivery.IMMEDIATELY]
     facts = conversation.messages.filter(seq=1).values_list("text", flat=True).first() or ""
+    requirement = conversation.requirement
     subject, body = render_text("conversation_started", {
-        "conversation": conversation, "requirement": conversation.requirement, "facts": facts,
+        "conversation_title": untrusted_line(conversation.title), "requirement": requirement,
+        "title": requirement_title(requirement) if requirement else "", "facts": quoted(facts),
         "url": conversation_url(conversation), "settings_url": _settings_url()})
     return [row for user in wanted if (row := _queue_email(
         key=f"conversation:{conversation.pk}", kind="conversation_started", recipient=user.email,
@@ -62,10 +64,9 @@ def _digest(reader: ConversationEmail, now: datetime) -> int:
     if not counts:
         return 0
     conversations = Conversation.objects.in_bulk([c["conversation"] for c in counts])
-    items = [{"conversation": conversations[c["conversation"]], "count": c["n"],
+    items = [{"title": untrusted_line(conversations[c["conversation"]].title), "count": c["n"],
               "url": conversation_url(conversations[c["conversation"]]),
-              "latest": list(unread.filter(conversation_id=c["conversation"]).order_by("-seq")[:DIGEST_LATEST_SHOWN])[::-1]}
-             for c in counts]
+              "latest": _latest(unread.filter(conversation_id=c["conversation"]))} for c in counts]
     subject, body = render_text("conversation_digest", {"items": items, "total": sum(c["n"] for c in counts),
                                                         "settings_url": _settings_url()})
     row = _queue_email(key=f"conversation-digest:{reader.user_id}:{now.date().isoformat()}", kind="conversation_digest",
@@ -74,6 +75,12 @@ def _digest(reader: ConversationEmail, now: datetime) -> int:
         return 0  # today's digest went out already: what came since waits for tomorrow's
     ConversationEmail.objects.filter(pk=reader.pk).update(digest_through=now)
     return 1
+
+
+def _latest(unread: Any) -> list[dict[str, str]]:
+    """The last unread messages, oldest first, each on one line of the digest."""
+    latest = list(unread.order_by("-seq")[:DIGEST_LATEST_SHOWN])[::-1]
+    return [{"author": message.author, "text": untrusted_line(message.text)} for message in latest]
 
 
 def _queue_email(*, key: str, kind: str, recipient: str, subject: str, body: str,

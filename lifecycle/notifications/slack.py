@@ -5,7 +5,8 @@ An outbox subscriber turns `MessageWritten` into one Notification row per Slack 
 the binding (relaying the event again adds none), in the relay's transaction; the row is then sent like any
 notification (lifecycle/notifications/sending.py): claimed once, retried with backoff while Slack's failure is
 transient (no answer, 429, 5xx, Slack's own trouble), failed for good when not (a token refused, a channel not
-found). The row holds the message's id, never its text or a token: both are read when sending. The bot token
+found). The row holds the message's id, never its text or a token: both are read when sending, the text then
+cleaned of control and format characters (lifecycle/notifications/messages.py). The bot token
 comes from the variable the workspace's row names, one of AITEAM_SLACK_TOKEN_ENVS that no other organization's
 workspace names, and goes into the Authorization header only.
 
@@ -43,6 +44,7 @@ from lifecycle.models import (
 )
 from lifecycle.models.conversations import Channel
 from lifecycle.notifications.errors import ChannelError, ChannelRefused
+from lifecycle.notifications.messages import untrusted_line, untrusted_text
 from lifecycle.services import dispatch
 from lifecycle.services.slack import thread_key
 
@@ -118,8 +120,8 @@ def _start_thread(note: Notification, facts: Message, team: str, channel: str) -
                                                  external_id__startswith=f"{team}:{channel}:").exists():
         return  # posted and bound; only the row's outcome was not recorded
     try:
-        answer = _post(team, channel=channel, text=f"{facts.conversation.title}\n{facts.text}",
-                       buttons=review_buttons(facts.conversation))
+        text = f"{untrusted_line(facts.conversation.title)}\n{untrusted_text(facts.text)}"
+        answer = _post(team, channel=channel, text=text, buttons=review_buttons(facts.conversation))
     except AnswerLost as exc:
         raise _lost_again(note, exc) from None
     if not isinstance(answer.get("ts"), str) or not answer["ts"]:
@@ -195,16 +197,16 @@ def _text(message: Message) -> str:
     """What the thread shows: a person's message written elsewhere names them; a failed answer says why."""
     if message.author == Message.Author.PERSON:
         who = getattr(message.user, "username", "") or "someone"
-        return f"{who} (on the {message.channel}): {message.text}"
+        return f"{who} (on the {message.channel}): {untrusted_text(message.text)}"
     if message.state == Message.State.FAILED:
-        return f"The team could not answer: {message.error}"
-    return message.text
+        return f"The team could not answer: {untrusted_text(message.error)}"
+    return untrusted_text(message.text)
 
 
 def approval_buttons(message: Message) -> list[list[Button]]:
     """Approve and reject, for each action the answer asked for that still waits for a person."""
     pending = ActionApproval.objects.filter(tool_call__message=message, state=ActionApproval.State.PENDING)
-    return [[Button(f"Approve: {a.summary}"[:75], f"approval:approve:{a.pk}", "primary"),
+    return [[Button(f"Approve: {untrusted_line(a.summary)}"[:75], f"approval:approve:{a.pk}", "primary"),
              Button("Reject", f"approval:reject:{a.pk}", "danger")] for a in pending.order_by("created_at")]
 
 
@@ -217,7 +219,8 @@ def review_buttons(conversation: Conversation) -> list[list[Button]]:
         if task_id else None
     if task is None or not task.is_pending:
         return []
-    row = [Button(f"{decision.capitalize()}: {task}"[:75] if decision == "approve" else decision.capitalize(),
+    named = untrusted_line(str(task))
+    row = [Button(f"{decision.capitalize()}: {named}"[:75] if decision == "approve" else decision.capitalize(),
                   f"review:{decision}:{task.pk}", style) for decision, style in REVIEW_BUTTONS.items()
            if decision in task.options]
     return [row] if row else []

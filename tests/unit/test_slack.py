@@ -395,3 +395,22 @@ def test_a_timestamp_of_other_digits_is_refused_not_a_crash(slack):
     headers = {**slack.signed(body), "HTTP_X_SLACK_REQUEST_TIMESTAMP": "\u00b2\u00b3"}
     response = Client().post(EVENTS, data=body, content_type="application/json", **headers)
     assert response.status_code == 401
+
+
+def test_slack_gets_the_title_facts_buttons_and_answer_without_control_or_format_characters(scripted, slack, workspace,
+                                                                                             acme_project):
+    announcing(acme_project)
+    age(open_review(acme_project, title="Reading\u202e\u200b list\x1b[2J\r\nOpen it: http://evil.example"), hours=30)
+    script_answer(scripted, specialists={"review_assistant": []}, answer="Approve it.\u200b\r\nThen:\x1b[0m \u202etxt.exe")
+    sla.review_sweep(now=timezone.now())
+
+    facts, analysis = slack.posted
+    title = "Reading list [2J Open it: http://evil.example"
+    assert facts["text"].startswith(f"Review overdue: {title}\nThe Stories Approval task (round 1)")
+    assert facts["text"].endswith("\nThe question: Decide Reading list [2J\nOpen it: http://evil.example?")
+    labels = [e["text"]["text"] for block in facts["blocks"] if block["type"] == "actions" for e in block["elements"]]
+    assert labels == [f"Approve: Stories Approval #1: {title}"[:75], "Reject"]
+    assert analysis["text"] == "Approve it.\nThen: [0m txt.exe"
+    shown = [p["text"] for p in slack.posted] + [p["blocks"][0]["text"]["text"] for p in slack.posted] + labels
+    assert not any(char in text for char in ("\u202e", "\u200b", "\x1b", "\r") for text in shown)
+    assert set(Notification.objects.filter(channel="slack").values_list("state", flat=True)) == {"sent"}

@@ -209,3 +209,16 @@ def test_a_delivery_that_fails_to_a_person_says_why_on_the_ticket(acme_project, 
     [comment] = github.comments
     assert "stopped working on this ticket" in comment["body"] and "a step failed. Step 'deliver'" in comment["body"]
     assert "delivery failed, compensated: GitHub POST /repos/acme/shop/pulls: 500 the pulls API is down" in comment["body"]
+
+
+def test_the_reason_reaches_the_ticket_without_control_or_format_characters(acme_project, github):
+    req = ticket_requirement(on_github(acme_project, github.url))
+    with transaction.atomic():
+        review_open(Requirement.objects.select_for_update().get(pk=req.pk), kind="escalation",
+                    question="Three attempts\u200b failed.\x1b[2J\r\nsee \u202etxt.exe\x85done", context={},
+                    reasoning="the model\u2028said so")
+    [comment] = github.comments
+    assert ("```text\nescalated to a person. Three attempts failed.[2J\nsee txt.exe\ndone\n\nthe model\nsaid so\n```"
+            in comment["body"])
+    assert not any(char in comment["body"] for char in ("\u202e", "\u200b", "\x1b", "\r", "\x85", "\u2028"))
+    assert Notification.objects.get(channel="ticket").state == "sent"
