@@ -70,6 +70,8 @@ class Workspace:
         if not (self.path / ".git").is_dir():
             if head:
                 raise GitError(f"the workspace {self.path} is missing; the database records commit {head}")
+            if self.path.exists():  # files a wipe stopped half-way left (.git went first): none of them was committed
+                shutil.rmtree(self.path)
             return
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
         if head == "":

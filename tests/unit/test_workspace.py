@@ -1,6 +1,7 @@
 """Workspace.align puts the git workspace back at the commit the database records, whatever an interrupted apply
 left: a later commit, modified or untracked files, a killed git's index lock; with no recorded commit, an empty
 repository; with an unknown one (older requirements), only what no commit holds."""
+import shutil
 import subprocess
 
 import pytest
@@ -47,6 +48,19 @@ def test_align_before_any_commit_unstages_what_a_failed_first_apply_added(tmp_pa
     workspace.commit("T1 (attempt 2)")
     tracked = subprocess.run(["git", "ls-files"], cwd=workspace.path, capture_output=True, text=True, check=True)
     assert tracked.stdout.splitlines() == ["app.py"] and not (workspace.path / "dead.py").exists()
+
+
+@pytest.mark.parametrize("head", ["", None], ids=["no commit recorded", "head unknown (older requirement)"])
+def test_files_left_without_their_git_directory_are_not_committed_by_the_next_first_apply(tmp_path, head):
+    """Emptying a workspace is not atomic: a worker killed after `.git` went but before the files did leaves them
+    behind; a first apply (align, then ensure) must not `git add` them into its commit."""
+    workspace, _ = committed(tmp_path)
+    (workspace.path / "evil.py").write_text("x = 1\n")
+    shutil.rmtree(workspace.path / ".git")
+    workspace.align(head)
+    workspace.ensure().write([SourceFile(path="new.py", content="A = 1\n")])
+    workspace.commit("T1 (attempt 2)")
+    assert [f.path for f in workspace.files()] == ["new.py"]
 
 
 def test_align_to_an_unknown_head_keeps_the_commits_and_undoes_the_rest(tmp_path):
