@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from unicodedata import category
 
 _BACKTICKS = re.compile(r"`+")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")  # bidi overrides hide text too
 _REFERENCE = re.compile(r"([@#!~%$&])(?=\w)")  # mentions, issues, MRs, labels, milestones, snippets, epics
 # No space, quote, bracket or parenthesis (the link could end early), no @ (credentials, or a mention where shown)
 _SAFE_HREF = re.compile(r"^https?://[A-Za-z0-9._~:/?#!$&'*+,;=%-]+$")
@@ -47,7 +47,7 @@ def ours(text: str) -> Span:
 
 def literal(text: str, limit: int = 200) -> Span:
     """Untrusted text for one line: whitespace collapsed (a blank line would end a code span), bounded."""
-    return Span(bounded(" ".join(_CONTROL.sub(" ", text).split()), limit), literal=True)
+    return Span(bounded(" ".join(without_controls(text).split()), limit), literal=True)
 
 
 def link(text: str, href: str) -> Span:
@@ -55,7 +55,13 @@ def link(text: str, href: str) -> Span:
 
 
 def block(text: str, limit: int = 4000) -> Block:
-    return Block(bounded(_CONTROL.sub("", text.replace("\r\n", "\n")).strip("\n"), limit))
+    return Block(bounded(without_controls(text.replace("\r\n", "\n"), keep="\t\n").strip("\n"), limit))
+
+
+def without_controls(text: str, keep: str = "") -> str:
+    """Untrusted text with its format characters (Unicode Cf: bidi overrides, zero-width characters, which hide or
+    reorder what it says) dropped and its control characters (Cc: ESC, C0 and C1) made spaces, but those in `keep`."""
+    return "".join(" " if category(c) == "Cc" and c not in keep else c for c in text if category(c) != "Cf")
 
 
 def bounded(text: str, limit: int) -> str:
@@ -68,7 +74,7 @@ def safe_href(href: str) -> bool:
 
 def neutral(text: str, limit: int = 250) -> str:
     """One line of plain text that cannot mention or reference anything (for titles, where Markdown is not read)."""
-    flat = " ".join(_CONTROL.sub(" ", text).split())
+    flat = " ".join(without_controls(text).split())
     return bounded(_REFERENCE.sub(rf"\1{ZERO_WIDTH_SPACE}", flat), limit)
 
 

@@ -6,13 +6,13 @@ where it could pass for ours): without control or format characters, it can neit
 or reorder what it says. `render_text` cleans the whole rendered message that way too."""
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from agents.delivery.rich_text import without_controls
 from lifecycle.models import Requirement, ReviewTask
 
 KINDS = ("review_task_opened", "requirement_blocked", "requirement_escalated", "review_task_reminder",
@@ -46,20 +46,16 @@ def requirement_title(requirement: Requirement) -> str:
 def untrusted_line(text: str) -> str:
     """Someone's text for one line of a message: control and format characters (newlines, ESC, bidi overrides,
     zero-width characters) dropped, so it can neither start a line of its own nor hide or reorder what it says."""
-    return " ".join(_without_controls(text).split())
+    return " ".join(without_controls(text).split())
 
 
 def untrusted_text(text: str) -> str:
     """Someone's text of several lines: each line break (CR LF, CR, U+2028…) one newline; in each line the characters
     `untrusted_line` drops are dropped, its indentation kept; trailing spaces and blank lines at either end trimmed."""
-    return "\n".join(_without_controls(line).rstrip() for line in text.splitlines()).strip("\n")
+    return "\n".join(without_controls(line).rstrip() for line in text.splitlines()).strip("\n")
 
 
 def quoted(text: str) -> str:
     """`untrusted_text`, each line quoted ("> "), so none of it can pass for the message's own words or links."""
     return "\n".join(f"> {line}".rstrip() for line in untrusted_text(text).split("\n"))
 
-
-def _without_controls(text: str) -> str:
-    """Format characters (Cf) dropped, control characters (Cc) made spaces."""
-    return "".join(" " if unicodedata.category(c) == "Cc" else c for c in text if unicodedata.category(c) != "Cf")

@@ -127,9 +127,10 @@ def test_the_body_stays_under_the_bound_however_large_the_inputs():
 
 
 def test_a_title_cannot_mention_reference_or_carry_control_characters():
-    title = change_title(TicketRef("github", "#12", "Fix #3 for @alice, !4 and ~bug\n\x1b[31m\u202eevil"), "x")
+    hostile = "Fix #3 for @alice, !4 and ~bug\n\x1b[31m\u202eev\u200bil\u200e\x85end"  # bidi, zero-width, C1
+    title = change_title(TicketRef("github", "#12", hostile), "x")
 
-    z = ZERO_WIDTH_SPACE
-    assert title == f"Fix #{z}3 for @{z}alice, !{z}4 and ~{z}bug [31m evil"
+    z = ZERO_WIDTH_SPACE  # its own, after each reference sign; the ticket's were dropped
+    assert title == f"Fix #{z}3 for @{z}alice, !{z}4 and ~{z}bug [31mevil end"
     assert change_title(None, "Deliver aiteam/x") == "Deliver aiteam/x"
     assert len(change_title(TicketRef("api", "k", "t" * 999), "x")) == 250
