@@ -59,7 +59,7 @@ class Workspace:
 
     def align(self, head: str | None) -> None:
         """Make the workspace hold commit `head`, the one the database records, undoing git work an interrupted
-        apply left: a later commit whose transaction rolled back, files written but not committed, the index lock
+        apply left: a later commit whose transaction rolled back, files written but not committed, the lock files
         of a killed git (its lease expired long before anyone aligns, so that git has ended). `head` "" : no
         commit recorded, so any commit is a rolled-back one and the repository is re-created empty; also when it
         has no commit, because a first apply killed after `git add -A` leaves staged files that `git clean` keeps
@@ -73,7 +73,8 @@ class Workspace:
             if self.path.exists():  # files a wipe stopped half-way left (.git went first): none of them was committed
                 shutil.rmtree(self.path)
             return
-        (self.path / ".git" / "index.lock").unlink(missing_ok=True)
+        for lock in ("index.lock", "HEAD.lock", f"refs/heads/{self.branch}.lock"):  # a killed git add or commit's
+            (self.path / ".git" / lock).unlink(missing_ok=True)
         if head == "":
             shutil.rmtree(self.path)
             self.ensure()
@@ -154,7 +155,8 @@ class Workspace:
         # No global config either: with HOME at the workspace, git would read a `.gitconfig` the repository (or the
         # model) wrote there as the user's own, and its core.hooksPath would run commands in the worker on commit.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path), "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8", **AUTHOR}
+               "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8", **AUTHOR,
+               "GIT_CEILING_DIRECTORIES": str(self.path.parent)}  # never a repository above the workspace
         return subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True,
                               errors="replace", timeout=60)  # a repository's file need not be UTF-8: its diff neither
 

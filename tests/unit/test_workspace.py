@@ -82,6 +82,16 @@ def test_a_workspace_missing_its_recorded_commit_is_an_error_not_an_empty_tree(t
         workspace.align("b" * 40)  # not a commit of this repository
 
 
+def test_align_removes_the_locks_a_killed_commit_leaves_so_the_next_commit_succeeds(tmp_path):
+    workspace, recorded = committed(tmp_path)
+    for lock in ("HEAD.lock", f"refs/heads/{workspace.branch}.lock", "index.lock"):
+        (workspace.path / ".git" / lock).parent.mkdir(parents=True, exist_ok=True)
+        (workspace.path / ".git" / lock).write_text("")
+    workspace.align(recorded)
+    workspace.write([SourceFile(path="app.py", content="A = 2\n")])
+    assert workspace.commit("T2 (attempt 1)") != recorded
+
+
 def test_align_leaves_a_workspace_at_its_recorded_commit_as_it_is(tmp_path):
     workspace, recorded = committed(tmp_path)
     workspace.align(recorded)
