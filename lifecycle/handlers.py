@@ -11,6 +11,8 @@ from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications.conversation_mail import conversation_mail_queue
 from lifecycle.notifications.slack import queue_slack_post, queue_slack_start
+from lifecycle.notifications.slack_updates import EVENTS as SLACK_UPDATING
+from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
 from lifecycle.services.autonomous import autonomous_decide
@@ -95,6 +97,9 @@ HANDLERS: dict[str, list[Handler]] = {
 }
 for _name in SYSTEM_EVENTS:
     HANDLERS[_name] = [*HANDLERS.get(_name, []), speak_first]
+# a Slack post whose buttons decide what the event decided is rewritten (lifecycle/notifications/slack_updates.py)
+for _name in SLACK_UPDATING:
+    HANDLERS[_name] = [*HANDLERS.get(_name, []), queue_slack_updates]
 
 
 

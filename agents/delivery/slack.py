@@ -1,19 +1,21 @@
-"""Slack's Web API, the one call the conversations need: chat.postMessage, into a thread or as a new message that
-starts one, with buttons.
+"""Slack's Web API, the two calls the conversations need: chat.postMessage, into a thread or as a new message that
+starts one, with buttons; and chat.update, which rewrites a posted message (its buttons replaced by the decisions).
 
 Slack answers HTTP 200 with `{"ok": false, "error": "<code>"}` for most refusals, and 429 with Retry-After when it
 rate-limits; both become a HostError here, the first by its code (a few codes are Slack's own trouble and may be
 retried). The bot token travels in the Authorization header only and is scrubbed from every error.
-https://api.slack.com/methods/chat.postMessage
+https://api.slack.com/methods/chat.postMessage https://api.slack.com/methods/chat.update
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from agents.delivery.api import HostClient, HostError, JsonApi, RequestRefused, TokenRefused
 
 TEXT_MAX_CHARS = 3000  # a section block's text; longer answers are cut with a pointer to the web
+LINE_MAX_CHARS = 2000  # a context block's text element
 TOKEN_ERRORS = {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired", "missing_scope",
                 "not_allowed_token_type"}
 SLACK_TROUBLE = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
@@ -33,30 +35,42 @@ class Button:
     style: str = ""  # "primary", "danger" or ""
 
 
+Row: TypeAlias = list[Button] | str  # under the text: a row of buttons, or a line (what was decided, plain text)
+
+
 class SlackClient(HostClient):
     def __init__(self, settings: SlackSettings) -> None:
         headers = {"Authorization": f"Bearer {settings.token}", "User-Agent": "aiteam-delivery"}
         self._api = JsonApi("Slack", settings.api_url, headers, secrets=[settings.token], timeout_s=settings.timeout_s)
 
-    def post_message(self, *, channel: str, text: str, thread_ts: str = "",
-                     buttons: list[list[Button]] = ()) -> dict[str, Any]:
+    def post_message(self, *, channel: str, text: str, thread_ts: str = "", rows: Sequence[Row] = ()) -> dict[str, Any]:
         """Post `text` into the thread `thread_ts` of `channel` (without one: a new message of the channel, whose
-        `ts` names the thread its replies start), each row of `buttons` under it; Slack's answer
-        ({"ok": true, "channel", "ts", ...})."""
-        body = {"channel": channel, "text": clip(text), "blocks": blocks(text, buttons), "unfurl_links": False,
+        `ts` names the thread its replies start), `rows` under it; Slack's answer ({"ok": true, "channel", "ts"})."""
+        body = {"channel": channel, "text": clip(text), "blocks": blocks(text, rows), "unfurl_links": False,
                 **({"thread_ts": thread_ts} if thread_ts else {})}
-        answer = self._api.request("POST", "/chat.postMessage", json=body)
+        return self._call("/chat.postMessage", body)
+
+    def update_message(self, *, channel: str, ts: str, text: str, rows: Sequence[Row] = ()) -> dict[str, Any]:
+        """Rewrite the message `ts` of `channel` (the channel's id, as chat.postMessage answered): its text and all
+        its blocks, so a button left out is gone; Slack's answer ({"ok": true, "channel", "ts", "text"})."""
+        return self._call("/chat.update", {"channel": channel, "ts": ts, "text": clip(text),
+                                           "blocks": blocks(text, rows)})
+
+    def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self._api.request("POST", path, json=body)
         if not isinstance(answer, dict) or answer.get("ok") is not True:
-            raise refusal("Slack POST /chat.postMessage", answer)
+            raise refusal(f"Slack POST {path}", answer)
         return answer
 
 
-def blocks(text: str, buttons: list[list[Button]]) -> list[dict[str, Any]]:
+def blocks(text: str, rows: Sequence[Row]) -> list[dict[str, Any]]:
     """A section with the text as plain text (a model's or a person's words: no mrkdwn links or mentions of
-    theirs are rendered), then one actions block per row of buttons."""
+    theirs are rendered), then an actions block per row of buttons and a context block per line."""
     shown = [{"type": "section", "text": {"type": "plain_text", "text": clip(text) or " ", "emoji": False}}]
-    for row in buttons:
-        shown.append({"type": "actions", "elements": [_button(b) for b in row]})
+    for row in rows:
+        shown.append({"type": "context", "elements": [{"type": "plain_text", "text": row[:LINE_MAX_CHARS],
+                                                       "emoji": False}]} if isinstance(row, str)
+                     else {"type": "actions", "elements": [_button(b) for b in row]})
     return shown
 
 

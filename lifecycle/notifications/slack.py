@@ -17,12 +17,19 @@ conversation to the thread the message starts, once, with the ts Slack returned.
 message then go into that thread by the path above; replies there continue the conversation. Slack's
 chat.postMessage has no idempotency key, so a post whose answer was lost may have been made: it is tried once more
 at most (two posts at worst), and a binding written by an earlier attempt stops any further post.
+
+Each post row records the ts Slack answered in its body (a new message's in the transaction that binds its thread),
+so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py). Post and update show
+the same thing (`shown`): the text, then per action request (or the review task) its buttons while it waits, else
+one line saying what was decided, by whom, how and when.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 from django.conf import settings
@@ -31,7 +38,7 @@ from django.utils import timezone
 
 from agents.delivery.api import HostError
 from agents.delivery.errors import DeliveryError, NoAnswer
-from agents.delivery.slack import Button, SlackClient, SlackSettings
+from agents.delivery.slack import Button, Row, SlackClient, SlackSettings
 from lifecycle.models import (
     ActionApproval,
     Conversation,
@@ -52,6 +59,8 @@ log = logging.getLogger(__name__)
 CHANNEL = "slack"
 STARTED = "conversation_started"  # the row that posts a system conversation's facts as a new channel message
 REVIEW_BUTTONS = {"approve": "primary", "reject": "danger"}  # of a waiting task's options, the ones a press decides
+APPROVE = "Approve: "
+LABEL_MAX_CHARS = 75  # a button's text
 LOST_ANSWERS_RETRIED = 1  # a new message whose answer was lost is posted again this often at most
 
 
@@ -63,7 +72,7 @@ def queue_slack_post(event: OutboxEvent) -> None:
     threads = ConversationChannelBinding.objects.filter(conversation_id=message.conversation_id, channel=Channel.SLACK)
     created = [pk for binding in threads if (pk := _queue_into(message, binding))]
     if created:
-        transaction.on_commit(lambda: _send_later(created))
+        transaction.on_commit(lambda: send_later(created))
 
 
 def queue_slack_start(conversation: Conversation) -> None:
@@ -85,7 +94,7 @@ def queue_slack_start(conversation: Conversation) -> None:
                   "requirement_id": conversation.requirement_id, "subject": conversation.title[:300],
                   "body": json.dumps({"message": facts.pk, "lost": 0}), "next_attempt_at": timezone.now()})
     if new:
-        transaction.on_commit(lambda: _send_later([row.pk]))
+        transaction.on_commit(lambda: send_later([row.pk]))
 
 
 def slack_channel_problems(project_settings: dict[str, Any], organization_id: Any) -> list[str]:
@@ -110,8 +119,22 @@ def send(note: Notification) -> None:
     if note.event == STARTED:
         _start_thread(note, message, team, channel)
         return
-    answer = _post(team, channel=channel, thread_ts=thread_ts, text=_text(message), buttons=approval_buttons(message))
+    text, rows = shown(note, message)
+    answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
+                                                               rows=rows))
+    if isinstance(answer.get("ts"), str):  # what an update names; the row's claim token guards it as _record does
+        Notification.objects.filter(pk=note.pk, attempts=note.attempts).update(
+            body=json.dumps({**json.loads(note.body), "ts": answer["ts"]}))
     log.info("slack: message %s posted into %s as %s", message.pk, note.recipient, answer.get("ts"))
+
+
+def shown(note: Notification, message: Message) -> tuple[str, list[Row]]:
+    """What the row's post shows now, when posted and when updated: the text, then the buttons of what still waits
+    for a person and a line for each thing decided."""
+    if note.event == STARTED:
+        text = f"{untrusted_line(message.conversation.title)}\n{untrusted_text(message.text)}"
+        return text, review_rows(message.conversation)
+    return _text(message), approval_rows(message)
 
 
 def _start_thread(note: Notification, facts: Message, team: str, channel: str) -> None:
@@ -119,15 +142,15 @@ def _start_thread(note: Notification, facts: Message, team: str, channel: str) -
     if ConversationChannelBinding.objects.filter(conversation_id=facts.conversation_id, channel=Channel.SLACK,
                                                  external_id__startswith=f"{team}:{channel}:").exists():
         return  # posted and bound; only the row's outcome was not recorded
+    text, rows = shown(note, facts)
     try:
-        text = f"{untrusted_line(facts.conversation.title)}\n{untrusted_text(facts.text)}"
-        answer = _post(team, channel=channel, text=text, buttons=review_buttons(facts.conversation))
+        answer = call_slack(team, lambda slack: slack.post_message(channel=channel, text=text, rows=rows))
     except AnswerLost as exc:
         raise _lost_again(note, exc) from None
     if not isinstance(answer.get("ts"), str) or not answer["ts"]:
         raise ChannelRefused("Slack posted the message but named no ts: no thread to bind")
     try:
-        _bind(facts, thread_key(team, channel, answer["ts"]))
+        _bind(note, facts, answer["ts"])
     except DatabaseError as exc:  # posted: a retry would post it again
         raise ChannelRefused(f"posted as {answer['ts']} but not bound to its thread: {type(exc).__name__}") from None
     log.info("slack: conversation %s started thread %s:%s:%s", facts.conversation_id, team, channel, answer["ts"])
@@ -143,20 +166,22 @@ def _lost_again(note: Notification, exc: Exception) -> ChannelError:
     return ChannelError(str(exc))
 
 
-def _bind(facts: Message, key: str) -> None:
-    """The binding, and a row for each message written before it (the analysis may be done already). Its later
-    messages are locked, then the conversation (the order of the answer's writer, which updates both; a person's
-    message or a system line locks the conversation to be added): a writer either sees the binding (and queues its
-    own row) or is seen here."""
+def _bind(note: Notification, facts: Message, ts: str) -> None:
+    """The binding, the post's ts in its row, and a row for each message written before it (the analysis may be
+    done already). Its later messages are locked, then the conversation (the order of the answer's writer, which
+    updates both; a person's message or a system line locks the conversation to be added): a writer either sees
+    the binding (and queues its own row) or is seen here."""
+    team, channel = note.recipient.split(":")[:2]
     with transaction.atomic():
         list(Message.objects.select_for_update().filter(conversation_id=facts.conversation_id, seq__gt=facts.seq))
         conversation = Conversation.objects.select_for_update().get(pk=facts.conversation_id)
         binding = ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK,
-                                                            external_id=key)
+                                                            external_id=thread_key(team, channel, ts))
+        Notification.objects.filter(pk=note.pk).update(body=json.dumps({**json.loads(note.body), "ts": ts}))
         written = conversation.messages.filter(seq__gt=facts.seq, state__in=(Message.State.DONE, Message.State.FAILED))
         created = [pk for m in written.order_by("seq") if _from_elsewhere(m) and (pk := _queue_into(m, binding))]
         if created:
-            transaction.on_commit(lambda: _send_later(created))
+            transaction.on_commit(lambda: send_later(created))
 
 
 def _queue_into(message: Message, binding: ConversationChannelBinding) -> int | None:
@@ -179,12 +204,12 @@ class AnswerLost(ChannelError):
     """The request went out and no answer came back: the message may have been posted."""
 
 
-def _post(team: str, **post: Any) -> dict[str, Any]:
-    """chat.postMessage with the workspace's token; Slack's refusals as the channel's errors."""
+def call_slack(team: str, call: Callable[[SlackClient], dict[str, Any]]) -> dict[str, Any]:
+    """A call of the workspace's client with its token; Slack's refusals as the channel's errors."""
     client_settings = _settings(team)
     try:
         with SlackClient(client_settings) as slack:
-            return slack.post_message(**post)
+            return call(slack)
     except NoAnswer as exc:
         raise AnswerLost(str(exc)) from None
     except HostError as exc:
@@ -203,27 +228,52 @@ def _text(message: Message) -> str:
     return untrusted_text(message.text)
 
 
-def approval_buttons(message: Message) -> list[list[Button]]:
-    """Approve and reject, for each action the answer asked for that still waits for a person."""
-    pending = ActionApproval.objects.filter(tool_call__message=message, state=ActionApproval.State.PENDING)
-    return [[Button(f"Approve: {untrusted_line(a.summary)}"[:75], f"approval:approve:{a.pk}", "primary"),
-             Button("Reject", f"approval:reject:{a.pk}", "danger")] for a in pending.order_by("created_at")]
+def approval_rows(message: Message) -> list[Row]:
+    """For each action the answer asked for: approve and reject while it waits for a person, else what came of
+    it (its summary cut as its button showed it: nothing more of the model's words than the post had)."""
+    rows: list[Row] = []
+    for a in ActionApproval.objects.filter(tool_call__message=message).select_related("decided_by").order_by(
+            "created_at"):
+        label = f"{APPROVE}{untrusted_line(a.summary)}"[:LABEL_MAX_CHARS]
+        if a.state == ActionApproval.State.PENDING:
+            rows.append([Button(label, f"approval:approve:{a.pk}", "primary"),
+                         Button("Reject", f"approval:reject:{a.pk}", "danger")])
+        else:
+            by = _by(a.decided_by, a.decided_via, a.decided_at)
+            rows.append(f"{label[len(APPROVE):]}: {APPROVAL_OUTCOMES.get(a.state, a.state)} {by}")
+    return rows
 
 
-def review_buttons(conversation: Conversation) -> list[list[Button]]:
+APPROVAL_OUTCOMES = {ActionApproval.State.REJECTED: "rejected", ActionApproval.State.DONE: "approved and done",
+                     ActionApproval.State.FAILED: "approved, but it could not be done (the conversation says why)"}
+
+
+def review_rows(conversation: Conversation) -> list[Row]:
     """Approve and reject (those of them the task offers) for the review task a system conversation is about,
-    while it waits for a decision; a press decides it as the mapped Slack user (lifecycle/services/slack.py)."""
+    while it waits for a decision (a press decides it as the mapped Slack user: lifecycle/services/slack.py);
+    once it does not, the decision or its expiry."""
     event = conversation.outbox_event
     task_id = (event.payload or {}).get("review_task") if event is not None else None
-    task = ReviewTask.objects.filter(pk=task_id, organization_id=conversation.organization_id).first() \
-        if task_id else None
-    if task is None or not task.is_pending:
+    task = ReviewTask.objects.select_related("decided_by").filter(
+        pk=task_id, organization_id=conversation.organization_id).first() if task_id else None
+    if task is None:
         return []
+    if not task.is_pending:
+        decided = task.decision and f"Decided: {task.get_decision_display()} " + _by(
+            task.decided_by or task.decided_by_policy, task.decided_via, task.decided_at)
+        return [decided or f"No longer waits for a decision: {task.state}"]
     named = untrusted_line(str(task))
-    row = [Button(f"{decision.capitalize()}: {named}"[:75] if decision == "approve" else decision.capitalize(),
-                  f"review:{decision}:{task.pk}", style) for decision, style in REVIEW_BUTTONS.items()
-           if decision in task.options]
+    row = [Button(f"{decision.capitalize()}: {named}"[:LABEL_MAX_CHARS] if decision == "approve"
+                  else decision.capitalize(), f"review:{decision}:{task.pk}", style)
+           for decision, style in REVIEW_BUTTONS.items() if decision in task.options]
     return [row] if row else []
+
+
+def _by(who: Any, via: str, at: Any) -> str:
+    """"by rita via slack at 2025-05-01 10:02 UTC": an account's name, never words a person or a model wrote."""
+    name = untrusted_line(getattr(who, "username", who) or "") or "someone"
+    when = f" at {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if at else ""
+    return f"by {name}" + (f" via {via}" if via else "") + when
 
 
 def _settings(team_id: str) -> SlackSettings:
@@ -240,7 +290,7 @@ def _settings(team_id: str) -> SlackSettings:
     return SlackSettings(api_url=settings.AITEAM_SLACK_API_URL, token=token, timeout_s=settings.AITEAM_NOTIFY_TIMEOUT_S)
 
 
-def _send_later(ids: list[int]) -> None:
+def send_later(ids: list[int]) -> None:
     for pk in ids:
         try:
             dispatch.send_task(dispatch.SEND_NOTIFICATION, pk)

@@ -1,11 +1,13 @@
-"""A fake of Slack on a real local socket: its Web API's chat.postMessage, and Slack's side of the Events API and
-interactive payloads (a request signed as Slack signs them).
+"""A fake of Slack on a real local socket: its Web API's chat.postMessage and chat.update, and Slack's side of the
+Events API and interactive payloads (a request signed as Slack signs them).
 
 Like Slack: `POST /api/chat.postMessage` with `Authorization: Bearer <token>` and a JSON body answers HTTP 200 with
 `{"ok": true, "channel", "ts", "message"}`; a wrong or missing token `{"ok": false, "error": "invalid_auth"}` (or
 "not_authed"), an unknown channel "channel_not_found", a body without text or blocks "no_text"; `rate_limit_next`
-answers 429 with Retry-After. Signing: `X-Slack-Signature: v0=<hex HMAC-SHA256 of "v0:{timestamp}:{body}">` with
-`X-Slack-Request-Timestamp`. https://api.slack.com/authentication/verifying-requests-from-slack
+answers 429 with Retry-After. `POST /api/chat.update` (channel, ts, text, blocks) rewrites a posted message and
+answers `{"ok": true, "channel", "ts", "text", "message"}`; a ts it never answered a post with in that channel
+"message_not_found" (as a message deleted since). Signing: `X-Slack-Signature: v0=<hex HMAC-SHA256 of
+"v0:{timestamp}:{body}">` with `X-Slack-Request-Timestamp`. https://api.slack.com/authentication/verifying-requests-from-slack
 """
 from __future__ import annotations
 
@@ -23,12 +25,15 @@ from tests.fakes.local_server import LocalServer
 
 
 class FakeSlackServer(LocalServer):
-    """Channels exist once added (`add_channel("C1")`); inspect `posted` (the bodies of the messages posted)."""
+    """Channels exist once added (`add_channel("C1")`); inspect `posted` (the bodies of the messages posted),
+    `updated` (the bodies of chat.update calls that succeeded) and `messages` ((channel, ts) → the body shown now)."""
 
     def __init__(self, token: str, signing_secret: str = "") -> None:
         self.token, self.signing_secret = token, signing_secret
         self.channels: set[str] = set()
         self.posted: list[dict[str, Any]] = []
+        self.updated: list[dict[str, Any]] = []
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[RecordedRequest] = []
         self._rate_limited = 0
         self._ts = itertools.count(1)
@@ -56,14 +61,15 @@ class FakeSlackServer(LocalServer):
             if self._rate_limited:
                 self._rate_limited -= 1
                 return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}
-            if request.method != "POST" or request.path != "/api/chat.postMessage":
+            method = {"/api/chat.postMessage": self._post, "/api/chat.update": self._update}.get(request.path)
+            if request.method != "POST" or method is None:
                 return 404, b"", {}
             auth = request.headers.get("authorization", "")
             if not auth:
                 return 200, {"ok": False, "error": "not_authed"}
             if auth != f"Bearer {self.token}":
                 return 200, {"ok": False, "error": "invalid_auth"}
-            return 200, self._post(request.body if isinstance(request.body, dict) else {})
+            return 200, method(request.body if isinstance(request.body, dict) else {})
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("channel") not in self.channels:
@@ -72,9 +78,30 @@ class FakeSlackServer(LocalServer):
             return {"ok": False, "error": "no_text"}
         ts = f"{1_700_000_000 + next(self._ts)}.000100"
         self.posted.append(body)
+        self.messages[(body["channel"], ts)] = body
         return {"ok": True, "channel": body["channel"], "ts": ts,
                 "message": {"type": "message", "text": body.get("text", ""), "ts": ts, "bot_id": "B0BOT",
                             **({"thread_ts": body["thread_ts"]} if body.get("thread_ts") else {})}}
+
+    def forget(self, channel: str, ts: str) -> None:
+        """The message is deleted (by a person, or Slack's retention): updating it is message_not_found."""
+        with self._lock:
+            self.messages.pop((channel, ts), None)
+
+    def _update(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("channel") not in self.channels:
+            return {"ok": False, "error": "channel_not_found"}
+        key = (body["channel"], str(body.get("ts") or ""))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        if not body.get("text") and not body.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        shown = {**self.messages[key], **{k: body[k] for k in ("text", "blocks") if k in body}}
+        self.messages[key] = shown
+        self.updated.append(body)
+        return {"ok": True, "channel": key[0], "ts": key[1], "text": shown.get("text", ""),
+                "message": {"type": "message", "text": shown.get("text", ""), "bot_id": "B0BOT",
+                            "blocks": shown.get("blocks", [])}}
 
     # Slack's side of inbound requests
 
