@@ -53,7 +53,8 @@ def _posts_about(event: OutboxEvent) -> list[Notification]:
         ids = [str(pk) for pk in tasks.values_list("pk", flat=True)]
     else:
         ids = [str(payload.get("review_task"))]
-    conversations = Conversation.objects.filter(outbox_event__payload__review_task__in=ids).values_list("pk", flat=True)
+    conversations = Conversation.objects.filter(requirement_id=event.requirement_id,  # indexed: the task's only
+                                                outbox_event__payload__review_task__in=ids).values_list("pk", flat=True)
     keys = [f"conversation:{pk}:{slack.CHANNEL}" for pk in conversations]
     return list(Notification.objects.filter(channel=slack.CHANNEL, event=slack.STARTED, key__in=keys))
 
