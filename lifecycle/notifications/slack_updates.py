@@ -28,7 +28,7 @@ from lifecycle.states import ReviewState
 
 log = logging.getLogger(__name__)
 CHANNEL = "slack_update"
-EXPIRING = ("RequirementCancelled", "PlaybookChanged")  # the requirement's waiting tasks expired with the event
+EXPIRING = ("RequirementCancelled", "PlaybookChanged")  # expire the requirement's waiting tasks: "expired_tasks"
 EVENTS = ("ActionDecided", "ReviewTaskResolved", *EXPIRING)
 SENDS = 3  # chat.update calls of one attempt at most, each showing what is decided by then
 
@@ -49,8 +49,10 @@ def _posts_about(event: OutboxEvent) -> list[Notification]:
         prefix = f"message:{approval.tool_call.message_id}:{slack.CHANNEL}:"
         return list(Notification.objects.filter(channel=slack.CHANNEL, key__startswith=prefix))
     if event.name in EXPIRING:
-        tasks = ReviewTask.objects.filter(requirement_id=event.requirement_id, state=ReviewState.EXPIRED)
-        ids = [str(pk) for pk in tasks.values_list("pk", flat=True)]
+        ids = payload.get("expired_tasks")
+        if ids is None:  # an event recorded before its payload named them: every task of the requirement it expired
+            tasks = ReviewTask.objects.filter(requirement_id=event.requirement_id, state=ReviewState.EXPIRED)
+            ids = [str(pk) for pk in tasks.values_list("pk", flat=True)]
     else:
         ids = [str(payload.get("review_task"))]
     conversations = Conversation.objects.filter(requirement_id=event.requirement_id,  # indexed: the task's only

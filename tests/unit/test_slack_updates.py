@@ -8,6 +8,7 @@ import logging
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from lifecycle.actors import Actor
@@ -15,6 +16,7 @@ from lifecycle.models import ActionApproval, Notification, OutboxEvent, ReviewTa
 from lifecycle.notifications import slack as slack_channel
 from lifecycle.notifications import slack_updates
 from lifecycle.notifications.sending import notification_send
+from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.services import sla
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.outbox import relay
@@ -117,6 +119,26 @@ def test_a_task_that_expires_with_its_requirement_loses_its_buttons(scripted, sl
 
     [update] = slack.updated
     assert not buttons_of(update) and lines_of(update) == ["No longer waits for a decision: expired"]
+
+
+def test_an_expiring_event_updates_the_posts_of_the_tasks_it_expired_only(scripted, slack, workspace, acme_project,
+                                                                          rita):
+    announcing(acme_project)
+    task = age(open_review(acme_project, kind="stories_approval"), hours=30)
+    script_answer(scripted, specialists={"review_assistant": []}, answer="Two stories wait for you.")
+    sla.review_sweep(now=timezone.now())
+    requirement_cancel_request(requirement_id=task.requirement_id, actor=Actor.human(rita, "api"), reason="dropped")
+    assert OutboxEvent.objects.get(name="RequirementCancelled").payload["expired_tasks"] == [str(task.pk)]
+    assert updates().count() == 1
+
+    def relayed(payload):
+        with transaction.atomic():
+            queue_slack_updates(OutboxEvent.objects.create(requirement_id=task.requirement_id, name="PlaybookChanged",
+                                                           payload=payload, sent_at=timezone.now()))
+        return updates().count()
+
+    assert relayed({"from": "new_feature", "to": "bug_fix", "expired_tasks": []}) == 1  # expired earlier: not again
+    assert relayed({"from": "new_feature", "to": "bug_fix"}) == 2  # an older event: every expired task's post
 
 
 def test_a_deleted_message_is_refused_once_and_logged_not_retried(scripted, slack, workspace, acme_project, rita,
