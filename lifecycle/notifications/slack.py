@@ -19,7 +19,8 @@ chat.postMessage has no idempotency key, so a post whose answer was lost may hav
 at most (two posts at worst), and a binding written by an earlier attempt stops any further post.
 
 Each post row records the ts Slack answered in its body (a new message's in the transaction that binds its thread),
-so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py). Post and update show
+so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py), and a row whose ts is
+recorded is not posted again (the worker stopped before recording it sent). Post and update show
 the same thing (`shown`): the text, then per action request (or the review task) its buttons while it waits, else
 one line saying what was decided, by whom, how and when.
 """
@@ -119,6 +120,8 @@ def send(note: Notification) -> None:
     if note.event == STARTED:
         _start_thread(note, message, team, channel)
         return
+    if json.loads(note.body).get("ts"):
+        return  # posted; only the row's outcome was not recorded (a retry would post it twice)
     text, rows = shown(note, message)
     answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
                                                                rows=rows))

@@ -7,7 +7,9 @@ buttons, keyed by the event and the post (relaying the event again adds none), i
 row is then sent like any notification (lifecycle/notifications/sending.py): claimed once, retried with backoff
 while Slack's failure is transient (no answer, 429, 5xx), failed for good when not (message_not_found, a token
 refused). The row names the post's row, never a text: the update shows what the post would show now
-(lifecycle.notifications.slack.shown), so an update sent twice, late or after another shows the same thing.
+(lifecycle.notifications.slack.shown), so an update sent twice, late or after another shows the same thing. Two
+updates of one post can still reach Slack out of order (the older drawing last): each draws the post again once
+Slack took it and sends that while it differs.
 A post not made yet is waited for (its own send shows what is decided by then); one that failed is not updated.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from agents.delivery.slack import Row
 from lifecycle.models import ActionApproval, Conversation, Message, Notification, OutboxEvent, ReviewTask
 from lifecycle.notifications import slack
 from lifecycle.notifications.errors import ChannelError, ChannelRefused
@@ -25,8 +28,9 @@ from lifecycle.states import ReviewState
 
 log = logging.getLogger(__name__)
 CHANNEL = "slack_update"
-EXPIRING = ("RequirementCancelled", "PlaybookChanged")  # the requirement's waiting tasks expired with the event
+EXPIRING = ("RequirementCancelled", "PlaybookChanged")  # expire the requirement's waiting tasks: "expired_tasks"
 EVENTS = ("ActionDecided", "ReviewTaskResolved", *EXPIRING)
+SENDS = 3  # chat.update calls of one attempt at most, each showing what is decided by then
 
 
 def queue_slack_updates(event: OutboxEvent) -> None:
@@ -45,11 +49,14 @@ def _posts_about(event: OutboxEvent) -> list[Notification]:
         prefix = f"message:{approval.tool_call.message_id}:{slack.CHANNEL}:"
         return list(Notification.objects.filter(channel=slack.CHANNEL, key__startswith=prefix))
     if event.name in EXPIRING:
-        tasks = ReviewTask.objects.filter(requirement_id=event.requirement_id, state=ReviewState.EXPIRED)
-        ids = [str(pk) for pk in tasks.values_list("pk", flat=True)]
+        ids = payload.get("expired_tasks")
+        if ids is None:  # an event recorded before its payload named them: every task of the requirement it expired
+            tasks = ReviewTask.objects.filter(requirement_id=event.requirement_id, state=ReviewState.EXPIRED)
+            ids = [str(pk) for pk in tasks.values_list("pk", flat=True)]
     else:
         ids = [str(payload.get("review_task"))]
-    conversations = Conversation.objects.filter(outbox_event__payload__review_task__in=ids).values_list("pk", flat=True)
+    conversations = Conversation.objects.filter(requirement_id=event.requirement_id,  # indexed: the task's only
+                                                outbox_event__payload__review_task__in=ids).values_list("pk", flat=True)
     keys = [f"conversation:{pk}:{slack.CHANNEL}" for pk in conversations]
     return list(Notification.objects.filter(channel=slack.CHANNEL, event=slack.STARTED, key__in=keys))
 
@@ -78,6 +85,18 @@ def send(note: Notification) -> None:
     if message is None:
         raise ChannelRefused("the message is gone")
     team, channel = post.recipient.split(":")[:2]
-    text, rows = slack.shown(post, message)
+    drawn = slack.shown(post, message)
+    for _ in range(SENDS):
+        _update(team, channel, ts, *drawn)
+        # Another update of the post, drawn later, may have landed before this one: what Slack shows is what
+        # this drew, so it is drawn again and sent again (chat.update is idempotent) until it is still current.
+        now = slack.shown(post, message)
+        if now == drawn:
+            log.info("slack: post %s (%s) updated", post.pk, ts)
+            return
+        drawn = now
+    raise ChannelError(f"the post {post.pk} changed while it was updated {SENDS} times: it is updated again later")
+
+
+def _update(team: str, channel: str, ts: str, text: str, rows: list[Row]) -> None:
     slack.call_slack(team, lambda client: client.update_message(channel=channel, ts=ts, text=text, rows=rows))
-    log.info("slack: post %s (%s) updated", post.pk, ts)

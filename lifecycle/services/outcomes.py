@@ -33,9 +33,11 @@ def requirement_cancel(requirement: Requirement, *, actor: Actor, reason: str) -
     """A human terminated the requirement: cancel it and expire whatever still waits on it."""
     requirement.budget_exhausted, requirement.budget_paused_from = False, ""  # no longer paused for a budget
     transition(requirement, "cancel", actor=actor, metadata={"reason": reason})
+    expired = []
     for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement, state__in=PENDING_REVIEW_STATES):
         transition(pending, "expire", actor=actor, metadata={"reason": "requirement cancelled"})
-    emit(requirement, "RequirementCancelled", {"reason": reason})
+        expired.append(str(pending.pk))
+    emit(requirement, "RequirementCancelled", {"reason": reason, "expired_tasks": expired})
 
 
 def _stories(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:

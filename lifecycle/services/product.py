@@ -81,10 +81,13 @@ def requirement_retriage(*, requirement_id: Any, actor: Actor, playbook: str, re
         before = requirement.playbook
         requirement.playbook, requirement.clarification_round = new, requirement.clarification_round + 1
         transition(requirement, "retriage", actor=actor, metadata={"playbook": [before, new], "reason": reason})
+        expired = []
         for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement,
                                                                      state__in=PENDING_REVIEW_STATES):
             transition(pending, "expire", actor=actor, metadata={"reason": "the playbook changed"})
-        emit(requirement, "PlaybookChanged", {"from": before, "to": new, "round": requirement.clarification_round})
+            expired.append(str(pending.pk))
+        emit(requirement, "PlaybookChanged", {"from": before, "to": new, "round": requirement.clarification_round,
+                                              "expired_tasks": expired})
         step_schedule(requirement_id=requirement.pk, key=step_keys.PO_CLARIFY, attempt=requirement.clarification_round)
     return requirement
 

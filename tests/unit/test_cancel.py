@@ -37,7 +37,8 @@ def test_a_reviewer_cancels_and_the_waiting_task_expires(waiting, rita):
     assert row.metadata == WHY
     task.refresh_from_db()
     assert task.state == "expired"
-    assert OutboxEvent.objects.get(requirement=req, name="RequirementCancelled").payload == WHY
+    assert OutboxEvent.objects.get(requirement=req, name="RequirementCancelled").payload == {
+        **WHY, "expired_tasks": [str(task.pk)]}
 
 
 def test_the_submitter_may_withdraw_their_own_but_not_anothers(waiting, alice, sam):

@@ -371,6 +371,18 @@ def test_a_post_bound_by_an_earlier_attempt_is_not_posted_again(scripted, slack,
     assert len(slack.posted) == 2 and Notification.objects.get(pk=note.pk).state == "sent"
 
 
+def test_a_thread_post_whose_ts_was_recorded_is_not_posted_again(scripted, slack, workspace):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Once only.")
+    say(slack, "<@UBOT> anything new?", ts="501.1", kind="app_mention")
+    note = Notification.objects.get(channel="slack")
+    assert json.loads(note.body)["ts"]
+    Notification.objects.filter(pk=note.pk).update(state="pending", attempts=1)  # as if the worker died after posting
+
+    notification_send(note.pk, now=timezone.now() + timedelta(days=1))
+    assert [p["text"] for p in slack.posted] == ["Once only."]
+    assert Notification.objects.get(pk=note.pk).state == "sent"
+
+
 def test_the_project_form_takes_a_channel_id_of_the_organizations_one_workspace(acme, acme_project):
     from tests.conftest import staff_client
     from tests.factories import MembershipFactory, project_form_data

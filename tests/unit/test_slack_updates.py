@@ -8,11 +8,15 @@ import logging
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from lifecycle.actors import Actor
 from lifecycle.models import ActionApproval, Notification, OutboxEvent, ReviewTask
+from lifecycle.notifications import slack as slack_channel
+from lifecycle.notifications import slack_updates
 from lifecycle.notifications.sending import notification_send
+from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.services import sla
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.outbox import relay
@@ -117,6 +121,26 @@ def test_a_task_that_expires_with_its_requirement_loses_its_buttons(scripted, sl
     assert not buttons_of(update) and lines_of(update) == ["No longer waits for a decision: expired"]
 
 
+def test_an_expiring_event_updates_the_posts_of_the_tasks_it_expired_only(scripted, slack, workspace, acme_project,
+                                                                          rita):
+    announcing(acme_project)
+    task = age(open_review(acme_project, kind="stories_approval"), hours=30)
+    script_answer(scripted, specialists={"review_assistant": []}, answer="Two stories wait for you.")
+    sla.review_sweep(now=timezone.now())
+    requirement_cancel_request(requirement_id=task.requirement_id, actor=Actor.human(rita, "api"), reason="dropped")
+    assert OutboxEvent.objects.get(name="RequirementCancelled").payload["expired_tasks"] == [str(task.pk)]
+    assert updates().count() == 1
+
+    def relayed(payload):
+        with transaction.atomic():
+            queue_slack_updates(OutboxEvent.objects.create(requirement_id=task.requirement_id, name="PlaybookChanged",
+                                                           payload=payload, sent_at=timezone.now()))
+        return updates().count()
+
+    assert relayed({"from": "new_feature", "to": "bug_fix", "expired_tasks": []}) == 1  # expired earlier: not again
+    assert relayed({"from": "new_feature", "to": "bug_fix"}) == 2  # an older event: every expired task's post
+
+
 def test_a_deleted_message_is_refused_once_and_logged_not_retried(scripted, slack, workspace, acme_project, rita,
                                                                   caplog):
     task, approval = ask_for_approval(scripted, slack, acme_project)
@@ -176,3 +200,54 @@ def test_a_decision_before_the_post_is_made_waits_for_it(scripted, slack, worksp
 
 def answer_id(approval):
     return ActionApproval.objects.select_related("tool_call").get(pk=approval.pk).tool_call.message_id
+
+
+def test_an_update_overtaken_by_a_later_one_is_sent_again_as_drawn_now(scripted, slack, workspace, acme_project,
+                                                                        rita, monkeypatch):
+    first, second = open_review(acme_project, title="First list"), open_review(acme_project, title="Second list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve", "reason": "looks right"})
+        for task in (first, second)]}, answer="I asked for both lists to be approved.")
+    say(slack, "<@UBOT> approve both lists", ts="402.1", kind="app_mention")
+    one, two = (ActionApproval.objects.get(arguments__task_id=str(task.pk)) for task in (first, second))
+    [ts] = [ts for (channel, ts), body in slack.messages.items() if body is slack.posted[0]]
+    assert len(buttons_of(slack.posted[0])) == 4
+    slack.rate_limit_next()  # the first decision's update waits for its retry
+    api_for(rita).post(f"/api/v1/approvals/{one.pk}/reject/", {}, format="json")
+    [late] = updates()
+
+    draw = slack_channel.shown
+    overtaken = []
+
+    def drawn_then_overtaken(note, message):
+        """The first update draws the post while the second request waits; before it reaches Slack, the second
+        is decided and its own update, drawn after both decisions, lands first."""
+        drawing = draw(note, message)
+        if not overtaken:
+            overtaken.append("drawn")  # before the second update, which draws too
+            overtaken.append(api_for(rita).post(f"/api/v1/approvals/{two.pk}/reject/", {}, format="json"))
+        return drawing
+
+    monkeypatch.setattr(slack_channel, "shown", drawn_then_overtaken)
+    notification_send(late.pk, now=timezone.now() + timedelta(days=1))
+
+    assert overtaken[1].status_code == 200
+    stale, *again = [u for u in slack.updated if u["ts"] == ts][1:]
+    assert len(buttons_of(stale)) == 2 and again  # the stale drawing landed last, then was drawn and sent again
+    shown_now = slack.messages[("C1", ts)]
+    assert not buttons_of(shown_now) and len(lines_of(shown_now)) == 2
+    assert updates("sent").count() == 2
+
+
+def test_a_post_that_keeps_changing_is_sent_three_times_then_retried_later(scripted, slack, workspace, acme_project,
+                                                                           rita, monkeypatch):
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+    draw, drawings = slack_channel.shown, iter(range(100))
+    monkeypatch.setattr(slack_channel, "shown", lambda note, message: (
+        f"{draw(note, message)[0]} ({next(drawings)})", draw(note, message)[1]))
+
+    api_for(rita).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json")
+
+    [row] = updates()
+    assert len(slack.updated) == slack_updates.SENDS == 3
+    assert row.state == "pending" and "changed while it was updated 3 times" in row.last_error

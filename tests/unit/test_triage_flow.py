@@ -71,7 +71,7 @@ def test_a_ticket_on_secrets_is_refused_with_its_reason(alice, scripted):
     assert req.state == "cancelled"
     assert req.transitions.get(event="cancel").metadata["reason"] == f"out of scope: {SECRETS['reason']}"
     assert events(req)["TicketRefused"]["reason"] == SECRETS["reason"]
-    assert events(req)["RequirementCancelled"] == {"reason": f"out of scope: {SECRETS['reason']}"}
+    assert events(req)["RequirementCancelled"] == {"reason": f"out of scope: {SECRETS['reason']}", "expired_tasks": []}
     assert list(req.steps.values_list("key", flat=True)) == ["po_triage"]
 
 

@@ -48,7 +48,8 @@ def test_a_reviewer_switches_a_misread_ticket_to_the_bug_fix_playbook(at_stories
     assert req.docs.get(version=2).acceptance_criteria == tickets.CRITERIA  # clarified again, as a bug ticket
     assert "Clarify this bug ticket" in scripted.requests[3].messages[0]["content"]
     assert OutboxEvent.objects.get(requirement=req, name="PlaybookChanged").payload == {
-        "from": "new_feature", "to": "bug_fix", "round": 2}
+        "from": "new_feature", "to": "bug_fix", "round": 2,
+        "expired_tasks": [str(req.review_tasks.get(kind="stories_approval").pk)]}
 
 
 def test_a_vague_ticket_waiting_for_its_reporter_can_be_switched_too(alice, rita, scripted):
