@@ -46,14 +46,14 @@ class SlackClient(HostClient):
     def post_message(self, *, channel: str, text: str, thread_ts: str = "", rows: Sequence[Row] = ()) -> dict[str, Any]:
         """Post `text` into the thread `thread_ts` of `channel` (without one: a new message of the channel, whose
         `ts` names the thread its replies start), `rows` under it; Slack's answer ({"ok": true, "channel", "ts"})."""
-        body = {"channel": channel, "text": clip(text), "blocks": blocks(text, rows), "unfurl_links": False,
+        body = {"channel": channel, "text": fallback(text), "blocks": blocks(text, rows), "unfurl_links": False,
                 **({"thread_ts": thread_ts} if thread_ts else {})}
         return self._call("/chat.postMessage", body)
 
     def update_message(self, *, channel: str, ts: str, text: str, rows: Sequence[Row] = ()) -> dict[str, Any]:
         """Rewrite the message `ts` of `channel` (the channel's id, as chat.postMessage answered): its text and all
         its blocks, so a button left out is gone; Slack's answer ({"ok": true, "channel", "ts", "text"})."""
-        return self._call("/chat.update", {"channel": channel, "ts": ts, "text": clip(text),
+        return self._call("/chat.update", {"channel": channel, "ts": ts, "text": fallback(text),
                                            "blocks": blocks(text, rows)})
 
     def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +61,13 @@ class SlackClient(HostClient):
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             raise refusal(f"Slack POST {path}", answer)
         return answer
+
+
+def fallback(text: str) -> str:
+    """The message's top-level text (what notifications and screen readers show), which Slack reads as mrkdwn: its
+    three control characters escaped, so no one's words can mention @channel or a person, or forge a link. The
+    blocks show the text as plain_text, which Slack does not read."""
+    return clip(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def blocks(text: str, rows: Sequence[Row]) -> list[dict[str, Any]]:

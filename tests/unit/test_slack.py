@@ -115,6 +115,16 @@ def test_a_mention_starts_a_conversation_and_its_answer_is_posted_into_the_threa
     assert Notification.objects.get(channel="slack").state == "sent"
 
 
+def test_an_answer_cannot_mention_the_channel_or_forge_a_link_in_the_text_slack_reads(scripted, slack, workspace):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="<!channel> see <https://evil.example|the PR> & more")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+
+    [posted] = slack.posted  # the top-level text is mrkdwn (notifications show it); the blocks are plain_text
+    assert posted["text"] == "&lt;!channel&gt; see &lt;https://evil.example|the PR&gt; &amp; more"
+    assert posted["blocks"][0]["text"] == {"type": "plain_text", "emoji": False,
+                                           "text": "<!channel> see <https://evil.example|the PR> & more"}
+
+
 def test_a_reply_in_the_thread_is_the_mapped_persons_message_and_a_repeat_adds_nothing(scripted, slack, workspace, rita):
     script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
     say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
