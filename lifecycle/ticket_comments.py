@@ -5,7 +5,7 @@ An outbox subscriber turns an event into one Notification row on the `ticket` ch
 is sent like any notification (lifecycle/notifications/sending.py): claimed once, retried with backoff while the
 host's failure is transient (no answer, 429, 5xx), failed for good when it is not (a token refused, an issue not
 found), and queued again by the beat if its message is lost. The row holds the comment's text as structured parts
-(the untrusted ones without control or format characters, as lifecycle/notifications/messages.py cleans them),
+(the untrusted ones without control or format characters: agents/delivery/rich_text.py's block and literal),
 never a token: the host's settings and token are read when sending (lifecycle/services/host_settings.py).
 
 What is said, and when: work started (`RepositoryPrepared`), the pull or merge request's link (`Deployed`), the
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
@@ -32,7 +31,6 @@ from agents.delivery.rich_text import Block, Part, Span
 from lifecycle.errors import DomainError
 from lifecycle.models import Notification, OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications.errors import ChannelError, ChannelRefused
-from lifecycle.notifications.messages import untrusted_line, untrusted_text
 from lifecycle.services import dispatch
 from lifecycle.services.host_settings import github_settings, gitlab_settings, jira_settings
 from lifecycle.states import ReviewKind
@@ -86,7 +84,7 @@ def _row_for(event: OutboxEvent) -> Notification | None:
         key=f"outbox:{event.pk}:{CHANNEL}",
         defaults={"event": f"ticket_{kind}", "channel": CHANNEL, "recipient": requirement.ticket_key,
                   "requirement": requirement, "subject": f"{kind} on {requirement.ticket_key}"[:300],
-                  "body": parts_to_json(_cleaned(parts)), "next_attempt_at": timezone.now()})
+                  "body": parts_to_json(parts), "next_attempt_at": timezone.now()})
     return row if new else None
 
 
@@ -111,12 +109,6 @@ def _comment(event: OutboxEvent, requirement: Requirement) -> tuple[str, list[Pa
         reason = f"{STOPPING_TASKS[task.kind]}. {task.question}" + (f"\n\n{task.reasoning}" if task.reasoning else "")
         return "stopped", comments.stopped(reason)
     return None
-
-
-def _cleaned(parts: list[Part]) -> list[Part]:
-    """The untrusted parts (blocks, literal spans) without control or format characters, as every message has them."""
-    return [Block(untrusted_text(p.text)) if isinstance(p, Block) else
-            tuple(replace(s, text=untrusted_line(s.text)) if s.literal else s for s in p) for p in parts]
 
 
 def _delivered(payload: dict[str, Any]) -> list[Part]:

@@ -55,13 +55,19 @@ def link(text: str, href: str) -> Span:
 
 
 def block(text: str, limit: int = 4000) -> Block:
-    return Block(bounded(without_controls(text.replace("\r\n", "\n"), keep="\t\n").strip("\n"), limit))
+    return Block(bounded(without_controls_by_line(text, keep="\t"), limit))
 
 
 def without_controls(text: str, keep: str = "") -> str:
     """Untrusted text with its format characters (Unicode Cf: bidi overrides, zero-width characters, which hide or
     reorder what it says) dropped and its control characters (Cc: ESC, C0 and C1) made spaces, but those in `keep`."""
     return "".join(" " if category(c) == "Cc" and c not in keep else c for c in text if category(c) != "Cf")
+
+
+def without_controls_by_line(text: str, keep: str = "") -> str:
+    """Untrusted text of several lines: each line break (CR LF, CR, U+2028, NEL…) one newline, each line
+    `without_controls` and its trailing spaces, blank lines at either end trimmed."""
+    return "\n".join(without_controls(line, keep).rstrip() for line in text.splitlines()).strip("\n")
 
 
 def bounded(text: str, limit: int) -> str:

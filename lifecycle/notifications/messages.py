@@ -12,7 +12,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from agents.delivery.rich_text import without_controls
+from agents.delivery.rich_text import without_controls, without_controls_by_line
 from lifecycle.models import Requirement, ReviewTask
 
 KINDS = ("review_task_opened", "requirement_blocked", "requirement_escalated", "review_task_reminder",
@@ -52,7 +52,7 @@ def untrusted_line(text: str) -> str:
 def untrusted_text(text: str) -> str:
     """Someone's text of several lines: each line break (CR LF, CR, U+2028…) one newline; in each line the characters
     `untrusted_line` drops are dropped, its indentation kept; trailing spaces and blank lines at either end trimmed."""
-    return "\n".join(without_controls(line).rstrip() for line in text.splitlines()).strip("\n")
+    return without_controls_by_line(text)
 
 
 def quoted(text: str) -> str:

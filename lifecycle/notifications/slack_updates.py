@@ -78,10 +78,11 @@ def send(note: Notification) -> None:
         raise ChannelRefused("the post's row is gone")
     if post.state == Notification.State.PENDING:
         raise ChannelError("the post is not made yet: it is updated once it is")
-    ts = json.loads(post.body).get("ts")
+    posted = json.loads(post.body)
+    ts = posted.get("ts")
     if post.state == Notification.State.FAILED or not ts:
         raise ChannelRefused(f"nothing to update: the post {post.pk} was not made, or its ts was not recorded")
-    message = Message.objects.select_related("conversation").filter(pk=json.loads(post.body).get("message")).first()
+    message = Message.objects.select_related("conversation").filter(pk=posted.get("message")).first()
     if message is None:
         raise ChannelRefused("the message is gone")
     team, channel = post.recipient.split(":")[:2]

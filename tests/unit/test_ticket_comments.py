@@ -218,7 +218,7 @@ def test_the_reason_reaches_the_ticket_without_control_or_format_characters(acme
                     question="Three attempts\u200b failed.\x1b[2J\r\nsee \u202etxt.exe\x85done", context={},
                     reasoning="the model\u2028said so")
     [comment] = github.comments
-    assert ("```text\nescalated to a person. Three attempts failed. [2J\nsee txt.exe done\n\nthe model\nsaid so\n```"
+    assert ("```text\nescalated to a person. Three attempts failed. [2J\nsee txt.exe\ndone\n\nthe model\nsaid so\n```"
             in comment["body"])
     assert not any(char in comment["body"] for char in ("\u202e", "\u200b", "\x1b", "\r", "\x85", "\u2028"))
     assert Notification.objects.get(channel="ticket").state == "sent"
