@@ -15,6 +15,7 @@ from lifecycle.notifications.slack_updates import EVENTS as SLACK_UPDATING
 from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.replay.runs import replay_compare, replay_review_answer
 from lifecycle.services import quality, scheduling
+from lifecycle.services.approvals import approvals_supersede
 from lifecycle.services.autonomous import autonomous_decide
 from lifecycle.services.digest import digest_refresh
 from lifecycle.services.meta_eval_end import requirement_ended
@@ -57,6 +58,13 @@ def compare_replay(event: OutboxEvent) -> None:
         replay_compare(replay)
 
 
+def supersede_approvals(event: OutboxEvent) -> None:
+    """Requests the assistant made that can no longer do anything (their task was decided another way or expired,
+    their requirement ended) close as superseded."""
+    if event.requirement_id is not None:
+        approvals_supersede(event.requirement_id)
+
+
 def speak_first(event: OutboxEvent) -> None:
     """A system conversation for the event when it is an occasion (lifecycle.services.system_messages), its
     e-mails and its Slack post, in the relay's transaction: each happens once per event. In a savepoint: a failure
@@ -95,6 +103,9 @@ HANDLERS: dict[str, list[Handler]] = {
     # a proposal announced to the project's owners (lifecycle/notifications/promotions.py)
     "PromotionProposed": [notifying.queue_notifications],
 }
+# a request to decide a task decided another way, or to cancel a requirement that ended, is closed
+for _name in ("ReviewTaskResolved", "RequirementCancelled", "PlaybookChanged", "Deployed"):
+    HANDLERS[_name] = [*HANDLERS.get(_name, []), supersede_approvals]
 for _name in SYSTEM_EVENTS:
     HANDLERS[_name] = [*HANDLERS.get(_name, []), speak_first]
 # a Slack post whose buttons decide what the event decided is rewritten (lifecycle/notifications/slack_updates.py)

@@ -148,6 +148,7 @@ class ActionApproval(models.Model):
         REJECTED = "rejected"
         DONE = "done"
         FAILED = "failed"
+        SUPERSEDED = "superseded"  # what it would decide was decided another way, or its requirement ended
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("lifecycle.Organization", on_delete=models.CASCADE, related_name="+")

@@ -241,6 +241,8 @@ def approval_rows(message: Message) -> list[Row]:
         if a.state == ActionApproval.State.PENDING:
             rows.append([Button(label, f"approval:approve:{a.pk}", "primary"),
                          Button("Reject", f"approval:reject:{a.pk}", "danger")])
+        elif a.state == ActionApproval.State.SUPERSEDED:  # result: our words, a task's decider's name at most
+            rows.append(f"{label[len(APPROVE):]}: no longer asked, {untrusted_line(a.result)}")
         else:
             by = _by(a.decided_by, a.decided_via, a.decided_at)
             rows.append(f"{label[len(APPROVE):]}: {APPROVAL_OUTCOMES.get(a.state, a.state)} {by}")

@@ -38,7 +38,7 @@ from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.holds import change_hold
 from lifecycle.services.outbox import emit
-from lifecycle.states import DECIDING_ROLES, Decision, ReviewKind, Role
+from lifecycle.states import DECIDING_ROLES, PENDING_REVIEW_STATES, TERMINAL_STATES, Decision, ReviewKind, Role
 
 CANCEL = "cancel_requirement"
 APPROVE_STORIES = f"{ReviewKind.STORIES_APPROVAL}:{Decision.APPROVE}"
@@ -147,6 +147,40 @@ def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: st
     return approval
 
 
+def approvals_supersede(requirement_id: Any) -> int:
+    """Close as superseded the requirement's pending requests that can no longer do anything: a review decision
+    whose task was decided another way or expired, a cancel of a requirement that ended. Their Slack buttons go
+    (ActionDecided) and their conversation says why. Idempotent; returns how many it closed."""
+    requirement = Requirement.objects.filter(pk=requirement_id).first()
+    if requirement is None:
+        return 0
+    settled = {str(task.pk): task for task in ReviewTask.objects.select_related("decided_by").filter(
+        requirement_id=requirement_id).exclude(state__in=PENDING_REVIEW_STATES)}
+    ended = requirement.state in TERMINAL_STATES
+    mine = Q(arguments__task_id__in=list(settled)) | Q(action=CANCEL, arguments__requirement_id=str(requirement_id))
+    closed = 0
+    with transaction.atomic():
+        for approval in ActionApproval.objects.select_for_update().filter(
+                mine, organization_id=requirement.organization_id, state=ActionApproval.State.PENDING):
+            task = settled.get(str(approval.arguments.get("task_id")))
+            if approval.action == CANCEL and ended:
+                approval.result = f"not needed: the requirement is already {requirement.get_state_display().lower()}"
+            elif task is not None and approval.action != CANCEL:
+                approval.result = f"not needed: the review task was {_settled(task)}"
+            else:
+                continue
+            _close(approval, Actor.system("superseded"), state=ActionApproval.State.SUPERSEDED, reason="")
+            closed += 1
+    return closed
+
+
+def _settled(task: ReviewTask) -> str:
+    if not task.decision:
+        return f"closed as {task.get_state_display().lower()}"
+    who = getattr(task.decided_by, "username", "") or task.decided_by_policy or "someone"
+    return f"decided another way: {task.get_decision_display().lower()} by {who}"
+
+
 def preauthorization_for(project_id: Any, action: str) -> ActionPreauthorization | None:
     """The project's pre-authorization of exactly `action`, if its admins granted one."""
     return ActionPreauthorization.objects.select_related("granted_by").filter(project_id=project_id,
@@ -230,6 +264,8 @@ def _close(approval: ActionApproval, actor: Actor, *, state: str, reason: str, v
 
 def _note(approval: ActionApproval) -> str:
     who = getattr(approval.decided_by, "username", "") or "someone"
+    if approval.state == ActionApproval.State.SUPERSEDED:
+        return f"{approval.summary}: no longer asked, {approval.result}"
     if approval.state == ActionApproval.State.REJECTED:
         return f"{who} rejected: {approval.summary}" + (f" ({approval.reason})" if approval.reason else "")
     how = "pre-authorized for this project, run" if approval.preauthorization_id else f"approved by {who}"

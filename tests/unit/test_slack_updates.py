@@ -251,3 +251,47 @@ def test_a_post_that_keeps_changing_is_sent_three_times_then_retried_later(scrip
     [row] = updates()
     assert len(slack.updated) == slack_updates.SENDS == 3
     assert row.state == "pending" and "changed while it was updated 3 times" in row.last_error
+
+
+def test_a_request_whose_task_is_decided_another_way_is_superseded_and_loses_its_buttons(scripted, slack, workspace,
+                                                                                        acme_project, rita):
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+
+    response = api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/",
+                                  {"decision": "reject", "reason": "not yet"}, format="json")
+
+    assert response.status_code == 200, response.content
+    approval.refresh_from_db()
+    assert approval.state == ActionApproval.State.SUPERSEDED and approval.decided_at is not None
+    assert approval.result == "not needed: the review task was decided another way: reject by rita"
+    [update] = slack.updated
+    assert not buttons_of(update)
+    assert lines_of(update) == [f"{approval.summary}: no longer asked, {approval.result}"]
+    assert approval.conversation.messages.filter(author="system", text__contains="no longer asked").count() == 1
+    late = api_for(rita).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json")
+    assert late.status_code == 409  # what it asked for is not done twice
+
+    OutboxEvent.objects.filter(name="ReviewTaskResolved").update(sent_at=None)
+    relay()  # relayed again: nothing closes twice
+    assert len(slack.updated) == 1
+    assert approval.conversation.messages.filter(author="system", text__contains="no longer asked").count() == 1
+
+
+def test_a_request_to_cancel_a_requirement_that_ended_is_superseded(scripted, slack, workspace, acme_project, rita):
+    task = open_review(acme_project, title="Old list")
+    other = open_review(acme_project, title="Other list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("cancel_requirement", {"requirement_id": str(task.requirement_id), "reason": "not wanted"}),
+        ("cancel_requirement", {"requirement_id": str(other.requirement_id), "reason": "not wanted either"})]},
+        answer="I asked for both to be cancelled.")
+    say(slack, "<@UBOT> cancel the old and the other list", ts="403.1", kind="app_mention")
+    ended, waiting = (ActionApproval.objects.get(arguments__requirement_id=str(t.requirement_id)) for t in (task, other))
+
+    requirement_cancel_request(requirement_id=task.requirement_id, actor=Actor.human(rita, "api"), reason="dropped")
+
+    ended.refresh_from_db(), waiting.refresh_from_db()
+    assert ended.state == ActionApproval.State.SUPERSEDED
+    assert ended.result == "not needed: the requirement is already cancelled"
+    assert waiting.state == ActionApproval.State.PENDING  # another requirement's request still waits
+    [update] = slack.updated
+    assert len(buttons_of(update)) == 2 and f"{ended.summary}: no longer asked" in lines_of(update)[0]
