@@ -35,10 +35,11 @@ class HostError(DeliveryError):
     """The host answered with an error. `status` is its HTTP status; `retryable` says whether asking again later
     may succeed (429 and 5xx), as opposed to a person having to change something first."""
 
-    def __init__(self, message: str, *, status: int) -> None:
+    def __init__(self, message: str, *, status: int, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = status >= 500 or isinstance(self, RateLimited)
+        self.retry_after_s = retry_after_s  # the host's Retry-After, when it said how long to wait
 
 
 class RateLimited(HostError):
@@ -172,12 +173,19 @@ def _error(call: str, response: httpx.Response, secrets: tuple[str, ...]) -> Hos
             NotFound: " (no such resource, or the token may not see it)",
             RateLimited: _retry_hint(response.headers)}.get(kind, "")
     text = scrub(_host_message(response), *secrets)[:MESSAGE_MAX_CHARS]
-    return kind(f"{call}: {status} {text}{hint}", status=status)
+    after = retry_after(response.headers) if kind is RateLimited else None
+    return kind(f"{call}: {status} {text}{hint}", status=status, retry_after_s=after)
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Retry-After in seconds (the delta form every host here sends), or None when absent or a date."""
+    after = headers.get("retry-after", "").strip()
+    return float(after) if after.isdigit() else None
 
 
 def _retry_hint(headers: httpx.Headers) -> str:
-    after = headers.get("retry-after", "")
-    return f" (rate limited; retry after {after}s)" if after.isdigit() else " (rate limited; retry later)"
+    after = retry_after(headers)
+    return f" (rate limited; retry after {after:.0f}s)" if after is not None else " (rate limited; retry later)"
 
 
 def _rate_limited(headers: httpx.Headers) -> bool:

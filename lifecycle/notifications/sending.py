@@ -89,7 +89,8 @@ def notification_send(notification_id: int, *, now: datetime | None = None) -> f
     try:
         CHANNELS[note.channel](note)
     except ChannelError as exc:
-        return _failed(note, f"{type(exc).__name__}: {exc}", now, permanent=isinstance(exc, ChannelRefused))
+        return _failed(note, f"{type(exc).__name__}: {exc}", now, permanent=isinstance(exc, ChannelRefused),
+                       wait_s=exc.retry_after_s)
     except Exception as exc:  # a channel's bug or an unknown channel: recorded and retried, never left pending
         log.exception("notification %s: %s channel raised", note.pk, note.channel)
         return _failed(note, f"{type(exc).__name__}: {exc}", now)
@@ -124,12 +125,15 @@ def backoff_seconds(attempts: int) -> float:
     return min(settings.AITEAM_NOTIFY_BACKOFF_S * 2 ** max(attempts - 1, 0), 3600.0)
 
 
-def _failed(note: Notification, error: str, now: datetime, *, permanent: bool = False) -> float | None:
+def _failed(note: Notification, error: str, now: datetime, *, permanent: bool = False,
+            wait_s: float | None = None) -> float | None:
+    """Record a failed attempt: retried after the backoff, or after the wait the other side asked for when that is
+    longer (at most an hour), until the attempts run out; given up at once when `permanent`."""
     if permanent or note.attempts >= settings.AITEAM_NOTIFY_MAX_ATTEMPTS:
         log.warning("notification %s failed (attempt %d), giving up: %s", note.pk, note.attempts, error)
         _record(note, state=State.FAILED, last_error=error[:2000])
         return None
-    delay = backoff_seconds(note.attempts)
+    delay = max(backoff_seconds(note.attempts), min(wait_s or 0.0, 3600.0))
     log.info("notification %s failed (attempt %d), retrying in %.0fs: %s", note.pk, note.attempts, delay, error)
     if not _record(note, last_error=error[:2000], next_attempt_at=now + timedelta(seconds=delay)):
         return None  # the row is no longer ours to retry

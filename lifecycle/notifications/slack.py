@@ -216,7 +216,9 @@ def call_slack(team: str, call: Callable[[SlackClient], dict[str, Any]]) -> dict
     except NoAnswer as exc:
         raise AnswerLost(str(exc)) from None
     except HostError as exc:
-        raise (ChannelError if exc.retryable else ChannelRefused)(str(exc)) from None
+        if exc.retryable:
+            raise ChannelError(str(exc), retry_after_s=exc.retry_after_s) from None
+        raise ChannelRefused(str(exc)) from None
     except DeliveryError as exc:
         raise ChannelRefused(str(exc)) from None
 

@@ -36,6 +36,7 @@ class FakeSlackServer(LocalServer):
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[RecordedRequest] = []
         self._rate_limited = 0
+        self._retry_after = "1"
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
         super().__init__(json_handler_for(self), "fake-slack")
@@ -48,9 +49,11 @@ class FakeSlackServer(LocalServer):
         with self._lock:
             self.channels.add(channel)
 
-    def rate_limit_next(self, times: int = 1) -> None:
+    def rate_limit_next(self, times: int = 1, *, retry_after: str = "1") -> None:
+        """The next `times` calls answer 429 ratelimited with this Retry-After, as Slack's rate limits do."""
         with self._lock:
             self._rate_limited += times
+            self._retry_after = retry_after
 
     def reply_delay(self, request: RecordedRequest) -> float:
         return 0.0
@@ -60,7 +63,7 @@ class FakeSlackServer(LocalServer):
             self.requests.append(request)
             if self._rate_limited:
                 self._rate_limited -= 1
-                return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}
+                return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": self._retry_after}
             method = {"/api/chat.postMessage": self._post, "/api/chat.update": self._update}.get(request.path)
             if request.method != "POST" or method is None:
                 return 404, b"", {}

@@ -181,6 +181,23 @@ def test_a_rate_limited_update_is_retried_then_given_up_after_the_last_attempt(s
     assert (row.state, row.attempts) == ("failed", 3) and len(slack.updated) == 1
 
 
+def test_a_rate_limited_update_waits_as_long_as_slack_asked(scripted, slack, workspace, acme_project, rita,
+                                                             settings):
+    settings.AITEAM_NOTIFY_BACKOFF_S = 30
+    task, approval = ask_for_approval(scripted, slack, acme_project)
+    slack.rate_limit_next(retry_after="600")
+    before = timezone.now()
+    api_for(rita).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json")
+    [row] = updates()
+    assert row.state == "pending" and "retry after 600s" in row.last_error
+    assert timedelta(seconds=600) <= row.next_attempt_at - before < timedelta(seconds=660)  # not the 30 s backoff
+
+    notification_send(row.pk, now=before + timedelta(seconds=300))  # not due: nothing is sent
+    assert not slack.updated
+    notification_send(row.pk, now=row.next_attempt_at)
+    assert len(slack.updated) == 1 and updates("sent").count() == 1
+
+
 def test_a_decision_before_the_post_is_made_waits_for_it(scripted, slack, workspace, acme_project, rita):
     slack.rate_limit_next()  # the answer's post waits for its retry
     task, approval = ask_for_approval(scripted, slack, acme_project)
