@@ -72,15 +72,15 @@ test-unit-pg: venv
 	    $(PY) -m pytest tests/unit -q -n $(TEST_WORKERS) --dist loadgroup --database-tests-only; \
 	elif [ "$$CI" = true ]; then exit 1; else echo "unit tests on PostgreSQL skipped"; fi
 
-## serve: collectstatic, migrate, then web, the llm (threads) and sandbox (prefork) workers and beat from Procfile;
-## against DATABASE_URL and CELERY_BROKER_URL when set, else the embedded default (SQLite under var/, steps run
-## eagerly inside the web process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT,
+## serve: collectstatic, migrate, then web, the llm (threads) and sandbox (prefork) workers and beat from Procfile,
+## against DATABASE_URL and CELERY_BROKER_URL when set; else web and beat only, on the embedded default (SQLite
+## under var/, steps run eagerly inside the web process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT,
 ## var/static unless set, and served by WhiteNoise
 serve: export DJANGO_STATIC_ROOT ?= $(CURDIR)/var/static
 serve: venv
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py migrate
-	$(PY) -m honcho start -f Procfile
+	$(PY) -m honcho start -f Procfile $(if $(CELERY_BROKER_URL),,web beat)
 
 ## bench: figures, not tests (scratch aiteam_bench_* databases, Redis db 12)
 BENCH_BROKER_URL ?= redis://127.0.0.1:6379/12

@@ -79,7 +79,12 @@ DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
                                      conn_health_checks=True)
     if DATABASE_URL
-    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3"}
+    # The embedded default is shared by processes (make serve's web and beat, a command such as aiteam_eval beside
+    # them): write-ahead logging lets reads go on during a write, and a transaction that will write takes the lock
+    # when it begins (waiting up to 20 s for it) instead of failing with "database is locked" when it first writes.
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "aiteam.sqlite3",
+          "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20,
+                      "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"}}
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # Django's documented options: the server binds parameters, and psycopg prepares a statement a connection
@@ -329,7 +334,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"], "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("AITEAM_LOG_LEVEL", "INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "anthropic": {"level": "INFO"}},
+    # Celery's "Task … succeeded" lines say nothing when the steps run in this process (the embedded default); a
+    # worker's log keeps them.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "anthropic": {"level": "INFO"},
+                **({"celery.app.trace": {"level": "WARNING"}} if EMBEDDED else {})},
 }
 
 # --- review inbox, SLA, notifications ---

@@ -1,12 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from aiteam.health import healthz
 from lifecycle.dashboard.meta_eval import meta_eval
 from lifecycle.dashboard.views import dashboard, eval_run_export, eval_runs
 
+admin.site.site_url = "/staff/dashboard/"  # the admin's "View site": the dashboard, for staff
+
 urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),  # the review inbox's front door
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("staff/dashboard/", dashboard, name="staff-dashboard"),

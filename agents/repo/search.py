@@ -6,12 +6,15 @@ of the query's terms it matched, for the record of why it went into a prompt.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import bm25s
 
 from agents.repo.symbols import Symbol
 from agents.repo.terms import terms
+
+logging.getLogger("bm25s").setLevel(logging.NOTSET)  # it sets DEBUG on import: the logging configuration decides
 
 MAX_QUERY_CHARS = 20_000  # a ticket pasted whole is still a query; past this it is cut, not refused
 MAX_LIMIT = 500

@@ -58,7 +58,8 @@ def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:
         raise DomainError(f"'{decision}' is not an option for this task; options: {', '.join(task.options)}", "decision")
     needed = REQUIRED_TEXT.get(decision)
     if needed and not texts[needed]:
-        raise DomainError(f"a '{decision}' decision needs a {needed}", needed)
+        what = {"feedback": "feedback (what to change)"}.get(needed, f"a {needed}")
+        raise DomainError(f"a '{decision}' decision needs {what}", needed)
     if texts["constraint"] and decision != Decision.INJECT_CONSTRAINT:
         raise DomainError("only an 'inject_constraint' decision takes a constraint", "constraint")
 

@@ -46,6 +46,12 @@ def test_only_staff_see_it(rita, client):
     assert client.get(URL)["Location"].startswith("/admin/login/")
 
 
+def test_the_site_root_leads_to_the_admin_whose_view_site_link_is_the_dashboard(rita, client):
+    assert client.get("/").headers["Location"] == "/admin/"
+    page = staff_client(rita).get("/admin/")
+    assert page.status_code == 200 and b'href="/staff/dashboard/"' in page.content
+
+
 def test_it_charts_states_sla_breaches_loops_and_llm_cost(activity, rita):
     html = staff_client(rita).get(URL).content.decode()
     assert "User Stories Created: 2" in chart(html, "states")

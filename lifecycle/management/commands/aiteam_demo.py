@@ -153,8 +153,8 @@ class Command(BaseCommand):
         out(f"remote: {result['remote_url']}\nbranch: {result['branch']}")
         for commit in result["pushed_commits"]:
             out(f"  {commit['sha'][:10]} {commit['subject']}")
-        out(f"\nTry it: git clone -b {result['branch']} {result['remote_url']} delivered && cd delivered && "
-            "python -m pytest -q")
+        out(f"\nTry it: D=$(mktemp -d) && git clone -q -b {result['branch']} {result['remote_url']} \"$D\" && "
+            "PYTHONPATH=\"$D\" .venv/bin/python -m pytest -q \"$D\"")
 
     def _report_code(self, req: Requirement) -> None:
         out = self.stdout.write

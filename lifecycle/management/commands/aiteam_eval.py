@@ -54,6 +54,10 @@ class Command(BaseCommand):
         rows = eval_run_cases(run, cases, progress=self.stdout.write)
         self.stdout.write("\n" + table(rows))
         self.stdout.write(f"\nbundle {run.bundle_id or '-'}; export: python manage.py aiteam_eval export {run.pk}")
+        broke = [row.name for row in rows if row.error]
+        if broke:  # the machinery failed, not the team: a script running suites must see it
+            raise CommandError(f"{len(broke)} of {len(rows)} case(s) broke before they ended ({', '.join(broke)}): "
+                               "each row's error says why, and the log has the traceback")
 
     def _export(self, run_id: int) -> None:
         run = EvalRun.objects.filter(pk=run_id).first()
