@@ -215,8 +215,12 @@ def ensure_project_admin(user: Any, project: Project) -> None:
 def _may_decide(user: Any, approval: ActionApproval) -> bool:
     if user is None or not Membership.objects.filter(user=user, organization_id=approval.organization_id).exists():
         return False
-    if approval.action == CANCEL:  # the submitter may withdraw their own; the service checks who else may
-        return True
+    if approval.action == CANCEL:  # as the cancel service allows: the submitter withdraws their own
+        submitter = Requirement.objects.filter(pk=approval.arguments.get("requirement_id"),
+                                               organization_id=approval.organization_id).values_list(
+            "submitted_by_id", flat=True).first()
+        if submitter is not None and submitter == user.pk:
+            return True
     return not decide_refusal(user, approval.organization, project_id=approval.project_id)
 
 

@@ -3,7 +3,7 @@ sees their own conversations only (others' and other organizations' are 404); ap
 those who may (403 otherwise, 409 once decided)."""
 import pytest
 
-from lifecycle.models import ActionApproval, Conversation, ConversationParticipant, ReviewTask
+from lifecycle.models import ActionApproval, Conversation, ConversationParticipant, Requirement, ReviewTask
 from tests.conftest import api_for
 from tests.conversations import script_answer
 from tests.review_tasks import open_review
@@ -162,3 +162,30 @@ def test_an_approval_decision_refuses_unknown_fields(scripted, acme_project, rit
     approval = ask_for_approval(api_for(rita), scripted, open_review(acme_project, title="Reading list"))
     response = api_for(rita).post(f"/api/v1/approvals/{approval.pk}/approve/", {"force": True}, format="json")
     assert response.status_code == 400 and "force" in response.json()
+
+
+def test_a_cancel_request_is_decided_by_whoever_may_cancel_only(scripted, acme_project, rita, alice, sam):
+    """A cancel is the submitter's to withdraw, or a reviewer's of the project: another submitter in the
+    conversation sees the request but may neither approve nor reject it (403), and it stays theirs to decide."""
+    task = open_review(acme_project, title="Reading list")
+    Requirement.objects.filter(pk=task.requirement_id).update(submitted_by=alice)
+    script_answer(scripted, specialists={"review_assistant": [
+        ("cancel_requirement", {"requirement_id": str(task.requirement_id), "reason": "not wanted"})]},
+        answer="I asked for it to be cancelled.")
+    asked = api_for(rita).post(URL, {"text": "Cancel it", "requirement": str(task.requirement_id)}, format="json")
+    assert asked.status_code == 201, asked.content
+    approval = ActionApproval.objects.get()
+    for person in (alice, sam):
+        ConversationParticipant.objects.create(conversation=approval.conversation, user=person)
+
+    assert api_for(sam).get("/api/v1/approvals/").json()["results"] == []
+    for verb in ("approve", "reject"):
+        assert api_for(sam).post(f"/api/v1/approvals/{approval.pk}/{verb}/", {}, format="json").status_code == 403
+    assert ActionApproval.objects.get().state == "pending"
+    assert [a["id"] for a in api_for(alice).get("/api/v1/approvals/").json()["results"]] == [str(approval.pk)]
+    assert [a["id"] for a in api_for(rita).get("/api/v1/approvals/").json()["results"]] == [str(approval.pk)]
+
+    response = api_for(alice).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json")
+
+    assert response.status_code == 200 and response.json()["state"] == "done"
+    assert Requirement.objects.get(pk=task.requirement_id).state == "cancelled"
