@@ -34,11 +34,11 @@ from lifecycle.notifications.errors import ChannelError, ChannelRefused
 from lifecycle.services import dispatch
 from lifecycle.services.host_settings import github_settings, gitlab_settings, jira_settings
 from lifecycle.states import ReviewKind
-from lifecycle.tickets import TicketSource
+from lifecycle.tickets import HOST_SOURCES, TicketSource
 
 log = logging.getLogger(__name__)
 CHANNEL = "ticket"
-COMMENTED_SOURCES = {TicketSource.GITHUB, TicketSource.GITLAB, TicketSource.JIRA}
+COMMENTED_SOURCES = set(HOST_SOURCES)
 STOPPING_TASKS = {ReviewKind.ESCALATION: "escalated to a person", ReviewKind.STEP_FAILED: "a step failed",
                   ReviewKind.BUDGET_EXHAUSTED: "the budget ran out"}
 ENDED_BY_TRIAGE = ("TicketAnswered", "TicketRefused")
@@ -72,7 +72,8 @@ def send(note: Notification) -> None:
 
 def _row_for(event: OutboxEvent) -> Notification | None:
     requirement = Requirement.objects.select_related("project").filter(pk=event.requirement_id).first()
-    if requirement is None or requirement.ticket_source not in COMMENTED_SOURCES or not requirement.ticket_key:
+    if (requirement is None or requirement.ticket_source not in COMMENTED_SOURCES or not requirement.ticket_key
+            or not requirement.ticket_via_webhook):  # a member's ticket naming an issue is not the issue's (ADR 42)
         return None
     if requirement.project.settings.get("ticket_comments", True) is False or requirement.replay_of_id:
         return None

@@ -24,6 +24,8 @@ class TicketSource(models.TextChoices):
     CLI = "cli"
 
 
+HOST_SOURCES = (TicketSource.GITHUB, TicketSource.GITLAB, TicketSource.JIRA)  # trackers a signed webhook speaks for
+
 # An issue number on GitHub or GitLab; a Jira issue key (project key, dash, number); anything printable otherwise.
 _KEYS = {
     TicketSource.GITHUB: (re.compile(r"#[1-9][0-9]{0,9}"), "#<issue number>, e.g. #42"),

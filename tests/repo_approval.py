@@ -44,7 +44,8 @@ def repository_requirement(project: Project, origin: Path, *, ticket: tuple[str,
     source, key, url = ticket or ("", "", "")
     return Requirement.objects.create(organization=project.organization, project=project, brief="The total needs a doc",
                                       title=title, state="ready_to_deploy", base_sha=main_of(origin),
-                                      ticket_source=source, ticket_key=key, ticket_url=url)
+                                      ticket_source=source, ticket_key=key, ticket_url=url,
+                                      ticket_via_webhook=bool(ticket))  # as the project's webhook makes it
 
 
 def commit_change(requirement: Requirement, files: dict[str, str], message: str = "T1 (attempt 1)") -> str:

@@ -42,7 +42,8 @@ def gitlab_issue(previous: list[str] | None = None, current: list[str] | None = 
     payload = {
         "object_kind": "issue", "event_type": "issue",
         "user": {"id": 1, "name": "Administrator", "username": "root"},
-        "project": {"id": 1, "name": "wordcount", "web_url": "https://gitlab.com/acme/wordcount"},
+        "project": {"id": 1, "name": "wordcount", "web_url": "https://gitlab.com/acme/wordcount",
+                    "path_with_namespace": "acme/wordcount"},
         "object_attributes": {"id": 301, "iid": 23, "title": "count_words crashes on empty input", "description": BODY,
                               "state": "opened", "action": action,
                               "url": "https://gitlab.com/acme/wordcount/-/issues/23", **attributes},

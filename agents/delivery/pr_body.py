@@ -28,6 +28,7 @@ class TicketRef:
     key: str  # "#12" on GitHub and GitLab, "PROJ-7" on Jira
     title: str = ""
     url: str = ""
+    via_webhook: bool = False  # the tracker's own signed delivery: only then may the change close the issue
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def _ticket_line(host: str, repository: str, ticket: TicketRef | None) -> tuple[
     if ticket is None:
         return (ours("No ticket: this change comes from a brief."),)
     number = issue_number(ticket.key)
-    if number and ticket.source == host and host in _CLOSING and same_repository(host, repository, ticket):
+    if (number and ticket.via_webhook and ticket.source == host and host in _CLOSING
+            and same_repository(host, repository, ticket)):
         return (ours(f"{_CLOSING[host]} #{number}"),)
     # Our words as the link's text: the address itself is the ticket's author's text and is not shown as markup
     address = (ours(", "), link("open the ticket", ticket.url)) if link("", ticket.url).href else ()

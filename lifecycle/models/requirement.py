@@ -63,6 +63,10 @@ class Requirement(FSMModelMixin, models.Model):
                                      help_text="where the ticket came from; empty: a brief, not a ticket")
     ticket_key = models.CharField(max_length=100, blank=True, editable=False, help_text="e.g. #42 or PROJ-7")
     ticket_url = models.URLField(max_length=500, blank=True, editable=False)
+    ticket_via_webhook = models.BooleanField(
+        default=False, editable=False,
+        help_text="the ticket came in a delivery signed with the project's webhook secret: only such a ticket is "
+                  "commented on, closed by its change, and one run with the tracker's other deliveries of it")
     created_at = models.DateTimeField(auto_now_add=True)
     state_changed_at = models.DateTimeField(auto_now_add=True)  # and set by every transition (services.transitions)
 
@@ -75,7 +79,7 @@ class Requirement(FSMModelMixin, models.Model):
                                     name="one_requirement_per_idempotency_key"),
             # a ticket delivered twice at once (a webhook and its retry, a label and a /aiteam comment) makes one
             # run: the second INSERT waits for the first's transaction, then fails here; a finished run frees it
-            models.UniqueConstraint(fields=["project", "ticket_source", "ticket_key"],
+            models.UniqueConstraint(fields=["project", "ticket_source", "ticket_key", "ticket_via_webhook"],
                                     condition=models.Q(ticket_key__gt="", state__in=NON_TERMINAL_STATES),
                                     name="one_live_requirement_per_ticket"),
         ]

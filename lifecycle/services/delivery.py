@@ -72,7 +72,8 @@ def last_pushed(requirement: Requirement) -> str:
     runs = Requirement.objects.filter(pk=requirement.pk)
     if requirement.ticket_key:
         runs = Requirement.objects.filter(project_id=requirement.project_id, ticket_source=requirement.ticket_source,
-                                          ticket_key=requirement.ticket_key)
+                                          ticket_key=requirement.ticket_key,
+                                          ticket_via_webhook=requirement.ticket_via_webhook)
     rows = Artifact.objects.filter(requirement__in=runs, kind=ArtifactKind.DELIVERY,
                                    metadata__succeeded=True).select_related("blob")
     newest = rows.order_by("-created_at", "-version").first()

@@ -62,10 +62,12 @@ def requirement_submit(*, user: Any, brief: str, title: str = "", project: Proje
 
 def requirement_record(*, project: Project, brief: str, title: str = "", submitted_by: Any = None, via: str,
                        actor_role: str = "", playbook: str = playbooks.DEFAULT, idempotency_key: str | None = None,
-                       ticket: Ticket | None = None, metadata: dict | None = None) -> Requirement:
+                       ticket: Ticket | None = None, ticket_via_webhook: bool = False,
+                       metadata: dict | None = None) -> Requirement:
     """Requirement(RECEIVED), its audit row, its event and its first step, queued on commit. The caller has
     decided this submission may be made: requirement_submit for a member, services.tickets for a webhook signed
-    with the secret the project names (no submitter; `actor_role` and `via` say what sent it)."""
+    with the secret the project names (no submitter; `actor_role` and `via` say what sent it, and
+    `ticket_via_webhook` that the tracker itself vouches for the ticket)."""
     brief = _checked_brief(brief)
     if ticket is not None and (problems := ticket_problems(ticket)):
         field, problem = next(iter(problems.items()))
@@ -76,7 +78,7 @@ def requirement_record(*, project: Project, brief: str, title: str = "", submitt
             submitted_by=submitted_by, prompt_bundle=prompt_bundle_for(project), run_settings=_outcome_settings(project),
             playbook=playbooks.playbook_named(playbook).name, idempotency_key=idempotency_key,
             ticket_source=ticket.source if ticket else "", ticket_key=ticket.key if ticket else "",
-            ticket_url=ticket.url if ticket else "",
+            ticket_url=ticket.url if ticket else "", ticket_via_webhook=ticket is not None and ticket_via_webhook,
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",

@@ -20,6 +20,7 @@ from agents.repo.workspace import RepoWorkspace
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement
 from lifecycle.services.host_settings import token_of
+from lifecycle.tickets import HOST_SOURCES
 
 
 def remote_url(requirement: Requirement) -> str:
@@ -72,8 +73,11 @@ def mirror_for(project: Project) -> Mirror:
 
 
 def requirement_branch(requirement: Requirement) -> str:
-    """aiteam/<ticket key>-<slug> for a ticket, aiteam/<id prefix>-<slug> for a brief."""
-    return branch_name(requirement.ticket_key or str(requirement.pk)[:8], requirement.title or "requirement")
+    """aiteam/<ticket key>-<slug> for a ticket, aiteam/<id prefix>-<slug> for a brief, and for a member's ticket
+    naming a tracker's issue (ADR 42: the branch named by the issue is the tracker's own delivery's)."""
+    borrowed = requirement.ticket_source in HOST_SOURCES and not requirement.ticket_via_webhook
+    key = str(requirement.pk)[:8] if borrowed or not requirement.ticket_key else requirement.ticket_key
+    return branch_name(key, requirement.title or "requirement")
 
 
 def repository_workspace(requirement: Requirement) -> RepoWorkspace:

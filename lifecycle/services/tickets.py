@@ -1,10 +1,16 @@
 """Tickets in: a member's ticket through the API, and an issue a signed webhook reports.
 
-A ticket makes one live requirement per (project, source, key): a second submission of it while the first is
-still running gets the first back. The database decides (the partial unique index one_live_requirement_per_ticket),
-so two deliveries that arrive together cannot both make one: the second INSERT waits for the first transaction,
-fails, and reads what it made. A webhook delivery id is recorded with the requirement it made or found, unique per
-project and source, so a repeated delivery (a retry, a "Redeliver" click) does nothing.
+A ticket makes one live requirement per (project, source, key, how it came): a second submission of it while the
+first is still running gets the first back. The database decides (the partial unique index
+one_live_requirement_per_ticket), so two deliveries that arrive together cannot both make one: the second INSERT
+waits for the first transaction, fails, and reads what it made.
+
+Only a signed webhook speaks for the tracker (ADR 42): a member may post a ticket naming GitHub, GitLab or Jira over
+the API, but it is the member's, not the tracker's: it never holds the tracker's own delivery of that issue back,
+is never commented on, and its change never closes the issue.
+
+A webhook delivery id is recorded with the requirement it made or found, unique per project and source, so a
+repeated delivery (a retry, a "Redeliver" click) does nothing.
 
 A webhook's requirement has no submitter: the project's webhook secret signed it, not a person, so no member's
 permissions are lent to it (ADR 0030). It runs the project's default playbook under the project's settings.
@@ -43,7 +49,7 @@ def ticket_submit(*, user: Any, ticket: Ticket, project: Project | None = None, 
     earlier POST with this idempotency key made, "repeat"). The member's right to submit is checked before
     anything is looked up, so the answer tells a non-member nothing."""
     project = project or default_project(user)
-    return _once_per_ticket(project, ticket, lambda: requirement_submit_once(
+    return _once_per_ticket(project, ticket, False, lambda: requirement_submit_once(
         user=user, idempotency_key=idempotency_key, brief=ticket.brief, title=ticket.title, project=project,
         playbook=playbook, ticket=ticket))
 
@@ -57,9 +63,10 @@ def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticke
             row = WebhookDelivery.objects.create(project=project, source=delivery.source,
                                                  delivery_id=delivery.delivery_id, body_sha256=delivery.body_sha256,
                                                  event=delivery.event, started_run=False)
-            requirement, outcome = _once_per_ticket(project, ticket, lambda: (requirement_record(
+            requirement, outcome = _once_per_ticket(project, ticket, True, lambda: (requirement_record(
                 project=project, brief=ticket.brief, title=ticket.title, via=delivery.source, actor_role=WEBHOOK_ACTOR,
-                ticket=ticket, metadata={"delivery": delivery.delivery_id, "event": delivery.event}), True))
+                ticket=ticket, ticket_via_webhook=True,
+                metadata={"delivery": delivery.delivery_id, "event": delivery.event}), True))
             row.requirement, row.started_run = requirement, outcome == "created"
             row.save(update_fields=["requirement", "started_run"])
     except IntegrityError:
@@ -71,12 +78,12 @@ def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticke
     return requirement, outcome
 
 
-def live_requirement(project: Project, ticket: Ticket) -> Requirement | None:
+def live_requirement(project: Project, ticket: Ticket, via_webhook: bool) -> Requirement | None:
     return Requirement.objects.filter(project=project, ticket_source=ticket.source, ticket_key=ticket.key,
-                                      state__in=NON_TERMINAL_STATES).first()
+                                      ticket_via_webhook=via_webhook, state__in=NON_TERMINAL_STATES).first()
 
 
-def _once_per_ticket(project: Project, ticket: Ticket,
+def _once_per_ticket(project: Project, ticket: Ticket, via_webhook: bool,
                      create: Callable[[], tuple[Requirement, bool]]) -> tuple[Requirement, str]:
     """`create()` (answering (requirement, made)) in a savepoint; when the ticket's live requirement beat it to the
     unique index, that one."""
@@ -84,7 +91,7 @@ def _once_per_ticket(project: Project, ticket: Ticket,
         with transaction.atomic():
             requirement, made = create()
     except IntegrityError:
-        live = live_requirement(project, ticket)
+        live = live_requirement(project, ticket, via_webhook)
         if live is None:
             raise
         return live, "live"

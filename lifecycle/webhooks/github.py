@@ -60,3 +60,10 @@ def _issue(event: str, payload: dict[str, Any]) -> Reading:
     number = field(issue, "number", kind=int)
     return Reading(event, ticket=ticket(TicketSource.GITHUB, f"#{number}", field(issue, "title"),
                                         optional_text(issue, "body"), field(issue, "html_url")))
+
+
+def repository_of(payload: dict[str, Any]) -> str:
+    """The issue's repository, "owner/name" ("" when the payload does not say)."""
+    repository = payload.get("repository")
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    return name if isinstance(name, str) else ""

@@ -49,3 +49,10 @@ def _titles(data: Any, name: str) -> set[str]:
     if not all(isinstance(item, dict) and isinstance(item.get("title"), str) for item in labels):
         raise PayloadError(f"the payload's {name} are not labels with titles")
     return {item["title"] for item in labels}
+
+
+def repository_of(payload: dict[str, Any]) -> str:
+    """The issue's project, "group/name" ("" when the payload does not say)."""
+    project = payload.get("project")
+    name = project.get("path_with_namespace") if isinstance(project, dict) else None
+    return name if isinstance(name, str) else ""

@@ -27,6 +27,7 @@ from lifecycle.webhooks.secret_envs import webhook_secret
 
 logger = logging.getLogger(__name__)
 SOURCES = {"github": github, "gitlab": gitlab, "jira": jira}
+REPOSITORY_SETTING = {"github": ("github", "repository"), "gitlab": ("gitlab", "project")}  # the project's own
 TOO_BIG = {"detail": "the body is larger than AITEAM_WEBHOOK_MAX_BYTES allows"}
 UNAUTHORIZED = {"detail": "the signature is missing or does not match this project's webhook secret"}
 
@@ -54,12 +55,28 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
         return JsonResponse({"detail": str(exc)}, status=400)
     if reading.ticket is None:
         return _answer(source, project, reading.event, f"ignored: {reading.ignored}")
+    if elsewhere := _elsewhere(source, project, payload):
+        return _answer(source, project, reading.event, f"ignored: {elsewhere}")
     delivery = Delivery(source, delivery_id, reading.event, hashlib.sha256(body).hexdigest())
     try:
         requirement, outcome = webhook_ticket_accept(project=project, delivery=delivery, ticket=reading.ticket)
     except DomainError as exc:
         return JsonResponse({"detail": str(exc)}, status=422)
     return _answer(source, project, reading.event, outcome, requirement.pk if requirement else None)
+
+
+def _elsewhere(source: str, project: Project, payload: dict) -> str:
+    """Why an issue of another repository starts nothing here (an organization's hook, or one secret shared by
+    several repositories, reports them all): "" when it is the repository the project's settings name, or they name
+    none (docs/api.md). Jira has no repository: its site is the project's by configuration."""
+    if source not in REPOSITORY_SETTING:
+        return ""
+    host, name = REPOSITORY_SETTING[source]
+    ours = str(((project.settings or {}).get(host) or {}).get(name) or "")
+    theirs = SOURCES[source].repository_of(payload)
+    if ours and theirs.lower() != ours.lower():
+        return f"the issue is in {theirs[:200] or 'an unnamed repository'!r}, not in this project's {ours!r}"
+    return ""
 
 
 def _too_big(request: HttpRequest) -> bool:

@@ -39,8 +39,17 @@ def outside_code(markdown: str) -> str:
 
 
 def test_a_github_issue_of_the_same_repository_is_fixed_by_the_pull_request():
-    assert body(TicketRef("github", "#12", "Total", "https://github.com/acme/shop/issues/12")).startswith("Fixes #12\n")
-    assert body(TicketRef("github", "#12", "Total")).startswith("Fixes #12\n")  # the project's own webhook
+    url = "https://github.com/acme/shop/issues/12"
+    assert body(TicketRef("github", "#12", "Total", url, via_webhook=True)).startswith("Fixes #12\n")
+    assert body(TicketRef("github", "#12", "Total", via_webhook=True)).startswith("Fixes #12\n")  # its own webhook
+
+
+def test_a_members_ticket_naming_an_issue_is_linked_but_never_closes_it():
+    """Posted over the API, not by the tracker's signed webhook: the member chose the key and the address."""
+    for ticket in (TicketRef("github", "#12", "Total", "https://github.com/acme/shop/issues/12"),
+                   TicketRef("github", "#12", "Total")):
+        text = body(ticket)
+        assert "Fixes" not in text and "Closes" not in text and text.startswith("Ticket (github): `#12`")
 
 
 def test_an_issue_of_another_repository_is_linked_but_never_closed():
@@ -52,8 +61,9 @@ def test_an_issue_of_another_repository_is_linked_but_never_closed():
 
 def test_a_gitlab_issue_is_closed_by_the_merge_request():
     url = "https://gitlab.com/acme/tools/shop/-/issues/12"
-    assert body(TicketRef("gitlab", "#12", "T", url), host="gitlab", repository="acme/tools/shop").startswith("Closes #12\n")
-    assert not body(TicketRef("gitlab", "#12", "T", url), host="github").startswith(("Closes", "Fixes"))
+    issue = TicketRef("gitlab", "#12", "T", url, via_webhook=True)
+    assert body(issue, host="gitlab", repository="acme/tools/shop").startswith("Closes #12\n")
+    assert not body(issue, host="github").startswith(("Closes", "Fixes"))
 
 
 def test_a_jira_ticket_is_named_by_key_and_address_and_heads_the_title():

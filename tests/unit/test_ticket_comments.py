@@ -46,9 +46,12 @@ def on_github(project: Project, url: str) -> Project:
     return Project.objects.get(pk=project.pk)
 
 
-def ticket_requirement(project: Project, source: str = "github", key: str = "#12", url: str = "") -> Requirement:
+def ticket_requirement(project: Project, source: str = "github", key: str = "#12", url: str = "",
+                       via_webhook: bool = True) -> Requirement:
+    """A ticket's requirement, by default as the project's signed webhook makes it."""
     return Requirement.objects.create(organization=project.organization, project=project, brief="b", title="Fix it",
-                                      state="in_development", ticket_source=source, ticket_key=key, ticket_url=url)
+                                      state="in_development", ticket_source=source, ticket_key=key, ticket_url=url,
+                                      ticket_via_webhook=via_webhook)
 
 
 def emitted(requirement: Requirement, name: str, payload: dict | None = None) -> OutboxEvent:
@@ -187,9 +190,10 @@ def test_gitlab_gets_an_issue_note_and_jira_a_comment(acme_project, settings, mo
     assert set(Notification.objects.filter(channel="ticket").values_list("state", flat=True)) == {"sent"}
 
 
-def test_a_brief_or_a_project_that_turned_comments_off_gets_none(acme_project, github):
+def test_a_brief_a_members_ticket_or_a_project_that_turned_comments_off_gets_none(acme_project, github):
     project = on_github(acme_project, github.url)
     emitted(ticket_requirement(project, source="", key=""), "RepositoryPrepared", PREPARED)
+    emitted(ticket_requirement(project, key="#14", via_webhook=False), "RepositoryPrepared", PREPARED)  # ADR 42
     Project.objects.filter(pk=project.pk).update(settings={**project.settings, "ticket_comments": False})
     emitted(ticket_requirement(Project.objects.get(pk=project.pk), key="#13"), "RepositoryPrepared", PREPARED)
     assert github.comments == [] and not Notification.objects.filter(channel="ticket").exists()

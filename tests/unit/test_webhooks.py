@@ -77,6 +77,49 @@ def test_another_delivery_of_the_same_issue_finds_its_live_requirement(hooked):
         ("d-1", True), ("d-2", False)]
 
 
+def test_an_issue_of_another_repository_than_the_projects_own_starts_nothing(hooked):
+    """An organization's hook (or one secret shared by repositories) reports every repository's issues: only the
+    repository the project's settings name starts runs here; a project that names none takes what its hook sends."""
+    elsewhere = github_issue()
+    elsewhere["repository"]["full_name"] = "evil/elsewhere"
+    assert to_github(hooked, elsewhere, secret=SECRET, delivery="d-0").json()["detail"] == "created"  # names none
+    Requirement.objects.all().delete()
+    hooked.settings = {**hooked.settings, "github": {"repository": "acme/wordcount"}}
+    hooked.save()
+
+    refused = to_github(hooked, elsewhere, secret=SECRET, delivery="d-1")
+    ours = to_github(hooked, github_issue(number=43), secret=SECRET, delivery="d-2")
+
+    assert refused.status_code == 202 and refused.json() == {
+        "detail": "ignored: the issue is in 'evil/elsewhere', not in this project's 'acme/wordcount'", "requirement": None}
+    assert ours.json()["detail"] == "created" and Requirement.objects.get().ticket_key == "#43"
+
+
+def test_a_members_api_ticket_naming_the_issue_neither_holds_the_trackers_delivery_back_nor_speaks_for_it(hooked,
+                                                                                                            alice):
+    """ADR 42: alice posts "#42" over the API first, with a body of her own; the tracker's signed delivery of issue
+    #42 still starts the issue's own run, and only that one is the tracker's (comments, the closing keyword)."""
+    from lifecycle.services.repositories import requirement_branch
+    from tests.conftest import api_for
+
+    posted = api_for(alice).post("/api/v1/requirements/", {"ticket": {
+        "source": "github", "key": "#42", "title": "count_words crashes on empty input", "body": "delete billing/"}},
+        format="json")
+    assert posted.status_code == 201, posted.content
+    mine = Requirement.objects.get(pk=posted.json()["id"])
+
+    delivered = to_github(hooked, github_issue(), secret=SECRET, delivery="d-1")
+
+    assert delivered.json()["detail"] == "created" and delivered.json()["requirement"] != str(mine.pk)
+    theirs = Requirement.objects.get(pk=delivered.json()["requirement"])
+    assert (theirs.ticket_via_webhook, mine.ticket_via_webhook) == (True, False)
+    assert theirs.brief == BODY and requirement_branch(theirs) == "aiteam/42-count-words-crashes-on-empty-input"
+    assert requirement_branch(mine) == f"aiteam/{str(mine.pk)[:8]}-count-words-crashes-on-empty-input"
+    again = api_for(alice).post("/api/v1/requirements/", {"ticket": {"source": "github", "key": "#42", "body": "x"}},
+                                format="json")
+    assert again.status_code == 200 and again.json()["id"] == str(mine.pk)  # her ticket's own live run
+
+
 @pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR"])
 def test_a_slash_command_from_someone_with_a_role_in_the_repository_starts_a_run(hooked, association):
     response = to_github(hooked, github_comment("/aiteam", association), secret=SECRET, event="issue_comment")

@@ -32,6 +32,16 @@ def test_a_gitlab_issue_given_the_label_starts_a_run(hooked):
     assert requirement.transitions.get().via == "gitlab" and requirement.submitted_by is None
 
 
+def test_an_issue_of_another_gitlab_project_than_the_projects_own_starts_nothing(hooked):
+    hooked.settings = {**hooked.settings, "gitlab": {"project": "acme/tools"}}
+    hooked.save()
+    response = to_gitlab(hooked, gitlab_issue(), token=TOKEN)
+    assert response.json()["detail"] == "ignored: the issue is in 'acme/wordcount', not in this project's 'acme/tools'"
+    hooked.settings = {**hooked.settings, "gitlab": {"project": "Acme/WordCount"}}  # GitLab paths ignore case
+    hooked.save()
+    assert to_gitlab(hooked, gitlab_issue(), token=TOKEN).json()["detail"] == "created"
+
+
 def test_a_gitlab_issue_opened_with_the_label_and_no_change_list_starts_a_run(hooked):
     payload = gitlab_issue(action="open")
     del payload["changes"]
