@@ -35,11 +35,21 @@ class StrictCharField(serializers.CharField):
 
 
 class StrictSerializer(serializers.Serializer):
-    def validate(self, attrs):
-        unknown = sorted(set(self.initial_data) - set(self.fields))
+    """Unknown fields are 400s, named beside the known fields' errors (a misspelt field is not reported as the
+    right one missing)."""
+
+    def to_internal_value(self, data):
+        unknown = {name: ["unknown field"] for name in sorted(set(data) - set(self.fields))} if isinstance(
+            data, dict) else {}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not (unknown and isinstance(exc.detail, dict)):
+                raise
+            raise serializers.ValidationError({**exc.detail, **unknown}) from None
         if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return attrs
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class TicketIn(serializers.Serializer):
@@ -74,10 +84,12 @@ class RequirementIn(StrictSerializer):
     project = serializers.UUIDField(required=False)
     playbook = serializers.ChoiceField(choices=playbooks.CHOICES, required=False, default=playbooks.DEFAULT)
 
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
-        if "brief" in attrs and "ticket" in attrs:
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and "brief" in data and "ticket" in data:  # before either is read
             raise serializers.ValidationError({"ticket": ["send a brief or a ticket, not both"]})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
         if "brief" not in attrs and "ticket" not in attrs:
             raise serializers.ValidationError({"brief": ["This field is required (or send a ticket)."]})
         if "ticket" in attrs and attrs["title"]:

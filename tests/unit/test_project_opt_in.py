@@ -86,6 +86,12 @@ def test_anything_but_a_plain_true_or_false_is_refused_with_the_field_named(acme
     assert not granted(acme_project)
 
 
+def test_a_field_this_endpoint_does_not_take_is_named_beside_the_one_missing(acme_project, ada):
+    response = api_for(ada).patch(url(acme_project), {"name": "x"}, format="json")
+    assert response.status_code == 400 and response.json()["name"] == ["unknown field"]
+    assert "autonomous_deployments" in response.json()
+
+
 def test_the_admin_project_form_no_longer_sets_it(acme_project, ada):
     form = project_form_data(acme_project, autonomous_deployments="on")
     change = f"/admin/lifecycle/project/{acme_project.pk}/change/"

@@ -44,6 +44,7 @@ def test_a_ticket_without_body_is_briefed_by_its_title_and_the_source_defaults_t
 
 @pytest.mark.parametrize(("payload", "errors"), [
     ({"brief": "A list", "ticket": TICKET}, {"ticket": ["send a brief or a ticket, not both"]}),
+    ({"brief": "x", "ticket": {"key": "#1"}}, {"ticket": ["send a brief or a ticket, not both"]}),  # whatever it holds
     ({"title": "nothing else"}, {"brief": ["This field is required (or send a ticket)."]}),
     ({"ticket": TICKET, "title": "x"}, {"title": ["a ticket's title goes in ticket.title"]}),
     ({"ticket": {**TICKET, "key": "42"}}, {"ticket": {"key": ["a github ticket key is #<issue number>, e.g. #42"]}}),
