@@ -15,7 +15,7 @@ from lifecycle.services.budgets import cell_text
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
 
 DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
-SHOWN_ELSEWHERE = {"stories", "spec_summary", "budget", "suggested_override", "scope"}
+SHOWN_ELSEWHERE = {"stories", "spec_summary", "budget", "suggested_override", "scope", "diff_summary"}
 # The budget gate's options as a reviewer reads them (the values stay the API's decisions).
 BUDGET_OPTION_LABELS = {"override_budget": "Override the budget", "inject_constraint": "Inject a constraint",
                         "approve": "Approve the partial output", "reject": "Terminate"}
@@ -72,11 +72,15 @@ def spec_summary(task: ReviewTask, artifacts: dict[str, Artifact]) -> str:
     return str(task.context.get("spec_summary") or (spec.summary if spec else ""))
 
 
-def changed_files(artifacts: dict[str, Artifact]) -> list[ChangedFile]:
-    diff = artifacts.get(ArtifactKind.DIFF_SUMMARY)
-    if diff is None:
-        return []
-    lines = _json(diff.blob.content, default=diff.blob.content.splitlines())
+def changed_files(task: ReviewTask, artifacts: dict[str, Artifact]) -> list[ChangedFile]:
+    """The whole change the task decides on when its context carries it (a deployment: the engineer's files, QC's
+    acceptance tests, the CI workflow), else the engineer's last attempt (the newest diff summary)."""
+    lines = task.context.get("diff_summary")
+    if not isinstance(lines, list):
+        diff = artifacts.get(ArtifactKind.DIFF_SUMMARY)
+        if diff is None:
+            return []
+        lines = _json(diff.blob.content, default=diff.blob.content.splitlines())
     files = []
     for line in lines if isinstance(lines, list) else []:
         match = DIFF_LINE.match(str(line))

@@ -47,7 +47,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
         "stories": sections.stories(task, editable=may_act, editing=editing or request.GET.get("edit", ""),
                                     posted=story_form),
         "spec_summary": sections.spec_summary(task, artifacts),
-        "changed_files": sections.changed_files(artifacts), "tests": sections.suite_results(artifacts),
+        "changed_files": sections.changed_files(task, artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
         "show_origins": origins_visible_to(request.user, task.organization_id),
         "options": sections.decision_options(task), "budget": budget,

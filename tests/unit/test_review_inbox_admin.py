@@ -207,6 +207,18 @@ def test_the_review_page_renders_the_pinned_context_for_a_human(acme_project, ri
     assert "Failing tests" in html and "Decide Reading list?" in html
 
 
+def test_a_deployment_shows_the_whole_change_it_delivers_once(acme_project, rita):
+    """The engineer's last attempt changed two files; the deployment adds QC's acceptance test and the CI
+    workflow: the page lists the four, from the gate's context, and not a second list beside it."""
+    whole = ["A .github/workflows/ci.yml (+20 -0)", "A tests/acceptance/test_list.py (+9 -0)",
+             "A readinglist/store.py (+40 -0)", "M README.md (+3 -1)"]
+    task = open_review(acme_project, kind="deployment_approval", context={"diff_summary": whole})
+    artifact_store(task.requirement, kind="diff_summary", name="workspace", content=whole[2:])
+    html = page(staff_client(rita), f"{INBOX}{task.pk}/change/")
+    assert "Changed files (4)" in html and "<code>.github/workflows/ci.yml</code>" in html
+    assert "Diff summary" not in html
+
+
 def test_a_member_without_the_reviewer_role_sees_why_they_cannot_decide(acme_project, sam):
     task = open_review(acme_project)
     html = page(staff_client(sam), f"{INBOX}{task.pk}/change/")
