@@ -8,16 +8,18 @@ must fail with a nonce drawn for this run. A run in which the failing canary pas
 or the failure does not carry the nonce was not reported by honest tests, whatever else it says. Nor may a test
 the project's files define (``expected.py``) be missing from it.
 
-The canaries live in a root-owned directory of the scratch copy, named to sort last (pytest runs files before
-directories, and names in order): a patch the code installs only while its tests run is in place when they run.
+The canaries live in a root-owned directory of the scratch copy, named to sort last (pytest collects names in
+order, and before pytest 8 files before directories), and the outcome plugin moves them after every other test
+whatever order a plugin chose: a patch the code installs only while its tests run is in place when they run.
 This catches tampering that does not single the canaries out. Code written to spare them (it can read this
 file like any other) is the static check's to refuse (``agents/runner_reach.py``); ADR 0025 says what each
-layer catches.
+layer catches. Running last, they are also the last in pytest's progress, where ``scrubbed`` takes them out.
 """
 from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +40,16 @@ def {must_fail}():
 
 
 _PLUGIN = Path(__file__).with_name("outcome_plugin.py")
-_SUMMARY = re.compile(r"^(=* ?)((?:\d+ \w+(?:, )?)+) in (\d.*)$")  # "== 1 failed, 2 passed in 0.1s =="
+# pytest's output, as the scrubber reads it
+_COUNTS = re.compile(r"^((?:\d+ \w+, )*\d+ \w+) in (\d.*)$")  # the last line's title: "1 failed, 2 passed in 0.1s"
+_SECTION = re.compile(r"^=+ .+ =+$")  # "=== FAILURES ===", "=== short test summary info ===", the summary unless -q
+_ENTRY = re.compile(r"^_+ (.*[^_ ].*) _+$")  # "____ test_x ____" heads a test's entry ("_ _ _" parts a traceback)
+_CLOSING = re.compile(r"^-+ (?!Captured ).+ -+$")  # "--- generated xml file: … ---", not "--- Captured stdout call ---"
+_COLLECTED = re.compile(r"^((?:collecting \.\.\. )?collected )(\d+) items?((?: / .+)?)$")  # "collecting ... ": -v
+_COMPLETE = " [100%]"
+_PERCENT = re.compile(r" \[[ \d]{2}\d%\]$")  # the progress at the end of a line (console_output_style "progress")
+_ROW = re.compile(r"^(\S+) \[[ \d]{2}\d%\]$")  # -q: a line of letters, wrapped at the terminal's width
+_FINAL_ROW = re.compile(r"^(\S*) * \[100%\]$")
 
 
 @dataclass(frozen=True)
@@ -127,16 +138,157 @@ def _missing(expected: list[str], own: list[str]) -> list[str]:
             f"{', '.join(missing[:5])}"]
 
 
-def scrubbed(tail: str, canary: Canary) -> str:
+def scrubbed(tail: str, canary: Canary, streamed: Streamed) -> str:
     """pytest's output without the canaries: the engineer and the reviewer read it, and a failure that is not
-    theirs, or counts one off, would mislead them. Lines naming a canary go; the summary counts them out."""
-    markers = (canary.directory, canary.must_pass, canary.must_fail, canary.nonce)
-    lines = [line for line in tail.splitlines() if not any(marker in line for marker in markers)]
-    for index in range(len(lines) - 1, -1, -1):
-        if (match := _SUMMARY.match(lines[index])) and "failed" in match.group(2):
-            lines[index] = f"{match.group(1)}{_counted_out(match.group(2))} in {match.group(3)}"
-            break
+    theirs, or counts one off, would mislead them. Their entries (a failure's traceback, under its "___ name ___"
+    head) and the lines that name them go, and so does a section header left with nothing under it; the
+    summary and the "collected" count leave them out; so does the progress (their letters in -q's dots, the
+    100% moved to the project's last test), but only where the stream shows they ran after every other test,
+    so that what is taken off the end of the progress is theirs. Where the output is not in a shape read here
+    (xdist, a count or classic progress style, colours), what cannot be placed surely is left as it was."""
+    lines = tail.splitlines()
+    named = _namer(canary)
+    planted = streamed.outcomes.get(canary.node_id(canary.must_pass)) == "passed" and \
+        streamed.outcomes.get(canary.node_id(canary.must_fail)) == "failed"
+    if planted and (letters := _ran_last(canary, streamed)):
+        lines = _progress_without(lines, letters, named)
+    lines = _without_entries(lines, named, (canary.must_pass, canary.must_fail))
+    if planted:
+        collected = next(((index, found) for index, line in enumerate(lines) if (found := _COLLECTED.match(line))), None)
+        if collected is not None:
+            lines[collected[0]] = _collected_out(collected[1])
+        for index in range(len(lines) - 1, -1, -1):
+            if (counted := _summary_out(lines[index])) is not None:
+                lines[index] = counted
+                break
     return "\n".join(lines) + "\n"
+
+
+def _namer(canary: Canary) -> Callable[[str], bool]:
+    markers = (canary.directory, canary.must_pass, canary.must_fail, canary.nonce)
+    return lambda line: any(marker in line for marker in markers)
+
+
+def _ran_last(canary: Canary, streamed: Streamed) -> str:
+    """The canaries' progress letters ("." passed, "F" failed) in the order they ran, when all their reports came
+    after every other test's: then, pytest writing one letter per report as it comes, theirs are the last. ""
+    otherwise (a plugin that shuffles, xdist)."""
+    letter = {canary.node_id(canary.must_pass): ".", canary.node_id(canary.must_fail): "F"}
+    theirs = [index for index, (test, _) in enumerate(streamed.reports) if test in letter]
+    if not theirs or theirs[0] != len(streamed.reports) - len(theirs):
+        return ""
+    calls = [letter[test] for test, when in streamed.reports[theirs[0]:] if when == "call"]
+    return "".join(calls) if sorted(calls) == [".", "F"] else ""
+
+
+def _progress_without(lines: list[str], letters: str, named: Callable[[str], bool]) -> list[str]:
+    """The progress as pytest would have shown it without the canaries, which ran last (their letters are the
+    last written): the line that reaches 100% is theirs. Other lines' percentages, counted with them, stay."""
+    ends = [index for index, line in enumerate(lines) if line.endswith(_COMPLETE)]
+    if len(ends) != 1:
+        return lines
+    end = ends[0]
+    if not named(lines[end]):  # -q: letters only, wrapped at the terminal's width
+        return _letters_without(lines, end, letters) or lines
+    # a line per file (the canaries' file is the last) or per test (-v: theirs are the last two): those lines go
+    # with every line naming a canary, and the line before them is the project's last
+    above = end
+    while above > 0 and named(lines[above - 1]):
+        above -= 1
+    if above > 0 and _PERCENT.search(lines[above - 1]):
+        lines = [*lines[:above - 1], lines[above - 1][:-len(_COMPLETE)] + _COMPLETE, *lines[above:]]
+    return lines
+
+
+def _letters_without(lines: list[str], end: int, letters: str) -> list[str] | None:
+    """-q's progress without `letters` at its end: "....F.F    [100%]" → ".....      [100%]" (the final line keeps its
+    width). They may have wrapped to the final line, or the project's last letter may have ended a line of its
+    own ("...  [ 96%]" then ".F  [100%]"): the project's last line then ends at 100%. None if the letters are not
+    there (output printed between them, another style)."""
+    final = _FINAL_ROW.match(lines[end])
+    if final is None:
+        return None
+    rows = {end: final.group(1)}
+    row, left = end, letters
+    while True:
+        cut = min(len(rows[row]), len(left))
+        if not rows[row].endswith(left[len(left) - cut:]):
+            return None
+        rows[row], left = rows[row][:len(rows[row]) - cut], left[:len(left) - cut]
+        if not left:
+            break
+        row -= 1
+        if row < 0 or (wrapped := _ROW.match(lines[row])) is None:
+            return None
+        rows[row] = wrapped.group(1)
+    width = len(lines[end])
+    kept = lines[:row]
+    if rows[row]:
+        kept.append(rows[row] + _COMPLETE.rjust(width - len(rows[row])))
+    elif kept and (wrapped := _ROW.match(kept[-1])):
+        kept[-1] = wrapped.group(1) + _COMPLETE.rjust(width - len(wrapped.group(1)))
+    return kept + lines[end + 1:]
+
+
+def _without_entries(lines: list[str], named: Callable[[str], bool], names: tuple[str, str]) -> list[str]:
+    """Without the canaries' entries (from a "___ test_x ___" head to the next head, section, summary or a
+    plugin's "--- … ---" line; left to the line filter if none follows), the lines naming them, and the sections
+    this leaves with nothing under them ("=== FAILURES ===" over the canary's failure alone)."""
+    keep = [not named(line) for line in lines]
+    index = 0
+    while index < len(lines):
+        head = _ENTRY.match(lines[index])
+        if head and any(name in head.group(1) for name in names):
+            after = next((later for later in range(index + 1, len(lines)) if _ends_entry(lines[later])), None)
+            if after is not None:
+                keep[index:after] = [False] * (after - index)
+                index = after
+                continue
+        index += 1
+    bounds = [index for index, line in enumerate(lines) if _SECTION.match(line) or _CLOSING.match(line)
+              or _is_summary(line)]
+    for number, head in enumerate(bounds):
+        body = range(head + 1, bounds[number + 1] if number + 1 < len(bounds) else len(lines))
+        if _SECTION.match(lines[head]) and not _is_summary(lines[head]) and any(lines[i].strip() for i in body) \
+                and not any(keep[i] and lines[i].strip() for i in body):
+            for i in (head, *body):
+                keep[i] = False
+    return [line for line, kept in zip(lines, keep, strict=True) if kept]
+
+
+def _ends_entry(line: str) -> bool:
+    return bool(_ENTRY.match(line) or _SECTION.match(line) or _CLOSING.match(line) or _is_summary(line)
+                or line.startswith("!!!"))
+
+
+def _is_summary(line: str) -> bool:
+    return _COUNTS.match(line.strip("=").strip()) is not None or line.strip("=").strip().startswith("no tests ran")
+
+
+def _summary_out(line: str) -> str | None:
+    """pytest's last line with the canaries counted out ("1 failed, 3 passed in 0.1s", framed in "=" unless -q);
+    None if the line is not one."""
+    framed = line.startswith("=") and line.endswith("=")
+    title = line.strip("=").strip() if framed else line
+    counts = _COUNTS.match(title)
+    if counts is None or "failed" not in counts.group(1) or "passed" not in counts.group(1):
+        return None
+    title = f"{_counted_out(counts.group(1))} in {counts.group(2)}"
+    return _framed(title, len(line)) if framed else title
+
+
+def _framed(title: str, width: int) -> str:
+    """As pytest's terminal writer centres a title in "=" (``sep``)."""
+    fill = "=" * max((width - len(title) - 2) // 2, 1)
+    line = f"{fill} {title} {fill}"
+    return line + "=" if len(line) < width else line
+
+
+def _collected_out(found: re.Match[str]) -> str:
+    """ "collected 5 items / 3 selected" (not -q) → "collected 3 items / 1 selected": both canaries were collected."""
+    number = int(found.group(2)) - 2
+    rest = re.sub(r"/ (\d+) selected", lambda selected: f"/ {int(selected.group(1)) - 2} selected", found.group(3))
+    return f"{found.group(1)}{number} item{'' if number == 1 else 's'}{rest}"
 
 
 def _counted_out(counts: str) -> str:

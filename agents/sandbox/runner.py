@@ -364,7 +364,7 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
     run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
     outcomes = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
-    return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary))), outcome, tampered, \
+    return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary, streamed))), outcome, tampered, \
         outcomes
 
 

@@ -88,6 +88,7 @@ class Streamed:
 
     outcomes: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)  # the failure message of each failed test
+    reports: list[tuple[str, str]] = field(default_factory=list)  # each line's (node id, phase), in the stream's order
     xfail: set[str] = field(default_factory=set)
     started: bool = False
     finished: bool = False
@@ -127,6 +128,7 @@ def _take(line: dict[str, object] | None, streamed: Streamed, seen: dict[tuple[s
     if not (isinstance(test, str) and when in ("collect", "setup", "call", "teardown")
             and outcome in ("passed", "failed", "skipped")):
         return "is not what the runner's plugin writes"
+    streamed.reports.append((test, when))
     kind = _kind(when, outcome)
     if _RANK[kind] >= _RANK.get(streamed.outcomes.get(test, "passed"), 0):  # of conflicting lines, the worst counts
         streamed.outcomes[test] = kind

@@ -85,5 +85,6 @@ def test_a_teardown_error_outranks_the_call_and_ids_map_to_junit_names():
     streamed = parse(_lines({"id": test, "when": "call", "outcome": "failed"},
                             {"id": test, "when": "teardown", "outcome": "failed"}))
     assert streamed.outcomes == {test: "errors"} and not streamed.finished
+    assert streamed.reports == [(test, "call"), (test, "teardown")]  # every line, in order: canary.scrubbed's
     assert junit_address(test) == ("tests.test_a.TestX", "test_y[a::b-1]")
     assert junit_address("tests/test_a.py") == ("", "tests.test_a")  # a module that failed to import
