@@ -63,6 +63,8 @@ def test_the_ticket_demo_ends_at_a_draft_pull_request_on_the_fake_host(clean_sta
     assert f"pull request #{pull['number']}: {pull['html_url']} (draft)\ntitle: {title}" in done.stdout
     assert "remote: https://127.0.0.1:" in done.stdout and f"branch: {branch}" in done.stdout
     assert "--- Change" in done.stdout and "before (base commit)" in done.stdout
+    assert "QC's reproduction tests/acceptance/" in done.stdout
+    assert ": failed at the base commit, passed after the change\n" in done.stdout
     assert TOKEN not in out
 
 

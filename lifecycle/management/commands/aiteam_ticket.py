@@ -183,6 +183,10 @@ class Command(BaseCommand):
         for name, label in (("self_test", "after (engineer's self-test)"), ("qc", "after (QC's run)")):
             report = latest(req, ArtifactKind.TEST_REPORT, name)
             out(f"{label}: {report.summary if report else 'not run'}")
+        qc = latest(req, ArtifactKind.TEST_REPORT, "qc")
+        for check in ((content_json(qc).get("comparison") or {}).get("reproductions") or []) if qc else []:
+            out(f"  QC's reproduction {check.get('test')}: {check.get('at_base')} at the base commit, "
+                f"{check.get('after')} after the change{'' if check.get('ok') else ' (not a reproduction)'}")
 
 
 def read_body(path: Path) -> str:
