@@ -25,6 +25,7 @@ from lifecycle import (  # noqa: F401  (admins)
     tokens_admin,
 )
 from lifecycle.actors import Actor
+from lifecycle.api.parsers import BoundedJSONFormField
 from lifecycle.budget_limits import DIMENSIONS
 from lifecycle.budget_limits import problems as budget_problems
 from lifecycle.inbox import columns, filters, views
@@ -277,6 +278,7 @@ class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", *REPOSITORY_FIELDS, "settings"]
+        field_classes = {"settings": BoundedJSONFormField}  # no NUL or surrogate reaches the database or the page
         help_texts = {"repo_url": "https:// or ssh:// (or git@host:owner/repo.git) on a host the operator allows, "
                                   "no credentials in it; empty: the built-in local remote",
                       "settings": 'e.g. {"review_policies": {"stories_approval": {"sla_hours": 24}, '

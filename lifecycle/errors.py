@@ -1,4 +1,25 @@
 """Domain errors. The API maps them once (lifecycle/api/errors.py); the admin shows their text."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+ECHO_MAX_CHARS = 100  # of a refused value an error message repeats
+ECHO_MAX_NAMES = 10  # of the refused names it lists
+
+
+def echoed(value: object, limit: int = ECHO_MAX_CHARS, *, quoted: bool = False) -> str:
+    """`value` as an error message may repeat it: its first `limit` characters (as a repr when `quoted`), marked
+    when cut, so a 1 MB value that is not a choice does not come back as a 1 MB error."""
+    text = str(value)
+    shown = repr(text[:limit]) if quoted else text[:limit]
+    return shown if len(text) <= limit else f"{shown}… (cut: {len(text)} characters)"
+
+
+def echoed_names(names: Iterable[object]) -> str:
+    """Refused names (unknown keys, say) for a message: the first ECHO_MAX_NAMES, each echoed, and how many more."""
+    names = list(names)
+    shown = ", ".join(echoed(name, quoted=True) for name in names[:ECHO_MAX_NAMES])
+    return shown + (f" and {len(names) - ECHO_MAX_NAMES} more" if len(names) > ECHO_MAX_NAMES else "")
 
 
 class DomainError(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lifecycle.errors import DomainError
+from lifecycle.errors import ECHO_MAX_NAMES, DomainError, echoed
 
 # Every phase in the order the flow runs them; a playbook lists a subsequence.
 PHASES = ("clarify", "stories", "design", "plan", "develop", "code_review", "quality_gate", "deploy")
@@ -76,15 +76,18 @@ def table_problems(table: object) -> list[str]:
     """What is wrong with a project's playbook table: ticket kind → playbook name, for the kinds triage names."""
     if not isinstance(table, dict):
         return ["a playbook table is an object of ticket kind → playbook name"]
-    return [f"unknown ticket kind {kind!r}; use {', '.join(TRIAGE_PLAYBOOKS)}" for kind in table
-            if kind not in TRIAGE_PLAYBOOKS] + [
-        f"{kind}: unknown playbook {name!r}; use one of {', '.join(PLAYBOOKS)}" for kind, name in table.items()
-        if not isinstance(name, str) or name not in PLAYBOOKS]
+    problems = [f"unknown ticket kind {echoed(kind, quoted=True)}; use {', '.join(TRIAGE_PLAYBOOKS)}" for kind in table
+                if kind not in TRIAGE_PLAYBOOKS] + [
+        f"{echoed(kind)}: unknown playbook {echoed(repr(name))}; use one of {', '.join(PLAYBOOKS)}"
+        for kind, name in table.items() if not isinstance(name, str) or name not in PLAYBOOKS]
+    # each problem repeats at most ECHO_MAX_CHARS of a name, and at most ECHO_MAX_NAMES are listed
+    more = len(problems) - ECHO_MAX_NAMES
+    return problems[:ECHO_MAX_NAMES] + ([f"and {more} more"] if more > 0 else [])
 
 
 class UnknownPlaybook(DomainError):
     def __init__(self, name: str) -> None:
-        super().__init__(f"unknown playbook {name!r}; use one of {', '.join(PLAYBOOKS)}", "playbook")
+        super().__init__(f"unknown playbook {echoed(repr(name))}; use one of {', '.join(PLAYBOOKS)}", "playbook")
 
 
 def playbook_named(name: str) -> Playbook:

@@ -7,7 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from lifecycle.api.serializers import StrictSerializer
+from lifecycle.api.serializers import CappedChoiceField, StrictSerializer
 from lifecycle.dashboard.selectors import Scope
 from lifecycle.errors import DomainError
 from lifecycle.models import MetaEvalLog, MetaKind, Project
@@ -18,12 +18,12 @@ PAGE_PARAMETERS = ("limit", "offset", api_settings.URL_FORMAT_OVERRIDE)  # the p
 
 
 class MetaEvalQueryIn(StrictSerializer):
-    kind = serializers.ChoiceField(choices=MetaKind.choices, required=False)
+    kind = CappedChoiceField(choices=MetaKind.choices, required=False)
     project = serializers.UUIDField(required=False, help_text="one project of your organizations")
 
 
 class MetaEvalSummaryQueryIn(StrictSerializer):
-    period = serializers.ChoiceField(choices=list(PERIODS), default="week", help_text="ISO weeks or days")
+    period = CappedChoiceField(choices=list(PERIODS), default="week", help_text="ISO weeks or days")
     periods = serializers.IntegerField(min_value=1, max_value=max(MAX_PERIODS.values()), required=False,
                                        help_text=f"how many, this one included (default {DEFAULT_PERIODS}, "
                                        f"at most {MAX_PERIODS})")

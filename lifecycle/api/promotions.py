@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from lifecycle.actors import Actor
 from lifecycle.api.parsers import BoundedJSONParser
-from lifecycle.api.serializers import ErrorOut, StrictCharField, StrictSerializer
+from lifecycle.api.serializers import CappedChoiceField, ErrorOut, StrictCharField, StrictSerializer
 from lifecycle.evals.report import case_changes, summary
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
 from lifecycle.services.promotions import (
@@ -33,7 +33,7 @@ PROPOSED_ALREADY = OpenApiResponse(ErrorOut, description="the same candidate is 
 
 class PromotionIn(StrictSerializer):
     project = serializers.UUIDField()
-    artifact = serializers.ChoiceField(choices=PromotedArtifact.choices)
+    artifact = CappedChoiceField(choices=PromotedArtifact.choices)
     candidate = serializers.JSONField(help_text=(
         "prompts: the changed prompts, an object of prompt name → text (the rest stay as they are now); "
         "budgets: the whole budget profile; playbooks: the whole playbook table (ticket kind → playbook)"))

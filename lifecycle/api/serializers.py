@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from lifecycle import playbooks
+from lifecycle.errors import echoed
 from lifecycle.failure_rules import Route, Source
 from lifecycle.models import (
     Artifact,
@@ -34,13 +35,30 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class CappedChoiceField(serializers.ChoiceField):
+    """DRF's ChoiceField, but a refusal repeats at most ECHO_MAX_CHARS of the value (DRF's repeats all of it: a
+    1 MB value came back as a 1 MB error)."""
+
+    def fail(self, key, **kwargs):
+        if "input" in kwargs:
+            kwargs["input"] = echoed(kwargs["input"])
+        super().fail(key, **kwargs)
+
+
+def unknown_fields(data: object, fields) -> dict[str, list[str]]:
+    """The refusal of each name in `data` that is not one of `fields`, each name as echoed (at most ECHO_MAX_CHARS
+    of it)."""
+    if not isinstance(data, dict):
+        return {}
+    return {echoed(name): ["unknown field"] for name in sorted(set(data) - set(fields))}
+
+
 class StrictSerializer(serializers.Serializer):
     """Unknown fields are 400s, named beside the known fields' errors (a misspelt field is not reported as the
     right one missing)."""
 
     def to_internal_value(self, data):
-        unknown = {name: ["unknown field"] for name in sorted(set(data) - set(self.fields))} if isinstance(
-            data, dict) else {}
+        unknown = unknown_fields(data, self.fields)
         try:
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:
@@ -55,7 +73,7 @@ class StrictSerializer(serializers.Serializer):
 class TicketIn(serializers.Serializer):
     """A ticket from a tracker: its body is the brief, its title the requirement's title."""
 
-    source = serializers.ChoiceField(choices=TicketSource.choices, required=False, default=TicketSource.API)
+    source = CappedChoiceField(choices=TicketSource.choices, required=False, default=TicketSource.API)
     key = StrictCharField(max_length=KEY_MAX_CHARS, help_text="e.g. #42 (github, gitlab) or PROJ-7 (jira); one live "
                           "requirement per project, source and key")
     url = StrictCharField(max_length=URL_MAX_CHARS, required=False, allow_blank=True, default="",
@@ -66,8 +84,8 @@ class TicketIn(serializers.Serializer):
 
     def to_internal_value(self, data):
         """Strict like StrictSerializer (a nested serializer has no initial_data of its own)."""
-        if isinstance(data, dict) and (unknown := sorted(set(data) - set(self.fields))):
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        if unknown := unknown_fields(data, self.fields):
+            raise serializers.ValidationError(unknown)
         return super().to_internal_value(data)
 
     def validate(self, attrs):
@@ -82,7 +100,7 @@ class RequirementIn(StrictSerializer):
     ticket = TicketIn(required=False, help_text="a tracker's ticket instead of a brief")
     title = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     project = serializers.UUIDField(required=False)
-    playbook = serializers.ChoiceField(choices=playbooks.CHOICES, required=False, default=playbooks.DEFAULT)
+    playbook = CappedChoiceField(choices=playbooks.CHOICES, required=False, default=playbooks.DEFAULT)
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and "brief" in data and "ticket" in data:  # before either is read
@@ -98,7 +116,7 @@ class RequirementIn(StrictSerializer):
 
 
 class DecisionIn(StrictSerializer):
-    decision = serializers.ChoiceField(choices=Decision.choices)
+    decision = CappedChoiceField(choices=Decision.choices)
     reason = StrictCharField(max_length=4000, required=False, allow_blank=True, default="")
     feedback = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
     answer = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
@@ -289,8 +307,8 @@ class RequirementOut(RequirementSummaryOut):
 class RoutingQueryIn(StrictSerializer):
     """Filters of GET /requirements/{id}/routing/ (query parameters)."""
 
-    route = serializers.ChoiceField(choices=[r.value for r in Route], required=False)
-    source = serializers.ChoiceField(choices=[s.value for s in Source], required=False)
+    route = CappedChoiceField(choices=[r.value for r in Route], required=False)
+    source = CappedChoiceField(choices=[s.value for s in Source], required=False)
 
 
 class StepRefOut(serializers.ModelSerializer):
@@ -311,7 +329,7 @@ class FailureRouteOut(serializers.ModelSerializer):
 class RetriageIn(StrictSerializer):
     """A reviewer's override of the Product Owner's triage: the playbook to run, and why."""
 
-    playbook = serializers.ChoiceField(choices=playbooks.CHOICES)
+    playbook = CappedChoiceField(choices=playbooks.CHOICES)
     reason = StrictCharField(max_length=2000, help_text="why the triage's playbook was wrong (in the audit trail)")
 
 

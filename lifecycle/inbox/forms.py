@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import QuerySet
 
+from lifecycle.api.parsers import BoundedJSONFormField
 from lifecycle.models import UserStory
 from lifecycle.states import Decision
 
@@ -25,7 +26,7 @@ class DecisionForm(forms.Form):
         box never blocks another decision."""
         if self.cleaned_data.get("decision") != Decision.OVERRIDE_BUDGET:
             return None
-        return forms.JSONField(required=False).clean(self.cleaned_data["budget"])
+        return BoundedJSONFormField(required=False).clean(self.cleaned_data["budget"])
 
     def clean(self) -> dict[str, Any]:
         """The budget page posts every field with whichever button was pressed: keep only the chosen option's."""

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from lifecycle.actors import Actor
 from lifecycle.budget_limits import problems
-from lifecycle.errors import DomainError, IllegalTransition
+from lifecycle.errors import DomainError, IllegalTransition, echoed
 from lifecycle.models import ReviewTask
 from lifecycle.services import outcomes
 from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
@@ -55,7 +55,8 @@ def review_decide(
 
 def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:
     if decision not in task.options:
-        raise DomainError(f"'{decision}' is not an option for this task; options: {', '.join(task.options)}", "decision")
+        raise DomainError(f"'{echoed(decision)}' is not an option for this task; options: {', '.join(task.options)}",
+                          "decision")
     needed = REQUIRED_TEXT.get(decision)
     if needed and not texts[needed]:
         what = {"feedback": "feedback (what to change)"}.get(needed, f"a {needed}")

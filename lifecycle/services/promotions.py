@@ -19,7 +19,7 @@ from django.utils import timezone
 from agents.prompts import bundle_hash, prompt_files
 from lifecycle import budget_limits, playbooks
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted, echoed_names
 from lifecycle.models import EvalRun, Membership, MetaKind, Project, PromotedArtifact, PromotionDecision, PromptBundle
 from lifecycle.models.evals import EVALUATION_ORGANIZATION
 from lifecycle.services.meta_eval import meta_log
@@ -73,7 +73,7 @@ def bundle_with(project: Project, changed: dict[str, str]) -> PromptBundle:
     """The project's current bundle with some prompts replaced: a candidate version of its prompts."""
     unknown = sorted(set(changed) - set(prompt_files()))
     if unknown or not all(isinstance(text, str) and text.strip() for text in changed.values()):
-        raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: {unknown}",
+        raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: [{echoed_names(unknown)}]",
                           "candidate")
     prompts = {**prompt_bundle_for(project, drop_unknown=True).prompts, **changed}
     bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
@@ -355,7 +355,7 @@ def _modified(row: PromotionDecision, project: Project, modified: Any) -> Any:
         base = PromptBundle.objects.get(sha256=row.candidate).prompts
         unknown = sorted(set(modified) - set(base))
         if unknown or not all(isinstance(text, str) and text.strip() for text in modified.values()):
-            raise DomainError(f"modify known prompts with non-empty texts; unknown: {unknown}", "modified")
+            raise DomainError(f"modify known prompts with non-empty texts; unknown: [{echoed_names(unknown)}]", "modified")
         prompts = {**base, **modified}
         modified = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})[0].pk
     elif problems := candidate_problems(row.artifact, modified):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from agents.prompts import bundle_hash, prompt_files
-from lifecycle.errors import DomainError
+from lifecycle.errors import DomainError, echoed_names
 from lifecycle.models import Project, PromptBundle
 
 
@@ -15,8 +15,8 @@ def prompt_bundle_for(project: Project, *, drop_unknown: bool = False) -> Prompt
         overrides = {name: text for name, text in overrides.items() if name in prompts}
     unknown = sorted(set(overrides) - set(prompts))
     if unknown or not all(isinstance(text, str) and text.strip() for text in overrides.values()):
-        raise DomainError(f"project prompt overrides must be non-empty texts for known prompts; unknown: {unknown}",
-                          "project")
+        raise DomainError("project prompt overrides must be non-empty texts for known prompts; "
+                          f"unknown: [{echoed_names(unknown)}]", "project")
     prompts.update(overrides)
     bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
     return bundle

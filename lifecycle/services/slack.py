@@ -17,7 +17,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.errors import DomainError, NotPermitted, echoed
 from lifecycle.models import (
     ActionApproval,
     ConversationChannelBinding,
@@ -36,6 +36,8 @@ from lifecycle.services.decisions import review_decide
 VIA = "slack"
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 STARTS = "app_mention"  # and a direct message (channel_type "im"): the ways to start a conversation from Slack
+# Slack's channel ids and timestamps ("C0123ABCD", "1700000000.000200") are short; what SlackMessageSeen holds of them
+ID_MAX_CHARS = min(SlackMessageSeen._meta.get_field(name).max_length for name in ("channel", "ts"))
 
 
 def thread_key(team_id: str, channel: str, thread_ts: str) -> str:
@@ -60,11 +62,14 @@ def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], even
     user_id, channel, ts = (str(event.get(k) or "") for k in ("user", "channel", "ts"))
     if not (user_id and channel and ts):
         return "ignored: no user, channel or ts"
+    thread_ts = str(event.get("thread_ts") or ts)
+    if max(len(channel), len(ts), len(thread_ts)) > ID_MAX_CHARS:  # not Slack's: it would not fit the rows below
+        return f"ignored: a channel, ts or thread_ts longer than {ID_MAX_CHARS} characters is not Slack's"
     user = slack_user(workspace, user_id)
     if user is None:
-        return f"ignored: Slack user {user_id} is not mapped to a member of the organization"
+        return f"ignored: Slack user {echoed(user_id)} is not mapped to a member of the organization"
     text = _MENTION.sub("", str(event.get("text") or "")).strip()
-    key = thread_key(workspace.team_id, channel, str(event.get("thread_ts") or ts))
+    key = thread_key(workspace.team_id, channel, thread_ts)
     try:
         with transaction.atomic():
             seen = SlackMessageSeen.objects.create(workspace=workspace, channel=channel, ts=ts, event_id=event_id[:40])
@@ -83,18 +88,18 @@ def slack_action_take(*, workspace: SlackWorkspace, slack_user_id: str, value: s
     the mapped user; NotPermitted for an unmapped one, the services' own errors otherwise."""
     user = slack_user(workspace, slack_user_id)
     if user is None:
-        raise NotPermitted(f"Slack user {slack_user_id} is not mapped to a member of the organization")
+        raise NotPermitted(f"Slack user {echoed(slack_user_id)} is not mapped to a member of the organization")
     kind, decision, target = (value.split(":", 2) + ["", ""])[:3]
     actor = Actor.human(user, VIA)
     if kind == "approval" and decision in ("approve", "reject"):
         if not ActionApproval.objects.filter(pk=_uuid(target), organization_id=workspace.organization_id).exists():
-            raise ActionApproval.DoesNotExist(f"no action request {target} in this organization")
+            raise ActionApproval.DoesNotExist(f"no action request {echoed(target)} in this organization")
         approval = approval_decide(approval_id=target, actor=actor, approve=decision == "approve",
                                    reason="" if decision == "approve" else f"rejected in Slack by {user.username}")
         return f"action {approval.state}"
     if kind == "review":
         if not ReviewTask.objects.filter(pk=_uuid(target), organization_id=workspace.organization_id).exists():
-            raise ReviewTask.DoesNotExist(f"no review task {target} in this organization")
+            raise ReviewTask.DoesNotExist(f"no review task {echoed(target)} in this organization")
         task = review_decide(task_id=target, actor=actor, decision=decision,
                              reason=f"decided in Slack by {user.username}")
         return f"review task decided: {task.decision}"

@@ -25,7 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from lifecycle.api.parsers import json_problem
-from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted, echoed
 from lifecycle.models import ActionApproval, ReviewTask, SlackWorkspace
 from lifecycle.services.slack import slack_action_take, slack_message_take
 
@@ -60,9 +60,9 @@ def events(request: HttpRequest) -> JsonResponse:
     event = payload.get("event") if isinstance(payload.get("event"), dict) else {}
     workspace = SlackWorkspace.objects.select_related("organization").filter(team_id=str(payload.get("team_id"))).first()
     if workspace is None:
-        return _answer(request, f"ignored: workspace {payload.get('team_id')!r} belongs to no organization")
+        return _answer(request, f"ignored: workspace {echoed(repr(payload.get('team_id')))} belongs to no organization")
     if payload.get("type") != "event_callback" or event.get("type") not in MESSAGE_EVENTS:
-        return _answer(request, f"ignored: a {event.get('type') or payload.get('type')} event does nothing")
+        return _answer(request, f"ignored: a {echoed(event.get('type') or payload.get('type'))} event does nothing")
     try:
         outcome = slack_message_take(workspace=workspace, event=event, event_id=str(payload.get("event_id") or ""))
     except (DomainError, NotPermitted) as exc:

@@ -1,7 +1,8 @@
 """POST /webhooks/<source>/<project id>/: size, signature, JSON, event, then one service call.
 
 Answers: 413 too large (unread); 401 for anything that is not a good signature of this project's secret (the
-same for an unknown project); 400 a payload that is not what the event promises; 202 accepted, with what became
+same for an unknown project); 400 a payload that is not what the event promises (an unpaired surrogate in any
+string, an event name longer than WebhookDelivery.event holds); 202 accepted, with what became
 of it ("created", "live", "repeat" or "ignored: <why>"); 422 a ticket that cannot be a requirement (its body is
 longer than a brief may be, say), so the host's delivery log shows why.
 """
@@ -19,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from lifecycle.api.parsers import json_problem
 from lifecycle.errors import DomainError
-from lifecycle.models import Project
+from lifecycle.models import Project, WebhookDelivery
 from lifecycle.services.tickets import Delivery, webhook_ticket_accept
 from lifecycle.webhooks import github, gitlab, jira
 from lifecycle.webhooks.readings import PayloadError
@@ -28,6 +29,7 @@ from lifecycle.webhooks.secret_envs import webhook_secret
 logger = logging.getLogger(__name__)
 SOURCES = {"github": github, "gitlab": gitlab, "jira": jira}
 REPOSITORY_SETTING = {"github": ("github", "repository"), "gitlab": ("gitlab", "project")}  # the project's own
+EVENT_MAX_CHARS = WebhookDelivery._meta.get_field("event").max_length
 TOO_BIG = {"detail": "the body is larger than AITEAM_WEBHOOK_MAX_BYTES allows"}
 UNAUTHORIZED = {"detail": "the signature is missing or does not match this project's webhook secret"}
 
@@ -55,6 +57,8 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
         return JsonResponse({"detail": str(exc)}, status=400)
     if reading.ticket is None:
         return _answer(source, project, reading.event, f"ignored: {reading.ignored}")
+    if len(reading.event) > EVENT_MAX_CHARS:  # GitLab's action is free text: no real one comes near
+        return JsonResponse({"detail": f"the event it reports is longer than {EVENT_MAX_CHARS} characters"}, status=400)
     if elsewhere := _elsewhere(source, project, payload):
         return _answer(source, project, reading.event, f"ignored: {elsewhere}")
     delivery = Delivery(source, delivery_id, reading.event, hashlib.sha256(body).hexdigest())
