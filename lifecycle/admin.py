@@ -28,6 +28,7 @@ from lifecycle.actors import Actor
 from lifecycle.api.parsers import BoundedJSONFormField
 from lifecycle.budget_limits import DIMENSIONS
 from lifecycle.budget_limits import problems as budget_problems
+from lifecycle.budget_limits import shape_problems as budget_shape_problems
 from lifecycle.inbox import columns, filters, views
 from lifecycle.models import (
     Artifact,
@@ -274,6 +275,8 @@ class RequirementAdmin(ReplayAdminMixin, MemberAccess, admin.ModelAdmin):
                            ", ".join(f"{k} {v}" for k, v in facts["loops"].items()), f"{spend:.4f}")
 
 
+
+
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
@@ -311,14 +314,18 @@ class ProjectForm(forms.ModelForm):
         group = value.get("reviewers_group")
         if group and not Group.objects.filter(name=group).exists():
             problems.append(f"reviewers_group: there is no group '{group}'")
-        problems += [f"budgets: {p}" for p in budget_problems(value.get("budgets") or {})]
+        before = (Project.objects.filter(pk=self.instance.pk).values_list("settings", flat=True).first() or {}
+                  if self.instance.pk else None)
+        budgets = value.get("budgets") or {}
+        # new limits are bounded; budgets stored before the bounds (read as the maximum) do not block other edits
+        kept = before is not None and (before.get("budgets") or {}) == budgets
+        problems += [f"budgets: {p}" for p in (budget_shape_problems if kept else budget_problems)(budgets)]
         problems += _notification_problems(value.get("notifications") or {})
         problems += moved_settings(value)
         problems += repository_settings_problems(value)
         problems += slack_channel_problems(value, self.instance.organization_id)
         problems += [f"playbooks: {p}" for p in table_problems(value.get("playbooks") or {})]
-        if self.instance.pk:  # what a project starts with is set here; a change of it is a promotion's (ADR 39)
-            before = Project.objects.filter(pk=self.instance.pk).values_list("settings", flat=True).first() or {}
+        if before is not None:  # what a project starts with is set here; a change of it is a promotion's (ADR 39)
             problems += guarded_settings_problems(before, value)
         if problems:
             raise forms.ValidationError(problems)

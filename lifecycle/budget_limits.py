@@ -4,11 +4,16 @@ A budget is `{"requirement": {dimension: limit}, "roles": {role: {dimension: lim
 later wins, key by key: the playbook's defaults (below), the project's `settings["budgets"]`,
 then the requirement's own overrides (written when a human overrides the budget). A limit of
 None means unlimited; a dimension left out inherits the layer below.
+
+Every limit is bounded (MAXIMUM, dollars to the millionth): far above any real run, small enough that a limit, its
+grace and the spend compared with it stay exact as a Decimal (28 digits) and a 64-bit integer. Wherever a limit is
+set (a budget decision, the Project admin, a budget profile's promotion, a policy's grace) `problems` refuses a
+larger or finer one, naming the field and its maximum; a limit stored before the bounds (or written by hand) is
+read as the maximum (`normalize`, `shape_problems`), so reading a budget never fails on it.
 """
 from __future__ import annotations
 
-import math
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
 STEPS, TOKENS, SANDBOX_RUNS, COST_USD = "steps", "tokens", "sandbox_runs", "cost_usd"
@@ -17,6 +22,12 @@ ROLES = ("product_owner", "business_analyst", "tech_architect", "tech_lead", "se
          "devops_engineer", "sandbox", "delivery")
 REQUIREMENT = "requirement"
 GRACE_FRACTION = Decimal("0.5")  # inject a constraint / approve partial output: half the limit again
+# The largest limit of each dimension (docs/operations.md, Budgets); None (unlimited) stays the way to lift one.
+MAXIMUM: dict[str, int | Decimal] = {STEPS: 100_000, TOKENS: 10_000_000_000, SANDBOX_RUNS: 100_000,
+                                     COST_USD: Decimal("1000000")}
+DOLLAR_PLACES = 6  # a millionth of a dollar, as LLMCall.cost_usd
+MICRO = Decimal(1).scaleb(-DOLLAR_PLACES)
+UNITS = {STEPS: "steps", TOKENS: "tokens", SANDBOX_RUNS: "sandbox runs", COST_USD: "dollars"}
 
 # Generous for a real model (the sample run spends 16 steps, 3 sandbox runs, ~80k tokens, under $1);
 # a bug fix skips stories and design, so it gets less.
@@ -61,8 +72,9 @@ def limit_of(limits: dict[str, Any], scope: str, dimension: str) -> Any:
 
 
 def normalize(budget: dict[str, Any]) -> dict[str, Any]:
-    """Validated and typed (ints, Decimal dollars); raises ValueError listing every problem."""
-    found = problems(budget)
+    """Typed (ints, Decimal dollars) and bounded: a limit beyond its maximum is read as the maximum, dollars finer
+    than a millionth rounded up to one. Raises ValueError listing every problem of shape (`shape_problems`)."""
+    found = shape_problems(budget)
     if found:
         raise ValueError("; ".join(found))
     return {REQUIREMENT: _typed(budget.get(REQUIREMENT) or {}),
@@ -70,61 +82,115 @@ def normalize(budget: dict[str, Any]) -> dict[str, Any]:
 
 
 def problems(budget: Any) -> list[str]:
-    """Everything wrong with a budget override, in words a project admin or API client can act on."""
+    """Everything wrong with a budget someone sets (a decision's override, a project's or a promoted profile), in
+    words a project admin or API client can act on: its shape, and each limit within its dimension's maximum."""
+    return _problems(budget, bounded=True)
+
+
+def shape_problems(budget: Any) -> list[str]:
+    """What makes a stored budget unreadable; a limit beyond its maximum is not (it is read as the maximum)."""
+    return _problems(budget, bounded=False)
+
+
+def _problems(budget: Any, *, bounded: bool) -> list[str]:
     if not isinstance(budget, dict):
         return ["a budget must be an object with 'requirement' and/or 'roles'"]
-    found = [f"unknown key '{k}'; use 'requirement' and 'roles'" for k in budget if k not in (REQUIREMENT, "roles")]
-    found += _dimension_problems(REQUIREMENT, budget.get(REQUIREMENT, {}))
+    found = [f"unknown key {_shown(k)}; use 'requirement' and 'roles'" for k in budget if k not in (REQUIREMENT, "roles")]
+    found += _dimension_problems(REQUIREMENT, budget.get(REQUIREMENT, {}), bounded)
     roles = budget.get("roles", {})
     if not isinstance(roles, dict):
         return [*found, "roles must be an object of role → limits"]
     for role, dims in roles.items():
         if role not in ROLES:
-            found.append(f"unknown role '{role}'; use one of {', '.join(ROLES)}")
-        found += _dimension_problems(f"roles.{role}", dims)
+            found.append(f"unknown role {_shown(role)}; use one of {', '.join(ROLES)}")
+        found += _dimension_problems(f"roles.{role if role in ROLES else _shown(role)}", dims, bounded)
     return found
 
 
-def _dimension_problems(where: str, dims: Any) -> list[str]:
+def _dimension_problems(where: str, dims: Any, bounded: bool) -> list[str]:
     if not isinstance(dims, dict):
         return [f"{where} must be an object of dimension → limit"]
     found = []
     for name, value in dims.items():
         if name not in DIMENSIONS:
-            found.append(f"{where}: unknown dimension '{name}'; use {', '.join(DIMENSIONS)}")
-        elif value is not None and _number(name, value) is None:
+            found.append(f"{where}: unknown dimension {_shown(name)}; use {', '.join(DIMENSIONS)}")
+        elif value is None:
+            continue
+        elif (amount := _number(name, value)) is None:
             kind = "a number of dollars ≥ 0" if name == COST_USD else "a whole number ≥ 0"
-            found.append(f"{where}.{name}: expected {kind} or null (unlimited), got {value!r}")
+            found.append(f"{where}.{name}: expected {kind} or null (unlimited), got {_shown(value)}")
+        elif bounded and (excess := _beyond(name, amount)):
+            found.append(f"{where}.{name}: {excess}, got {_shown(value)}")
     return found
 
 
 def _number(name: str, value: Any) -> int | Decimal | None:
+    """The limit `value` stands for, unbounded, or None when it is none (a bool, a negative, NaN, an object…)."""
     if isinstance(value, bool):
         return None
-    if name == COST_USD:
-        try:
-            amount = Decimal(str(value))
-        except InvalidOperation:
-            return None
-        return amount if amount.is_finite() and amount >= 0 else None
-    return value if isinstance(value, int) and value >= 0 else None
+    if name != COST_USD:
+        return value if isinstance(value, int) and value >= 0 else None
+    try:  # an int straight to Decimal: str() of a huge one is refused by Python's digit limit
+        amount = Decimal(value) if isinstance(value, int | Decimal) else \
+            Decimal(str(value)) if isinstance(value, float | str) else None
+    except InvalidOperation:
+        return None
+    if amount is None or not amount.is_finite() or amount < 0:
+        return None
+    return amount.copy_abs()  # "-0" is 0
+
+
+def _beyond(name: str, amount: int | Decimal) -> str:
+    """Why a limit is out of bounds: beyond the dimension's maximum, or dollars finer than a millionth; or ""."""
+    if amount > MAXIMUM[name]:
+        return f"at most {_plain(MAXIMUM[name])} {UNITS[name]} (null: unlimited)"
+    if name == COST_USD and amount.as_tuple().exponent < -DOLLAR_PLACES and amount != amount.quantize(MICRO):
+        return f"at most {DOLLAR_PLACES} decimal places (a millionth of a dollar)"
+    return ""
+
+
+def bound(name: str, amount: int | Decimal) -> int | Decimal:
+    """Within bounds: at most the dimension's maximum; dollars rounded up to a millionth."""
+    amount = min(amount, MAXIMUM[name])
+    if isinstance(amount, Decimal) and amount.as_tuple().exponent < -DOLLAR_PLACES:
+        amount = amount.quantize(MICRO, rounding=ROUND_CEILING)
+    return amount
 
 
 def _typed(dims: dict[str, Any]) -> dict[str, Any]:
-    return {name: None if value is None else _number(name, value) for name, value in dims.items()}
+    return {name: None if value is None else bound(name, _number(name, value)) for name, value in dims.items()}
 
 
-def grace(limit: int | Decimal, spent: int | Decimal) -> int | Decimal:
-    """A new limit that leaves room again: what is spent plus half the old limit (at least one step, one cent)."""
+def _plain(value: Any) -> str:
+    return format(value, "f") if isinstance(value, Decimal) else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value quoted in a problem, short whatever was sent (a huge number, a long string, a nested object)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"{Decimal(value):.3E}"
+    try:
+        text = repr(value)
+    except ValueError:  # a huge int inside: Python's digit limit
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 40 else f"{text[:37]}…"
+
+
+def grace(limit: int | Decimal, spent: int | Decimal, dimension: str | None = None) -> int | Decimal:
+    """A new limit that leaves room again: what is spent plus half the old limit (at least one step, one cent);
+    with its dimension, bounded (`bound`), so it is a limit `problems` accepts."""
     if isinstance(limit, Decimal) or isinstance(spent, Decimal):
-        return Decimal(spent) + max(Decimal(limit) * GRACE_FRACTION, Decimal("0.01"))
-    return spent + max(math.ceil(limit * GRACE_FRACTION), 1)
+        amount: int | Decimal = Decimal(spent) + max(Decimal(limit) * GRACE_FRACTION, Decimal("0.01"))
+    else:
+        amount = spent + max((limit + 1) // 2, 1)  # half, rounded up, in whole numbers (exact for any size)
+    return bound(dimension, amount) if dimension else amount
 
 
 def as_json(budget: dict[str, Any]) -> dict[str, Any]:
-    """For JSON fields and API output: dollars as strings, so no float rounding creeps in."""
+    """For JSON fields and API output: dollars as plain strings ("100000", never "1E+5"), so no float rounding
+    creeps in."""
     def dims(values: dict[str, Any]) -> dict[str, Any]:
-        return {k: str(v) if isinstance(v, Decimal) else v for k, v in values.items()}
+        return {k: _plain(v) if isinstance(v, Decimal) else v for k, v in values.items()}
 
     return {REQUIREMENT: dims(budget.get(REQUIREMENT, {})),
             "roles": {role: dims(values) for role, values in budget.get("roles", {}).items()}}

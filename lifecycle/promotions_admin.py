@@ -111,8 +111,8 @@ def decide(model_admin: PromotionDecisionAdmin, request: HttpRequest, pk: Any) -
         try:
             modified = json.loads(request.POST.get("modified") or "null")
             problem = json_problem(modified, settings.AITEAM_JSON_MAX_DEPTH)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            problem = f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer of 4,300+ digits
+            problem = f"not JSON ({exc})" if isinstance(exc, ValueError) else "nested too deep"
         if problem:
             messages.error(request, f"not decided: the modification is refused: {problem}")
             return redirect("admin:lifecycle_promotiondecision_change", row.pk)

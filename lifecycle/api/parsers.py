@@ -62,14 +62,17 @@ class BoundedJSONParser(JSONParser):
 
 
 class BoundedJSONFormField(forms.JSONField):
-    """An admin form's JSON box under the same bounds: a problem is a form error, and the box shows the text as
-    typed again (Django's JSONField shows the decoded value, and a page holding a surrogate cannot be encoded)."""
+    """An admin form's JSON box under the same bounds: a problem (a NUL, a lone surrogate, too deep, an integer too
+    long for json) is a form error, and the box shows the text as typed again (Django's JSONField shows the decoded
+    value, and a page holding a surrogate cannot be encoded)."""
 
     def to_python(self, value):
         try:
             converted = super().to_python(value)
         except RecursionError:
             raise forms.ValidationError(f"JSON nested deeper than {settings.AITEAM_JSON_MAX_DEPTH} levels") from None
+        except ValueError as exc:  # json's refusal of an integer of 4,300 digits or more, which Django lets through
+            raise forms.ValidationError(f"Enter a valid JSON: {exc}") from None
         if problem := json_problem(converted, settings.AITEAM_JSON_MAX_DEPTH):
             raise forms.ValidationError(problem)
         return converted
@@ -77,7 +80,7 @@ class BoundedJSONFormField(forms.JSONField):
     def bound_data(self, data, initial):
         try:
             value = super().bound_data(data, initial)
-        except RecursionError:
+        except (RecursionError, ValueError):
             return InvalidJSONInput(data)
         if isinstance(value, InvalidJSONInput) or json_problem(value, settings.AITEAM_JSON_MAX_DEPTH) is None:
             return value

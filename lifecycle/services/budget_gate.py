@@ -121,10 +121,11 @@ def open_budget_task(requirement: Requirement, *, lease: leases.Lease, over: lis
 
 
 def _suggestion(over: list) -> dict[str, Any]:
-    """Double each exhausted limit (at least spent + one unit): a starting point for the reviewer's override."""
+    """Double each exhausted limit (at least spent + one unit, at most the maximum): a starting point for the
+    reviewer's override."""
     budget: dict[str, Any] = {bl.REQUIREMENT: {}, "roles": {}}
     for item in over:
-        doubled = max(item.limit * 2, bl.grace(item.limit, item.spent))
+        doubled = bl.bound(item.dimension, max(item.limit * 2, bl.grace(item.limit, item.spent)))
         scope = budget[bl.REQUIREMENT] if item.scope == bl.REQUIREMENT else budget["roles"].setdefault(
             item.scope.partition(":")[2], {})
         scope[item.dimension] = doubled
@@ -156,7 +157,8 @@ def _lay_over(requirement: Requirement, budget: dict[str, Any]) -> None:
 
 
 def budget_grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
-    """Room again in every dimension that ran out: what is spent now plus half its limit."""
+    """Room again in every dimension that ran out: what is spent now plus half its limit, at most its maximum (so
+    the autonomous policy's override passes the same validation as a person's)."""
     limits, spend = _standing(requirement)
     budget: dict[str, Any] = {bl.REQUIREMENT: {}, "roles": {}}
     for item in task.context.get("exhausted", []):
@@ -167,7 +169,7 @@ def budget_grace(requirement: Requirement, task: ReviewTask) -> dict[str, Any]:
         spent = spend.get(scope, {}).get(dimension, 0)
         target = budget[bl.REQUIREMENT] if scope == bl.REQUIREMENT else budget["roles"].setdefault(
             scope.partition(":")[2], {})
-        target[dimension] = bl.grace(limit, spent) if spent >= limit else limit
+        target[dimension] = bl.grace(limit, spent, dimension) if spent >= limit else limit
     return budget
 
 

@@ -70,10 +70,11 @@ def parked_steps(requirement: Requirement) -> QuerySet[Step]:
 
 # --- limits and verdicts -----------------------------------------------------------------------
 def limits_for(playbook: str, project_settings: dict[str, Any] | None, overrides: dict[str, Any] | None) -> dict:
-    """The effective limits; a broken project layer is logged and ignored (the admin form refuses one)."""
+    """The effective limits; a broken project layer is logged and ignored (the admin form refuses one). A limit
+    beyond its maximum, stored before the bounds, is read as the maximum (budget_limits.normalize)."""
     project = (project_settings or {}).get("budgets") or {}
-    if bl.problems(project):
-        log.error("project budgets are invalid, using the playbook's defaults: %s", "; ".join(bl.problems(project)))
+    if found := bl.shape_problems(project):
+        log.error("project budgets are invalid, using the playbook's defaults: %s", "; ".join(found))
         project = {}
     return bl.resolve(playbook, project, overrides or {})
 
@@ -97,7 +98,7 @@ def standing(limits: dict[str, Any], spend: dict[str, dict[str, Any]]) -> dict[s
         table[scope] = {}
         for dimension in bl.DIMENSIONS:
             limit = bl.limit_of(limits, scope, dimension)
-            remaining = None if limit is None else max(limit - spent[dimension], 0)
+            remaining = None if limit is None else max(limit - spent[dimension], limit * 0)  # dollars stay Decimal
             table[scope][dimension] = {"limit": _json(limit), "spent": _json(spent[dimension]),
                                        "remaining": _json(remaining)}
     return table
@@ -156,5 +157,11 @@ def _typed(dimension: str, value: Any) -> Any:
 
 
 def _json(value: Any) -> Any:
-    return str(value.quantize(Decimal("0.000001"))) if isinstance(value, Decimal) else value
+    """Dollars as a string to the millionth ("1.200000"); never raises: limits are bounded (budget_limits.MAXIMUM),
+    and a value too large to show to the millionth in Decimal's 28 digits is shown as it is ("1E+22")."""
+    if not isinstance(value, Decimal):
+        return value
+    if not value.is_finite() or value.adjusted() > 21:
+        return str(value)
+    return str(value.quantize(bl.MICRO))
 

@@ -273,6 +273,9 @@ def promotion_decide(*, decision_id: Any, actor: Actor, decision: str, reason: s
 def _decide(project: Project, row: PromotionDecision, actor: Actor, decision: str, reason: str,
             modified: Any) -> None:
     adopted = row.candidate
+    if decision == ACCEPT and row.artifact == PromotedArtifact.BUDGETS and (found := candidate_problems(
+            row.artifact, adopted)):  # proposed before limits were bounded: modify it instead
+        raise DomainError("the candidate cannot be adopted as it is: " + "; ".join(found), "candidate")
     if decision == MODIFY:
         adopted = _modified(row, project, modified)
         row.adopted_change = change_between(row.artifact, row.candidate, adopted)

@@ -133,6 +133,44 @@ def test_the_api_validates_each_option_and_its_fields(alice, rita, acme_project,
     assert message in str(response.json()[field])
 
 
+HOSTILE_BUDGETS = [  # each refused with 400 on "budget", naming the field and, when it is too large, its maximum
+    ({"requirement": {"cost_usd": "1e22"}}, "requirement.cost_usd: at most 1000000 dollars (null: unlimited)"),
+    ({"requirement": {"tokens": 10**40}}, "requirement.tokens: at most 10000000000 tokens (null: unlimited)"),
+    ({"roles": {"tech_lead": {"steps": 10**6}}}, "roles.tech_lead.steps: at most 100000 steps"),
+    ({"roles": {"sandbox": {"sandbox_runs": 100_001}}}, "roles.sandbox.sandbox_runs: at most 100000 sandbox runs"),
+    ({"requirement": {"cost_usd": "0.0000001"}}, "requirement.cost_usd: at most 6 decimal places"),
+    ({"requirement": {"cost_usd": "NaN"}}, "requirement.cost_usd: expected a number of dollars"),
+    ({"requirement": {"cost_usd": "-Infinity"}}, "requirement.cost_usd: expected a number of dollars"),
+    ({"requirement": {"tokens": True}}, "requirement.tokens: expected a whole number"),
+    ({"requirement": {"cost_usd": {"$gt": 0}}}, "requirement.cost_usd: expected a number of dollars"),
+    ({"roles": {"tech_lead": {"steps": {"steps": None}}}}, "roles.tech_lead.steps: expected a whole number"),
+]
+
+
+def test_the_api_refuses_a_limit_beyond_its_maximum_and_the_requirement_still_renders(alice, rita, acme_project):
+    """The hostile-input audit: a 1e22 dollar override answered 200, then every read of the requirement 500."""
+    req = run_out_at_the_plan(alice, rita, acme_project)
+    task = pending(req, "budget_exhausted")
+    url, client = f"/api/v1/review-tasks/{task.pk}/decision/", api_for(rita)
+    for budget, message in HOSTILE_BUDGETS:
+        response = client.post(url, {"decision": "override_budget", "budget": budget}, format="json")
+        assert response.status_code == 400, (budget, response.content)
+        assert message in response.json()["budget"][0], response.json()
+    for raw in ('{"requirement": {"cost_usd": 1e22}}', '{"requirement": {"cost_usd": NaN}}',
+                '{"requirement": {"tokens": 1' + "0" * 5000 + '}}'):
+        response = client.post(url, f'{{"decision": "override_budget", "budget": {raw}}}', content_type="application/json")
+        assert response.status_code == 400, (raw[:60], response.content[:200])
+    assert pending(req, "budget_exhausted").pk == task.pk and fresh(req).budget_overrides == {}
+    assert api_for(alice).get(f"/api/v1/requirements/{req.pk}/").status_code == 200
+
+    within = {"requirement": {"cost_usd": "1E+5", "tokens": 10**10}, "roles": {"tech_lead": {"steps": None}}}
+    assert client.post(url, {"decision": "override_budget", "budget": within}, format="json").status_code == 200
+    assert fresh(req).budget_overrides["requirement"] == {"cost_usd": "100000", "tokens": 10**10}
+    body = api_for(alice).get(f"/api/v1/requirements/{req.pk}/")
+    assert body.status_code == 200
+    assert body.json()["budget"]["standing"]["requirement"]["cost_usd"]["limit"] == "100000.000000"
+
+
 def test_budget_options_on_another_kind_of_task_are_refused(alice, rita):
     req = submit(alice)
     task = pending(req, "stories_approval")

@@ -1,11 +1,16 @@
 """Budget accounting and the check before each step: spend from LLMCall and Step rows, one query,
 a spent budget parks the step and escalates the requirement from the state it was in."""
+import json
 from decimal import Decimal
 
 import pytest
 
-from lifecycle.models import LLMCall, Requirement, Step
+from lifecycle import budget_limits as bl
+from lifecycle.models import LLMCall, Project, Requirement, Step
 from lifecycle.services import budget_gate, budgets, leases
+from lifecycle.services.assistant_status import requirement_spend
+from tests.conftest import api_for, staff_client
+from tests.factories import MembershipFactory, project_form_data
 from tests.flows import transitions
 
 pytestmark = pytest.mark.django_db
@@ -156,3 +161,102 @@ def test_the_report_shows_spent_limit_and_remaining_for_the_requirement_and_role
     assert report["standing"]["role:qc_engineer"]["tokens"] == {"limit": 5000, "spent": 1000, "remaining": 4000}
     assert report["standing"]["role:senior_engineer"]["steps"] == {"limit": 80, "spent": 0, "remaining": 80}
     assert (report["exhausted"], report["constraints"]) == (False, [])
+
+
+# --- limits beyond their maximum, stored before the bounds (budget_limits.MAXIMUM) -------------------------------
+HUGE = {"requirement": {"cost_usd": "1e22", "tokens": 10**40}, "roles": {"tech_lead": {"cost_usd": "0.0000001"}}}
+
+
+def test_dollars_are_shown_to_the_millionth_and_a_value_too_large_for_that_is_shown_as_it_is():
+    assert budgets._json(Decimal("1.2")) == "1.200000"
+    assert budgets._json(Decimal("1e22")) == "1E+22"  # quantized, it would need 29 digits: InvalidOperation
+    assert budgets._json(Decimal("NaN")) == "NaN" and budgets._json(7) == 7
+    table = budgets.standing({"requirement": {"cost_usd": Decimal("1e22")}, "roles": {}},
+                             {"requirement": {**budgets.zero_spend(), "cost_usd": Decimal("1e21")}})
+    assert table["requirement"]["cost_usd"] == {"limit": "1E+22", "spent": "1000000000000000000000.000000",
+                                                "remaining": "9000000000000000000000.000000"}
+
+
+def test_a_huge_limit_stored_before_the_bounds_renders_in_the_api_the_admin_and_the_assistant(requirement, alice,
+                                                                                              rita):
+    Requirement.objects.filter(pk=requirement.pk).update(budget_overrides=HUGE)
+    requirement = Requirement.objects.get(pk=requirement.pk)
+    call(requirement, "tech_lead", 100, "0.50")
+    report = budgets.budget_report(requirement)
+    assert report["standing"]["requirement"]["cost_usd"]["limit"] == "1000000.000000"  # read as the maximum
+    assert report["standing"]["requirement"]["tokens"] == {"limit": 10**10, "spent": 100, "remaining": 10**10 - 100}
+    assert report["standing"]["role:tech_lead"]["cost_usd"] == {"limit": "0.000001", "spent": "0.500000",
+                                                                "remaining": "0.000000"}
+    body = api_for(alice).get(f"/api/v1/requirements/{requirement.pk}/")
+    assert body.status_code == 200
+    assert body.json()["budget"]["standing"]["requirement"]["cost_usd"]["limit"] == "1000000.000000"
+    assert body.json()["budget"]["overrides"]["requirement"]["cost_usd"] == "1e22"  # what is stored, as it is
+    page = staff_client(rita).get(f"/admin/lifecycle/requirement/{requirement.pk}/change/")
+    assert page.status_code == 200 and "0.500000 / 1000000.000000 (999999.500000 left)" in page.content.decode()
+    assert "cost_usd 0.500000 / 1000000.000000" in requirement_spend(requirement)
+
+
+def test_the_gate_stops_a_step_and_escalates_when_another_limit_is_stored_beyond_its_maximum(requirement):
+    """The project's layer too: a limit beyond the maximum is read as the maximum, the layer is not dropped (its
+    token limit still holds, not the playbook's 5 million)."""
+    with_budget(requirement, {"requirement": {"tokens": 1000, "cost_usd": "1e22"}})
+    Requirement.objects.filter(pk=requirement.pk).update(budget_overrides={"roles": {"business_analyst": {
+        "cost_usd": 10**40, "steps": 10**30}}})
+    call(requirement, "business_analyst", 1200, "0.30")
+    lease = lease_for(in_state(requirement, "clarified"), "ba_stories")
+    assert not budget_gate.budget_admit_or_park(lease)
+    req = Requirement.objects.get(pk=requirement.pk)
+    assert (req.state, req.budget_exhausted) == ("escalated", True)
+    task = req.review_tasks.get(kind="budget_exhausted")
+    assert task.context["exhausted"] == [{"scope": "requirement", "dimension": "tokens", "limit": 1000, "spent": 1200}]
+    assert task.context["budget"]["requirement"]["cost_usd"]["limit"] == "1000000.000000"
+    assert task.context["budget"]["role:business_analyst"]["steps"]["limit"] == 100_000
+
+
+def test_a_grace_and_a_suggestion_at_the_maximum_stay_within_it(requirement):
+    with_budget(requirement, {"requirement": {"cost_usd": "1000000"}})
+    call(requirement, "senior_engineer", 100, "999999.999999")
+    call(requirement, "senior_engineer", 100, "2")
+    lease = lease_for(in_state(requirement, "in_development"), "engineer:T1")
+    assert not budget_gate.budget_admit_or_park(lease)
+    task = requirement.review_tasks.get(kind="budget_exhausted")
+    at_most = {"requirement": {"cost_usd": "1000000"}, "roles": {"senior_engineer": {"cost_usd": "1000000"}}}
+    assert task.context["suggested_override"] == at_most  # not double the limit, nor spent + half: beyond the maximum
+    grace = budget_gate.budget_grace(requirement, task)
+    assert bl.as_json(grace) == at_most
+    assert bl.problems(bl.as_json(grace)) == [] and bl.problems(task.context["suggested_override"]) == []
+
+
+def test_the_autonomous_policy_grace_is_bounded_too_and_terminates_when_the_maximum_leaves_no_room(requirement,
+                                                                                                  settings):
+    from lifecycle.services.autonomous import budget_policy_decide
+
+    settings.AITEAM_BUDGET_POLICY = "override_budget"
+    with_budget(requirement, {"requirement": {"cost_usd": "1000000"}})
+    call(requirement, "senior_engineer", 100, "999999.999999")
+    call(requirement, "senior_engineer", 100, "2")
+    assert not budget_gate.budget_admit_or_park(lease_for(in_state(requirement, "in_development"), "engineer:T1"))
+    decided = budget_policy_decide(requirement.review_tasks.get(kind="budget_exhausted"))
+    assert decided.decision == "reject" and "the new limits leave no room" in decided.reason
+    assert Requirement.objects.get(pk=requirement.pk).budget_overrides == {}
+
+
+def test_the_project_admin_refuses_a_limit_beyond_its_maximum_but_not_an_edit_beside_one_stored_before(acme_project):
+    owner = MembershipFactory(organization=acme_project.organization, role="admin", user__username="olga").user
+    client = staff_client(owner)
+    page = f"/admin/lifecycle/project/{acme_project.pk}/change/"
+    huge_tokens = '{"budgets": {"requirement": {"tokens": 10000000000000000000000000000000000000000}}}'
+    refused = client.post(page, project_form_data(acme_project, settings=huge_tokens))
+    assert refused.status_code == 200
+    assert "budgets: requirement.tokens: at most 10000000000 tokens (null: unlimited), got 1.000E+40" in \
+        refused.context["adminform"].form.errors["settings"]
+
+    digits = '{"budgets": {"requirement": {"tokens": 1' + "0" * 5000 + "}}}"  # beyond Python's 4,300-digit limit
+    unreadable = client.post(page, project_form_data(acme_project, settings=digits))
+    assert unreadable.status_code == 200 and "Exceeds the limit" in str(unreadable.context["adminform"].form.errors)
+
+    Project.objects.filter(pk=acme_project.pk).update(settings={"budgets": HUGE})  # before the bounds
+    assert client.get(page).status_code == 200
+    kept = json.dumps({"budgets": HUGE, "scope": {"max_lines": 50}})
+    assert client.post(page, project_form_data(acme_project, settings=kept)).status_code == 302
+    assert Project.objects.get(pk=acme_project.pk).settings == {"budgets": HUGE, "scope": {"max_lines": 50}}

@@ -549,3 +549,31 @@ def test_migration_0034_leaves_the_first_of_duplicate_open_proposals_waiting_and
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_a_budget_profile_beyond_the_maximum_is_neither_proposed_adopted_modified_into_nor_restored(alice, owner,
+                                                                                                   acme_project):
+    with pytest.raises(DomainError, match=r"requirement.cost_usd: at most 1000000 dollars") as refused:
+        propose_budget(acme_project, alice, {"requirement": {"cost_usd": "1e22"}})
+    assert refused.value.field == "candidate"
+    proposal = propose_budget(acme_project, alice, {"requirement": {"steps": 60}})
+    PromotionDecision.objects.filter(pk=proposal.pk).update(candidate={"requirement": {"tokens": 10**40}})  # before
+
+    with pytest.raises(DomainError, match=r"cannot be adopted as it is: requirement.tokens: at most 10000000000 tokens"):
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="accept", reason="go")
+    with pytest.raises(DomainError, match=r"roles.tech_lead.steps: at most 100000 steps") as modified:
+        promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify", reason="go",
+                         modified={"roles": {"tech_lead": {"steps": 10**5 + 1}}})
+    assert modified.value.field == "modified" and "budgets" not in Project.objects.get(pk=acme_project.pk).settings
+
+    client = staff_client(owner)
+    page = client.post(f"/admin/lifecycle/promotiondecision/{proposal.pk}/decide/",
+                       {"decision": "modify", "reason": "go", "modified": '{"requirement": {"tokens": 1' + "0" * 5000 + "}}"})
+    assert page.status_code == 302 and PromotionDecision.objects.get(pk=proposal.pk).is_open  # refused, not a 500
+    decided = promotion_decide(decision_id=proposal.pk, actor=Actor.human(owner, "api"), decision="modify",
+                               reason="within the bounds", modified={"requirement": {"tokens": 10**10}})
+    assert decided.state == "modified"
+    PromotionDecision.objects.filter(pk=decided.pk).update(current={"requirement": {"cost_usd": "1e22"}})  # before
+    with pytest.raises(IllegalTransition, match="cannot be restored: requirement.cost_usd: at most 1000000 dollars"):
+        promotion_rollback(decision_id=decided.pk, actor=Actor.human(owner, "api"), reason="back")
