@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted, echoed
 from lifecycle.models import (
     ActionApproval,
     ActionPreauthorization,
@@ -84,7 +84,8 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
     if not task.is_pending:
         raise IllegalTransition(f"review task {task_id} is already {task.state}")
     if decision not in task.options:
-        raise DomainError(f"'{decision}' is not an option of this task; options: {', '.join(task.options)}", "decision")
+        raise DomainError(f"{echoed(decision)!r} is not an option of this task; options: {', '.join(task.options)}",
+                          "decision")
     arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
                  "constraint": constraint, **({"budget": budget} if budget is not None else {})}
     summary = f"{decision.replace('_', ' ')} the {task.get_kind_display().lower()} of {task.requirement}"
