@@ -23,7 +23,7 @@ from agents.environments.baseline import FAILED
 from agents.repo import RepoIndex, index_repository, repo_map, search
 from agents.repo.budget import context_budget, estimate_tokens, fit_lines, json_tokens
 from agents.repo.excerpts import excerpt, whole_fits
-from agents.repo.files import git
+from agents.repo.files import git, usable_path
 from agents.repo.workspace import RepoWorkspace
 from agents.schemas import (
     BaselineFacts,
@@ -78,10 +78,13 @@ def repository_index(requirement: Requirement, workspace: RepoWorkspace, commit:
 
 def changed_paths(workspace: RepoWorkspace) -> list[str]:
     """The files this requirement added or changed, from the merge base (not their text: RepoWorkspace.files
-    reads every one whole, and a large file is shown cut or not at all)."""
+    reads every one whole, and a large file is shown cut or not at all). A name that cannot travel as text (not
+    UTF-8, a control character: agents/repo/files.py) is left out: no edit of ours makes one, and carried on it
+    would fail the prompt or its record."""
     out = git(workspace.path, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", workspace.merge_base(),
               "HEAD")
-    return [path for path in out.decode("utf-8", "surrogateescape").split("\0") if path]
+    paths = (path for path in out.decode("utf-8", "surrogateescape").split("\0") if path)
+    return [path for path in paths if usable_path(path)]
 
 
 def localization_of(requirement: Requirement) -> list[LocatedFile]:
@@ -160,6 +163,8 @@ def _view(want: Wanted, data: object, whole_room: int, share: int) -> FileView |
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
+        return None
+    if "\0" in text:  # binary past git's first 8,000 bytes: no prompt or record can hold it (agents/repo/files.py)
         return None
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     view = FileView(path=want.path, why=want.why, total_lines=total, whole=False)
@@ -271,8 +276,7 @@ def localize_fitted(context: LocalizeContext, index: RepoIndex, query: str, budg
     map_budget = max(left - used, 0)
     while True:
         shown = repo_map(index, map_budget, ticket=query)
-        note = (f"{len(shown.entries)} of {shown.candidates} ranked definitions and files shown; the repository has "
-                f"{len(index.files)} files")
+        note = f"{len(shown.entries)} of {shown.candidates} ranked definitions and files shown; {index.files_note()}"
         context = context.model_copy(update={"repository_map": shown.text, "map_note": note, "search_hits": hits})
         over = json_tokens(context.model_dump(mode="json")) - budget
         if over <= 0 or not (map_budget or hits):
@@ -306,7 +310,7 @@ def review_fitted(context: RepoCodeReviewContext, root: Path, diff: str, changed
     left -= json_tokens(shown)
     files, not_shown = [], []
     for path, data in read_files(root, changed).items():
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else None
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) and b"\0" not in data else None
         cost = json_tokens({"path": path, "content": text})
         if text is not None and cost <= left and len(text) <= MAX_SOURCE_CHARS:
             files.append(SourceFile(path=path, content=text))

@@ -7,9 +7,10 @@ The public API (a leaf: no ORM, nothing of `lifecycle`):
     hits = search(index, "paginator page out of range", limit=10)              # list[SearchHit]
 
 - `index_repository(root, cache_dir, rev="HEAD", max_file_bytes=512 KiB)` reads the files of commit `rev` from
-  git (tracked files only; binaries, files over the limit, symlinks and submodules are listed in `index.skipped`
-  with the reason), parses Python with `ast` into classes, functions and methods (`index.symbols`: path, qualname,
-  kind, line range, one-line signature) and the names each file uses. It is cached under `cache_dir` by commit
+  git (tracked files only; binaries, files over the limit, symlinks, submodules and names that cannot travel as
+  text are listed in `index.skipped` with the reason, and `index.files_note()` says so in one line), parses
+  Python with `ast` into classes, functions and methods (`index.symbols`: path, qualname, kind, line range,
+  one-line signature) and the names each file uses. It is cached under `cache_dir` by commit
   SHA: a second call for the same commit loads it (`index.from_cache`).
 - `repo_map(index, budget_tokens, ticket="", focus_paths=())` ranks files and definitions (personalised PageRank
   over who uses what, leaning towards what the ticket names) and renders the best of them within the budget:

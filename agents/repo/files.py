@@ -3,6 +3,12 @@
 Reading blobs of a named commit (`git ls-tree` then `git cat-file --batch`) means the index describes exactly the
 commit its cache is keyed by, even when the checkout is dirty, and no path is ever opened on disk: a symlink is a
 blob holding its target (skipped), so nothing outside the repository can be reached through one.
+
+A path is text everywhere after this module: in the map and the search hits a prompt carries, in the records a
+database keeps (PostgreSQL's text refuses NUL and lone surrogates), in logs. git's paths are bytes, so a name that
+is not UTF-8, or that holds a control character (a newline would forge a line of the map), is left out here with
+its reason, shown escaped (`caf\\xe9.py`), never carried on as a surrogate-escaped string that fails the first
+time it is encoded. The file is still in the repository: only the index does not offer it.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from pathlib import Path
 MAX_FILE_BYTES = 512 * 1024
 SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 GIT_TIMEOUT_SECONDS = 300
-BINARY_SNIFF = 8000  # git's own heuristic: a NUL byte in the first 8,000 bytes means binary
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class RepoIndexError(Exception):
@@ -33,7 +39,14 @@ class TreeEntry:
 @dataclass(frozen=True, slots=True)
 class Skipped:
     path: str
-    reason: str  # "binary", "too large", "symlink", "submodule", "not utf-8"
+    reason: str  # one of REASONS; `path` is git's, or for an unusable name that name escaped (caf\\xe9.py)
+
+
+# Why a file is left out, worded for the map's note ("3 binary, 1 too large").
+NOT_UTF8 = "text not UTF-8"
+NAME_NOT_UTF8 = "name not UTF-8"
+NAME_WITH_CONTROL = "name with a control character"
+REASONS = ("binary", "too large", "symlink", "submodule", NOT_UTF8, NAME_NOT_UTF8, NAME_WITH_CONTROL)
 
 
 def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
@@ -75,8 +88,10 @@ def tree_entries(root: Path, sha: str, max_bytes: int = MAX_FILE_BYTES) -> tuple
             continue
         meta, _, raw_path = record.partition(b"\t")
         mode, kind, blob, size = meta.decode().split()
-        path = raw_path.decode("utf-8", errors="surrogateescape")
-        if kind == "commit":
+        path, unusable = path_text(raw_path)
+        if unusable:
+            skipped.append(Skipped(path, unusable))
+        elif kind == "commit":
             skipped.append(Skipped(path, "submodule"))
         elif mode == "120000":
             skipped.append(Skipped(path, "symlink"))
@@ -87,8 +102,30 @@ def tree_entries(root: Path, sha: str, max_bytes: int = MAX_FILE_BYTES) -> tuple
     return kept, skipped
 
 
+def path_text(raw: bytes) -> tuple[str, str]:
+    """(the path as text, "") when it can travel as text; else (the path shown escaped, why it is left out)."""
+    try:
+        path, reason = raw.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        path, reason = raw.decode("utf-8", errors="backslashreplace"), NAME_NOT_UTF8
+    if CONTROL_RE.search(path):
+        path, reason = CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}", path), reason or NAME_WITH_CONTROL
+    return path, reason
+
+
+def usable_path(path: str) -> bool:
+    """Whether a path (decoded by the caller) can travel as text: no surrogate escapes, no control character."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not CONTROL_RE.search(path)
+
+
 def read_blobs(root: Path, entries: list[TreeEntry]) -> Iterator[tuple[TreeEntry, str | None, str]]:
-    """(entry, text, "") for text files, (entry, None, reason) for binary or undecodable ones, in one git process."""
+    """(entry, text, "") for text files, (entry, None, reason) for binary or undecodable ones, in one git process.
+    A NUL byte anywhere means binary (git looks at the first 8,000 bytes only): a text holding one could reach no
+    prompt's record (PostgreSQL's JSON refuses \\u0000)."""
     request = b"".join(f"{entry.blob}\n".encode() for entry in entries)
     out = git(root, "cat-file", "--batch", stdin=request)
     at = 0
@@ -97,10 +134,10 @@ def read_blobs(root: Path, entries: list[TreeEntry]) -> Iterator[tuple[TreeEntry
         size = int(out[at:header_end].split()[2])
         data = out[header_end + 1: header_end + 1 + size]
         at = header_end + 1 + size + 1  # the content is followed by a newline
-        if b"\0" in data[:BINARY_SNIFF]:
+        if b"\0" in data:
             yield entry, None, "binary"
             continue
         try:
             yield entry, data.decode("utf-8"), ""
         except UnicodeDecodeError:
-            yield entry, None, "not utf-8"
+            yield entry, None, NOT_UTF8

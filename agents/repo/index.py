@@ -6,12 +6,15 @@ a file and two workers indexing the same commit at once both end with a whole on
 definitions (their search terms as one space-separated string, which loads faster than a list) and the names each
 Python file uses; the links between files and the BM25 matrix are rebuilt from it when first used, being cheap next
 to parsing. A file that does not read back (truncated, another version) is rebuilt over, never trusted.
+Version 2: a file name that is not UTF-8 text, or holds a control character, is left out (files.py), and a NUL
+byte anywhere makes a file binary; version 1 caches, which may hold such names, are not read.
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +24,7 @@ from agents.repo.graph import Links, links_of
 from agents.repo.search import SymbolSearch
 from agents.repo.symbols import Symbol, parse_python
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,25 @@ class RepoIndex:
         for symbol in self.symbols:
             grouped.setdefault(symbol.path, []).append(symbol)
         return grouped
+
+    @cached_property
+    def definers(self) -> dict[str, frozenset[str]]:
+        """Each defined name (class, function, method) → the files that define it."""
+        found: dict[str, set[str]] = {}
+        for symbol in self.symbols:
+            found.setdefault(symbol.name, set()).add(symbol.path)
+        return {name: frozenset(paths) for name, paths in found.items()}
+
+    def files_note(self) -> str:
+        """The commit's files in one line: how many the index holds, and how many it left out and why ("the
+        repository has 9 files, 6 indexed, 3 left out: 2 binary, 1 name not UTF-8")."""
+        counts = Counter(s.reason for s in self.skipped)
+        total = len(self.files) + len(self.skipped)
+        note = f"the repository has {total} file{'s' if total != 1 else ''}"
+        if not counts:
+            return f"{note}, all indexed"
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda c: (-c[1], c[0])))
+        return f"{note}, {len(self.files)} indexed, {len(self.skipped)} left out: {reasons}"
 
     @cached_property
     def links(self) -> Links:
@@ -101,7 +123,7 @@ def _store(cache: Path, index: RepoIndex) -> None:
                "skipped": [asdict(s) for s in index.skipped]}
     fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name, suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as out:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(payload, out, separators=(",", ":"))
         os.replace(tmp, cache)
     except BaseException:
@@ -111,7 +133,7 @@ def _store(cache: Path, index: RepoIndex) -> None:
 
 def _load(cache: Path, sha: str) -> RepoIndex | None:
     try:
-        with cache.open(encoding="utf-8", errors="surrogateescape") as source:
+        with cache.open(encoding="utf-8") as source:
             payload = json.load(source)
         if payload.get("format") != FORMAT or payload.get("sha") != sha:
             return None

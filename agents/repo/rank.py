@@ -4,6 +4,11 @@ The walk restarts at the files the ticket names and the files defining the
 identifiers it names (9/10 of the restarts), so the ranking leans towards them; with no ticket it is plain
 PageRank. Links through a name the ticket names weigh ten times more. A definition's score is the rank that flows
 to it along the links to it.
+
+A name the ticket writes as code (`toolz.groupby(`, `ensure_str`) is surely meant; a plain word that is exactly a
+defined name ("evolve", but also "last", "keys", "login") may be English. Such words steer too, more weakly: their
+links weigh WORD_BOOST times more instead of ten, their files get WORD_SHARE of a named file's restarts, so a
+ticket that names `Paginator.get_page` still leads there when it also says "the last page".
 """
 from __future__ import annotations
 
@@ -12,29 +17,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.repo.graph import MANY_DEFINERS
 from agents.repo.index import RepoIndex
-from agents.repo.terms import identifiers
+from agents.repo.terms import code_names, plain_words
 
 DAMPING = 0.85
 MENTION_BOOST = 10.0
+WORD_BOOST = 3.0
+WORD_SHARE = 0.25
 FOCUS_SHARE = 0.9
 MAX_TICKET_CHARS = 20_000  # what steers the ranking; a longer ticket is read this far, not refused
 MAX_AMBIGUOUS_PATHS = 5  # a basename the ticket names ("utils.py") picks at most this many files
 CANDIDATE_RE = re.compile(r"[^\s'\"`()\[\]{}<>,;:!?]+")
-CODE_SPAN_RE = re.compile(r"`([^`\n]{1,200})`")
 
 
 @dataclass(frozen=True, slots=True)
 class Focus:
-    """What steered the ranking: files and identifiers the ticket names (only ones the index holds), and files the
-    caller gave."""
+    """What steered the ranking: files and identifiers the ticket names (only ones the index holds), files the
+    caller gave, and the ticket's plain words that are names the repository defines (weaker than identifiers)."""
     paths: frozenset[str]
     identifiers: frozenset[str]
     given: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()
 
     @property
     def files(self) -> frozenset[str]:
         return self.paths | self.given
+
+    def boost(self, name: str) -> float:
+        """How much more a link through `name`, and a definition of it, weighs for this ticket."""
+        return MENTION_BOOST if name in self.identifiers else WORD_BOOST if name in self.words else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +57,12 @@ class Ranking:
 
 
 def focus_of(index: RepoIndex, ticket: str, given: frozenset[str] = frozenset()) -> Focus:
-    """Files and identifiers the ticket names, matched against the index: text never becomes a path of its own."""
+    """Files and identifiers the ticket names, matched against the index: text never becomes a path of its own.
+
+    A name of the ticket counts when the repository defines it (a class, function or method of that name): as an
+    identifier when the ticket writes it as code (`code_names`: backticks, an underscore or a capital,
+    `toolz.groupby`, `groupby(`), as a word when it is a plain lower-case word ("groupby", "evolve") that at most
+    MANY_DEFINERS files define (which `get` or `save` a plain "get" means, nothing says)."""
     found: set[str] = set()
     by_base: dict[str, list[str]] = {}
     for path in index.paths:
@@ -53,11 +70,10 @@ def focus_of(index: RepoIndex, ticket: str, given: frozenset[str] = frozenset())
     ticket = ticket[:MAX_TICKET_CHARS]
     for word in set(CANDIDATE_RE.findall(ticket)):
         found |= _paths_named(index, by_base, word.rstrip("."))
-    defined = {s.name for s in index.symbols}
-    quoted = {w for span in CODE_SPAN_RE.findall(ticket) for w in identifiers(span)}
-    codelike = {w for w in identifiers(ticket) if "_" in w or not w.islower()}
-    names = {w for w in (quoted | codelike) & defined if len(w) >= 3}
-    return Focus(frozenset(found), frozenset(names), given)
+    definers = index.definers
+    written = {w for w in code_names(ticket) if w in definers and len(w) >= 3}
+    plain = {w for w in plain_words(ticket) if 0 < len(definers.get(w, ())) <= MANY_DEFINERS} - written
+    return Focus(frozenset(found), frozenset(written), given, frozenset(plain))
 
 
 def _paths_named(index: RepoIndex, by_base: dict[str, list[str]], word: str) -> set[str]:
@@ -77,8 +93,8 @@ def _paths_named(index: RepoIndex, by_base: dict[str, list[str]], word: str) -> 
 def rank(index: RepoIndex, focus: Focus) -> Ranking:
     links = index.links
     at = {path: i for i, path in enumerate(links.nodes)}
-    named = np.array([name in focus.identifiers for _, name in links.keys], dtype=bool)
-    weights = links.weight * np.where(named, MENTION_BOOST, 1.0)[links.key]
+    boost = np.array([focus.boost(name) for _, name in links.keys], dtype=np.float64)
+    weights = links.weight * boost[links.key]
     out = np.bincount(links.src, weights=weights, minlength=len(links.nodes))
     share = weights / out[links.src]  # each link's part of its file's outgoing weight; out > 0 wherever src links
     ranks = _pagerank(links.src, links.dst, share, out == 0, _personalisation(index, focus, at, len(links.nodes)))
@@ -93,12 +109,13 @@ def _personalisation(index: RepoIndex, focus: Focus, at: dict[str, int], size: i
     """Where the walk restarts: mostly at the focus, a little everywhere, so the files the focus never reaches
     still keep the order the whole repository gives them."""
     uniform = np.full(size, 1.0 / max(size, 1))
-    targets = set(focus.files) | {s.path for s in index.symbols if s.name in focus.identifiers}
+    targets = dict.fromkeys((path for word in focus.words for path in index.definers[word]), WORD_SHARE)
+    targets.update(dict.fromkeys(focus.files | {p for name in focus.identifiers for p in index.definers[name]}, 1.0))
     if not targets:
         return uniform
     vector = np.zeros(size)
-    vector[[at[path] for path in targets]] = 1.0 / len(targets)
-    return FOCUS_SHARE * vector + (1 - FOCUS_SHARE) * uniform
+    vector[[at[path] for path in targets]] = list(targets.values())
+    return FOCUS_SHARE * vector / vector.sum() + (1 - FOCUS_SHARE) * uniform
 
 
 def _pagerank(src: np.ndarray, dst: np.ndarray, share: np.ndarray, dangling: np.ndarray, personal: np.ndarray,

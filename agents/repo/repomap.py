@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agents.repo.budget import check_budget, estimate_tokens
 from agents.repo.files import RepoIndexError
 from agents.repo.index import RepoIndex
-from agents.repo.rank import MENTION_BOOST, Focus, Ranking, focus_of, rank
+from agents.repo.rank import Focus, Ranking, focus_of, rank
 from agents.repo.symbols import Symbol
 
 MENTIONED_FILE_WEIGHT = 1.0
@@ -91,13 +91,14 @@ def _symbol_entry(symbol: Symbol, focus: Focus, ranking: Ranking) -> MapEntry:
     """Rank flowing in from the files that use the name, plus a share of its own file's rank: all of it when the
     ticket names the file or the definition, so what the ticket names comes first even if nothing uses it."""
     key = (symbol.path, symbol.name)
-    named = symbol.name in focus.identifiers
-    own = MENTIONED_FILE_WEIGHT if symbol.path in focus.files or named else OTHER_FILE_WEIGHT
-    score = ranking.definition_score.get(key, 0.0) + ranking.file_rank[symbol.path] * own
+    boost = focus.boost(symbol.name)
+    own = MENTIONED_FILE_WEIGHT if symbol.path in focus.files or boost > 1 else OTHER_FILE_WEIGHT
+    score = (ranking.definition_score.get(key, 0.0) + ranking.file_rank[symbol.path] * own) * boost
     reasons = list(_file_reasons(symbol.path, focus))
-    if named:
-        score *= MENTION_BOOST
+    if symbol.name in focus.identifiers:
         reasons.append(f"defines {symbol.name}, named in the ticket")
+    elif symbol.name in focus.words:
+        reasons.append(f"defines {symbol.name}, a word of the ticket")
     if ranking.used_by.get(key):
         reasons.append(f"{symbol.name} used by {ranking.used_by[key]} other files")
     return MapEntry(symbol.path, symbol.qualname, symbol.line, round(score, 8), tuple(reasons))

@@ -3,6 +3,7 @@ own bare remote, or an allowed URL), running it again, and a user's mistakes end
 is submitted. The run itself is the lifecycle's (repo_prepare and the steps after it), tested with them."""
 from __future__ import annotations
 
+import os
 from io import StringIO
 from pathlib import Path
 
@@ -10,8 +11,18 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from lifecycle.management.commands.aiteam_ticket import operator, project_for, ticket_key
+from lifecycle.management.commands import aiteam_ticket
+from lifecycle.management.commands.aiteam_ticket import (
+    Command,
+    _git_said,
+    operator,
+    project_for,
+    ticket_key,
+    unisolated_warning,
+)
 from lifecycle.models import Project, Requirement
+from lifecycle.services.artifacts import artifact_store
+from lifecycle.services.intake import requirement_submit
 from lifecycle.services.repositories import tenant_remote
 from tests.repo_history import git
 from tests.ticket_corpus import SAMPLE
@@ -147,3 +158,88 @@ def test_a_ticket_the_cassette_did_not_record_ends_at_triage_in_one_line(local_r
     assert "no answer recorded for this product_owner request" in message
     requirement = Requirement.objects.get()
     assert (requirement.ticket_source, requirement.project.slug) == ("cli", "textkit")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a checkout to another user needs root")
+def test_another_users_checkout_is_read_through_upload_pack_for_this_import_only_and_said_so(
+        local_root, clone, tmp_path):
+    # git refused it ("detected dubious ownership"), and the user was told the branch did not exist
+    marker = tmp_path / "ran"
+    git(clone, "config", "core.fsmonitor", f"touch {marker}")  # what another user's configuration could run
+    git(clone, "config", "uploadpack.packObjectsHook", f"touch {marker}")
+    head = _head(clone)
+    for path in [clone, *clone.rglob("*")]:
+        os.lchown(path, 4321, 4321)
+    _, organization = operator()
+    said = []
+
+    project = project_for(organization, repo=str(clone), base="main", say=said.append)
+
+    assert _head(Path(project.repo_url)) == head and not marker.exists()
+    (line,) = said
+    assert line.startswith(f"--repo {clone} belongs to another user (uid 4321; you are uid 0)")
+    assert "for this import only" in line
+
+
+def test_an_empty_repository_is_said_to_be_empty_not_to_lack_the_branch(local_root, tmp_path):
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    _, organization = operator()
+
+    with pytest.raises(CommandError) as caught:
+        project_for(organization, repo=str(empty), base="main")
+
+    assert "has no branch: it is empty (no commit yet)" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_missing_branch_is_named_with_the_ones_the_repository_has(local_root, clone):
+    git(clone, "branch", "develop")
+    _, organization = operator()
+
+    with pytest.raises(CommandError, match=r"has no branch 'release' \(its branches: develop, main\): pass the branch"):
+        project_for(organization, repo=str(clone), base="release")
+
+
+def test_a_repository_git_cannot_read_ends_in_gits_own_words_on_one_line(local_root, tmp_path):
+    broken = tmp_path / "broken"
+    (broken / ".git").mkdir(parents=True)  # a .git with nothing in it
+    _, organization = operator()
+
+    with pytest.raises(CommandError) as caught:
+        project_for(organization, repo=str(broken), base="main")
+
+    message = str(caught.value)
+    assert message.startswith(f"--repo {broken}: git cannot read it: fatal: ") and "\n" not in message
+    assert _git_said("fatal: unable to access 'https://bob:s3cret@git.example/x.git/'\n") == (
+        "fatal: unable to access 'https://git.example/x.git/'")
+
+
+@pytest.mark.parametrize(("uid", "allowed", "eager", "expected"), [
+    (1000, True, True, "sandbox: NOT isolated: you are not root (uid 1000), so the repository's tests, its "
+                       "conftest.py included, run as you, with the network"),
+    (1000, False, True, "sandbox: unavailable: you are not root (uid 1000) and AITEAM_SANDBOX_ALLOW_UNISOLATED is "
+                        "off, so the repository's tests will be refused"),
+    (0, True, True, ""),  # root: the recorded isolation is printed after the run
+    (1000, True, False, ""),  # workers run the tests, not this process
+])
+def test_before_the_run_a_user_who_is_not_root_is_told_the_tests_are_not_isolated(
+        uid, allowed, eager, expected, settings, monkeypatch):
+    monkeypatch.setattr(aiteam_ticket.os, "geteuid", lambda: uid)
+    settings.AITEAM_SANDBOX_ALLOW_UNISOLATED, settings.CELERY_TASK_ALWAYS_EAGER = allowed, eager
+    assert unisolated_warning().startswith(expected) and bool(unisolated_warning()) == bool(expected)
+
+
+def test_the_report_prints_how_the_repositorys_tests_were_isolated(alice):
+    req = requirement_submit(user=alice, brief="slugify leaves double dashes", title="Slugs")
+    out = StringIO()
+    Command(stdout=out)._report_tests(req)
+    assert "sandbox:" not in out.getvalue()  # no run yet
+    artifact_store(req, kind="baseline", name="baseline", summary="3 passed",
+                   content={"ok": True, "reports": [{"isolation": "no bwrap (bubblewrap missing…): network NOT "
+                                                                  "isolated"}] * 2})
+    Command(stdout=out)._report_tests(req)
+    assert "sandbox: no bwrap (bubblewrap missing…): network NOT isolated" in out.getvalue()
+    artifact_store(req, kind="test_report", name="qc", summary="4 passed", content={"isolation": "bwrap netns"})
+    out = StringIO()
+    Command(stdout=out)._report_tests(req)
+    assert out.getvalue().rstrip().endswith("sandbox: bwrap netns")

@@ -74,7 +74,7 @@ def test_the_localizers_context_holds_its_budget_on_a_large_repository(big, scri
     context = contexts.localize_context(req.pk)
     assert json_tokens(context.model_dump(mode="json")) <= DEFAULT_CONTEXT_TOKENS["tech_lead"]
     assert "src/shop/cart.py" in context.repository_map  # the file the ticket names is ranked first
-    assert context.search_hits and "the repository has 408 files" in context.map_note
+    assert context.search_hits and "the repository has 409 files, 408 indexed, 1 left out: 1 binary" in context.map_note
     shown, ranked = context.map_note.split(" ranked")[0].split(" of ")
     assert 0 < int(shown) < int(ranked)  # cut to fit, not all
     set_budgets(acme_project, tech_lead=1500)

@@ -2,6 +2,7 @@
 hits, within the role's token budget, with a wrong path sent back to the model, what went in recorded on the
 LLMCall, and the plan made from the localization with the files' current text."""
 import json
+import os
 
 import pytest
 
@@ -12,14 +13,19 @@ from agents.repo.budget import json_tokens
 from agents.roles import PLAN_JOBS
 from agents.schemas import LocatedFile, RepoPlanContext, RepoTicketPlanContext, Ticket
 from lifecycle import contexts, guards
+from lifecycle.models import Requirement
 from lifecycle.services.artifacts import content_json, latest
 from tests.flows import fresh
+from tests.repo_history import COMMITS
 from tests.repo_steps import (
     LOCALIZED,
     PLAN,
     PO_TICKET,
+    TICKET,
     HeldSteps,
+    branch_from_repository,
     repair_text,
+    repository_project,
     ticket_on_repository,
 )
 
@@ -130,3 +136,23 @@ def test_the_plan_contexts_on_a_repository_are_taken_by_the_same_planners():
     assert ticket_request.system.startswith(load_prompt("tech_lead_plan_ticket").strip())
     assert spec_request.system.startswith(load_prompt("tech_lead_plan").strip())
     assert "total sums the prices" in spec_request.messages[0]["content"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_name_that_cannot_travel_as_text_is_left_out_and_said_so_never_failing_the_step(
+        alice, acme_project, tmp_path, steps, scripted):
+    from lifecycle.services.intake import requirement_submit
+
+    odd = {os.fsdecode(b"src/shop/caf\xe9.py"): b"def cafe_total(prices):\n    return 0\n", "notes\nforged.txt": b"x\n"}
+    repository_project(acme_project, tmp_path, commits=[*COMMITS, ("Odd names", odd)])
+    req = requirement_submit(user=alice, brief=TICKET, title="Missing prices", playbook="bug_fix")
+    branch_from_repository(Requirement.objects.get(pk=req.pk))
+    scripted.enqueue(PO_TICKET).enqueue(LOCALIZED)
+    steps.run("po_clarify")
+    assert steps.run("tl_localize").state == "done"  # it failed every time: '\\udce9' ... surrogates not allowed
+    request = scripted.requests[-1]
+    shown = request.messages[0]["content"]
+    assert shown.encode("utf-8") and "caf" not in shown and "forged" not in shown
+    assert "3 left out: 1 binary, 1 name not UTF-8, 1 name with a control character" in shown  # the map's note
+    (call,) = fresh(req).llm_calls.filter(step__key="tl_localize")
+    assert all(source["path"].encode("utf-8") for source in call.context_sources)

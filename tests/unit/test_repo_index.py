@@ -1,9 +1,13 @@
 """The repository index: what it reads of a commit, what it leaves out and why, and its cache by commit SHA."""
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
-from agents.repo import RepoIndexError, index_repository
+from agents.prompts import framed
+from agents.repo import RepoIndexError, index_repository, repo_map, search
 from agents.repo import index as index_module
 from tests.repo_sample import HUGE_LIMIT, SECRET, git, make_sample_repo
 
@@ -74,7 +78,8 @@ def test_the_same_commit_twice_is_a_load_not_a_rebuild(repo, tmp_path, monkeypat
     assert second.from_cache
     assert (second.sha, second.symbols, second.files, second.references, second.skipped) == (
         first.sha, first.symbols, first.files, first.references, first.skipped)
-    assert list((tmp_path / "cache").iterdir()) == [tmp_path / "cache" / f"repo-index-v1-{first.sha}-{HUGE_LIMIT}.json"]
+    name = f"repo-index-v{index_module.FORMAT}-{first.sha}-{HUGE_LIMIT}.json"
+    assert list((tmp_path / "cache").iterdir()) == [tmp_path / "cache" / name]
 
 
 def test_a_new_commit_is_indexed_afresh(repo, tmp_path):
@@ -127,3 +132,69 @@ def test_a_git_dir_in_the_environment_does_not_redirect_the_index(repo, tmp_path
 def test_a_size_limit_that_is_not_a_positive_number_of_bytes_is_refused(repo, tmp_path, limit):
     with pytest.raises(ValueError, match="max_file_bytes"):
         index_repository(repo, tmp_path / "cache", max_file_bytes=limit)
+
+
+def commit_odd_names(repo):
+    """A name that is not UTF-8 (Latin-1 `café.py`), one with a newline, one with a NUL past git's 8,000 bytes
+    sniff, and a submodule entry: what a real repository may hold."""
+    (repo / os.fsdecode(b"caf\xe9.py")).write_text("def cafe_order():\n    pass\n")
+    (repo / "notes\nforged.py").write_text("def forged():\n    pass\n")
+    (repo / "late_nul.py").write_bytes(b"def late():\n    pass\n" + b"#" * 9000 + b"\0\n")
+    git(repo, "add", "-A")
+    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{sha},vendor/lib")
+    git(repo, "commit", "-q", "-m", "odd names")
+
+
+def build_odd(repo, tmp_path):
+    return index_repository(repo, tmp_path / "cache", max_file_bytes=64 * 1024)  # the late NUL past 8,000 bytes
+
+
+def test_a_name_that_cannot_travel_as_text_is_left_out_with_its_reason_shown_escaped(repo, tmp_path):
+    commit_odd_names(repo)
+    index = build_odd(repo, tmp_path)
+    reasons = {s.path: s.reason for s in index.skipped}
+    assert reasons["caf\\xe9.py"] == "name not UTF-8" and reasons["notes\\x0aforged.py"] == "name with a control character"
+    assert reasons["late_nul.py"] == "binary" and reasons["vendor/lib"] == "submodule"
+    assert not {"cafe_order", "forged", "late"} & {s.name for s in index.symbols}
+    everything = [*index.paths, *(s.path for s in index.skipped), *(s.path for s in index.symbols)]
+    assert all(p.encode("utf-8") and "\n" not in p for p in everything)  # no surrogate, no forged map line
+    assert build_odd(repo, tmp_path).from_cache and build_odd(repo, tmp_path).skipped == index.skipped
+
+
+def test_the_map_and_the_search_of_such_a_repository_reach_a_prompt(repo, tmp_path):
+    commit_odd_names(repo)
+    index = build_odd(repo, tmp_path)
+    view = repo_map(index, 100_000, ticket="cafe_order in café.py fails")
+    hits = search(index, "cafe_order forged late")
+    data = json.dumps({"map": view.text, "hits": [h.path for h in hits]}, ensure_ascii=False)
+    assert framed("localize", data).encode("utf-8")  # the step failed here: '\\udce9' ... surrogates not allowed
+    assert "caf" not in view.text and "forged" not in view.text
+    assert {h.path for h in hits} <= index.paths and not {"cafe_order", "forged", "late"} & {h.qualname for h in hits}
+
+
+def test_the_files_note_says_how_many_files_were_left_out_and_why(repo, tmp_path):
+    commit_odd_names(repo)
+    index = build_odd(repo, tmp_path)
+    assert index.files_note() == (
+        f"the repository has {len(index.files) + 6} files, {len(index.files)} indexed, 6 left out: 2 binary, "
+        "1 name not UTF-8, 1 name with a control character, 1 submodule, 1 symlink")
+    assert "2 too large" in build(repo, tmp_path).files_note()  # huge.py and, past 4 KiB, late_nul.py
+    assert "\n" not in index.files_note()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    git(plain, "init", "-q")
+    (plain / "a.py").write_text("def a():\n    pass\n")
+    git(plain, "add", "-A")
+    git(plain, "commit", "-q", "-m", "one file")
+    assert index_repository(plain, tmp_path / "c2").files_note() == "the repository has 1 file, all indexed"
+
+
+def test_a_cache_of_the_earlier_format_is_not_read(repo, tmp_path):
+    first = build(repo, tmp_path)
+    old = tmp_path / "cache" / f"repo-index-v1-{first.sha}-{HUGE_LIMIT}.json"
+    old.write_text(json.dumps({"format": 1, "sha": first.sha, "files": [], "symbols": [], "references": {},
+                               "skipped": []}))
+    (tmp_path / "cache" / f"repo-index-v{index_module.FORMAT}-{first.sha}-{HUGE_LIMIT}.json").unlink()
+    again = build(repo, tmp_path)
+    assert not again.from_cache and again.files == first.files

@@ -73,9 +73,42 @@ def test_an_identifier_the_ticket_names_lifts_the_file_that_defines_it(index):
     assert "defines render_invoice, named in the ticket" in best.reasons
 
 
-def test_plain_words_of_a_ticket_are_not_taken_for_identifiers(index):
-    # "total" and "amount" are method names, but a lower-case word outside backticks is English, not code.
-    assert repo_map(index, 400, ticket="the total amount is wrong").focus.identifiers == frozenset()
+def test_plain_words_that_are_exactly_defined_names_steer_as_words_not_identifiers(index):
+    # "total" and "amount" are method names: a plain lower-case word that is exactly one steers, more weakly than a
+    # name written as code; "wrong" is defined nowhere.
+    view = repo_map(index, 400, ticket="the total amount is wrong")
+    assert (view.focus.identifiers, view.focus.words) == (frozenset(), {"total", "amount"})
+    assert first_path(view) == "shop/models.py"
+    assert "defines total, a word of the ticket" in next(e for e in view.entries if e.qualname == "Order.total").reasons
+
+
+@pytest.mark.parametrize("ticket", ["views.checkout(request) returns the wrong total", "checkout() fails",
+                                    "calling shop.views.checkout fails"])
+def test_a_lower_case_name_written_as_a_call_or_after_a_dot_is_an_identifier(index, ticket):
+    view = repo_map(index, 400, ticket=ticket)
+    assert "checkout" in view.focus.identifiers and first_path(view) == "shop/views.py"
+    assert (view.entries[0].path, view.entries[0].qualname) == ("shop/views.py", "checkout")
+
+
+def test_a_name_written_as_code_ranks_above_the_plain_words_of_the_same_ticket(index):
+    view = repo_map(index, 400, ticket="`render_invoice` prints the total amount twice")
+    assert view.focus.identifiers == {"render_invoice"} and view.focus.words == {"total", "amount"}
+    assert (view.entries[0].path, view.entries[0].qualname) == ("shop/invoice.py", "render_invoice")
+
+
+def test_a_plain_word_defined_in_many_files_or_in_a_url_steers_nothing(tmp_path):
+    repo = tmp_path / "many"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for m in range(7):  # `fetch` in 7 files: which one a ticket's "fetch" means, the word cannot say
+        (repo / f"client_{m}.py").write_text(f"def fetch(url):\n    return {m}\n\n\ndef parse_{m}(text):\n    pass\n")
+    (repo / "render.py").write_text("def render(page):\n    pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "clients")
+    index = index_repository(repo, tmp_path / "cache")
+    focus = repo_map(index, 400, ticket="fetch is slow; see https://example.com/render/docs").focus
+    assert (focus.identifiers, focus.words) == (frozenset(), frozenset())
+    assert repo_map(index, 400, ticket="client_3.fetch() is slow").focus.identifiers == {"fetch"}  # as code it is
 
 
 def test_each_line_says_why_it_is_there(index):

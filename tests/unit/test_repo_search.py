@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.repo import estimate_tokens, index_repository, search
-from agents.repo.terms import terms
-from tests.repo_sample import HUGE_LIMIT, make_sample_repo
+from agents.repo import estimate_tokens, index_repository, repo_map, search
+from agents.repo.terms import code_names, plain_words, terms
+from tests.repo_sample import HUGE_LIMIT, git, make_sample_repo
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +65,57 @@ def test_the_token_estimate_counts_bytes_so_it_never_undercounts_non_ascii_text(
     assert estimate_tokens("") == 0
     assert estimate_tokens("abc") == 1 and estimate_tokens("abcd") == 2
     assert estimate_tokens("é" * 3) == 2  # 6 bytes
+
+
+@pytest.fixture(scope="module")
+def toolkit(tmp_path_factory):
+    """A package whose name is in every definition's path, one `groupby`, and many tests that raise TypeError: the
+    shape of toolz's, where the ticket "toolkit.groupby(['a','b'], dicts) raises TypeError" found the tests first."""
+    repo = tmp_path_factory.mktemp("toolkit")
+    git(repo, "init", "-q")
+    (repo / "toolkit").mkdir()
+    (repo / "toolkit/itertoolkit.py").write_text(
+        "def groupby(key, seq):\n    \"\"\"Group a collection by a key function.\"\"\"\n    out = {}\n"
+        "    for item in seq:\n        out.setdefault(key(item), []).append(item)\n    return out\n\n\n"
+        "def unique(seq, key=None):\n    return list(dict.fromkeys(seq))\n")
+    tests = "from pytest import raises\n\nfrom toolkit.itertoolkit import groupby, unique\n"
+    tests += "".join(f"\n\ndef test_case_{n}():\n    with raises(TypeError):\n        unique([[{n}]], key=list)\n"
+                     if n % 2 else f"\n\ndef test_case_{n}():\n    assert unique([{n}]) == [{n}]\n" for n in range(30))
+    (repo / "toolkit/test_itertoolkit.py").write_text(tests)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "toolkit")
+    return index_repository(repo, repo / ".cache")
+
+
+TOOLKIT_TICKET = ("groupby with a key list: toolkit.groupby(['a','b'], dicts) raises TypeError: unhashable type list."
+                  " Expected: a list key groups by the tuple of those fields.")
+
+
+def test_a_definition_the_ticket_names_as_code_comes_before_the_words_it_shares_with_tests(toolkit):
+    hits = search(toolkit, TOOLKIT_TICKET)
+    assert (hits[0].path, hits[0].qualname) == ("toolkit/itertoolkit.py", "groupby")
+    assert hits[1].qualname.startswith("test_case_")  # the rest by their score: the tests share "raises TypeError"
+    view = repo_map(toolkit, 60, ticket=TOOLKIT_TICKET)
+    assert (view.entries[0].qualname, view.focus.identifiers) == ("groupby", {"groupby"})
+
+
+def test_a_term_in_nearly_every_definition_weighs_nothing_and_is_not_listed_as_matched(toolkit):
+    hits = search(toolkit, TOOLKIT_TICKET, limit=40)
+    assert hits and not any("toolkit" in h.matched_terms for h in hits)  # in every path: it tells nothing apart
+    assert search(toolkit, "toolkit") == []
+
+
+def test_a_term_in_every_definition_of_a_small_index_still_counts(index):
+    assert search(index, "shop")  # 'shop' is in every path here, but a dozen definitions are too few to tell
+
+
+@pytest.mark.parametrize(("text", "code", "plain"), [
+    ("toolz.groupby(['a','b'], dicts) raises TypeError", {"groupby", "TypeError"},
+     {"toolz", "groupby", "dicts", "raises"}),
+    ("IniConfig('x.ini').get('section')", {"IniConfig", "get", "ini"}, {"get", "ini", "section"}),
+    ("len(TTLCache(maxsize=10)) counts `expire`", {"len", "TTLCache", "expire"}, {"len", "maxsize", "counts", "expire"}),
+    ("see https://docs.python.org/3/library/os.html, then os.walk", {"walk"}, {"see", "walk"}),
+])
+def test_the_names_a_ticket_writes_as_code_and_its_plain_words(text, code, plain):
+    assert code_names(text) == code  # a URL's parts are not code, nor its words
+    assert plain_words(text) == plain

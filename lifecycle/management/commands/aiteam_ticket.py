@@ -21,8 +21,11 @@ not record) ends in one line saying what to do and a non-zero exit status, never
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ from django.db import transaction
 from django.test.utils import override_settings
 
 from agents.delivery.api import ApiUrlRefused, checked_api_url
+from agents.delivery.errors import scrub
 from agents.delivery.pr_body import change_title
 from agents.repo.scope import measure
 from lifecycle.errors import DomainError, NotPermitted
@@ -100,9 +104,11 @@ class Command(BaseCommand):
         with override_settings(**_cassette_settings(Path(cassette) if cassette else None)):
             user, organization = operator()
             project_row = project_for(organization, repo=repo, base=base, slug=project, host=host, token_env=token_env,
-                                      api_url=api_url)
+                                      api_url=api_url, say=self.stdout.write)
             self.stdout.write(f"Project {organization.slug}/{project_row.slug}: {project_row.repo_url} "
                               f"(base {project_row.base_branch})")
+            if warning := unisolated_warning():
+                self.stdout.write(warning)
             requirement = self._submit(user, ticket, project_row)
             if approve_deployment:
                 self._approve_deployment(requirement, user)
@@ -187,6 +193,32 @@ class Command(BaseCommand):
         for check in ((content_json(qc).get("comparison") or {}).get("reproductions") or []) if qc else []:
             out(f"  QC's reproduction {check.get('test')}: {check.get('at_base')} at the base commit, "
                 f"{check.get('after')} after the change{'' if check.get('ok') else ' (not a reproduction)'}")
+        if isolation := _isolation(req):
+            out(f"sandbox: {isolation}")
+
+
+def unisolated_warning() -> str:
+    """The line to print before the run when this process runs the repository's tests (Celery eager) and cannot
+    isolate them: bubblewrap and the drop to an unprivileged uid both need root (agents/sandbox/isolation.py). The
+    repository is someone's existing code: its conftest.py runs at collection, before any test."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER or os.geteuid() == 0:
+        return ""
+    if settings.AITEAM_SANDBOX_ALLOW_UNISOLATED:
+        return (f"sandbox: NOT isolated: you are not root (uid {os.geteuid()}), so the repository's tests, its "
+                "conftest.py included, run as you, with the network and your files "
+                "(AITEAM_SANDBOX_ALLOW_UNISOLATED is on); run as root with bubblewrap to isolate them")
+    return (f"sandbox: unavailable: you are not root (uid {os.geteuid()}) and AITEAM_SANDBOX_ALLOW_UNISOLATED is "
+            "off, so the repository's tests will be refused; run as root with bubblewrap")
+
+
+def _isolation(req: Requirement) -> str:
+    """How the last run of the repository's tests was isolated, as the sandbox recorded it ("" before any run)."""
+    for name in ("qc", "self_test"):
+        if (report := latest(req, ArtifactKind.TEST_REPORT, name)) and content_json(report).get("isolation"):
+            return content_json(report)["isolation"]
+    baseline = latest(req, ArtifactKind.BASELINE)
+    reports = (content_json(baseline).get("reports") or []) if baseline else []
+    return next((r["isolation"] for r in reversed(reports) if isinstance(r, dict) and r.get("isolation")), "")
 
 
 def read_body(path: Path) -> str:
@@ -217,7 +249,8 @@ def operator() -> tuple[Any, Organization]:
 
 
 def project_for(organization: Organization, *, repo: str, base: str, slug: str | None = None, host: str | None = None,
-                token_env: str = "", api_url: str | None = None) -> Project:
+                token_env: str = "", api_url: str | None = None, say: Callable[[str], object] = lambda line: None
+                ) -> Project:
     """The repository's project, made on first use; its repo_url the URL, or the project's own copy of a PATH.
     Nothing is saved when the operator's rule refuses the remote or the API, or a field is invalid."""
     source = None if URL_LIKE.match(repo) else Path(repo).expanduser().resolve()
@@ -229,7 +262,7 @@ def project_for(organization: Organization, *, repo: str, base: str, slug: str |
         with transaction.atomic():
             project, _ = Project.objects.get_or_create(organization=organization, slug=slug,
                                                        defaults={"name": slug, "base_branch": base})
-            repo_url = str(import_local(source, own_remote(project), base=base)) if source else repo
+            repo_url = str(import_local(source, own_remote(project), base=base, say=say)) if source else repo
             if reason := tenant_remote(project, repo_url).refusal():
                 raise CommandError(f"--repo {repo}: the operator's rule refuses it: it {reason}")
             project.repo_url, project.base_branch, project.token_env = repo_url, base, token_env
@@ -275,25 +308,90 @@ def own_remote(project: Project) -> Path:
     return Path(settings.AITEAM_GIT_LOCAL_ROOT) / f"{project.organization_id}/{project.pk}.git"
 
 
-def import_local(source: Path, target: Path, *, base: str) -> Path:
+def import_local(source: Path, target: Path, *, base: str, say: Callable[[str], object] = lambda line: None) -> Path:
     """The source's base branch, with its history, in the bare repository at target (made when missing). Run again,
-    it moves the base branch to the source's; the branches aiteam delivered there are left as they are."""
-    if _git(source, "rev-parse", "--verify", "--quiet", f"refs/heads/{base}^{{commit}}", check=False) is None:
-        raise CommandError(f"--repo {source} has no branch {base!r}: pass the branch to start from with --base")
+    it moves the base branch to the source's; the branches aiteam delivered there are left as they are.
+
+    The source is read only through `git upload-pack` (`ls-remote`, then `fetch` into target), never by running git
+    inside it: upload-pack is the one git command made to serve repositories it does not trust (it runs no hook, and
+    ignores a repository's own settings that would run commands). When git refuses the source, its own words are
+    shown (credentials in URLs scrubbed) with what to do: an empty repository has no branch to start from; a branch
+    that is not there is named with the ones that are.
+
+    A checkout owned by another user: git refuses it ("detected dubious ownership"), because a repository's
+    configuration can make the git that reads it run commands as the reader. git's advice, `git config --global
+    --add safe.directory PATH`, would not help: GIT_ENV sets no HOME, so no global configuration is read here, and
+    changing the operator's configuration for every later git is not ours to do. The operator named this path on
+    the command line, so this one import allows it, for that repository's git directory only: upload-pack runs as
+    `git -c safe.directory=<git dir> upload-pack`, with lazy fetches off (GIT_NO_LAZY_FETCH: a partial clone's
+    promisor remote is not fetched from) and no hook or fsmonitor, and the command prints that it did so. Nothing
+    of the source is read after the import: every later step works on the project's own copy.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    listing = _ls_remote(source, target.parent)
+    upload_pack: list[str] = []
+    if listing.returncode != 0 and "dubious ownership" in listing.stderr:
+        upload_pack = [f"--upload-pack={_trusting_upload_pack(source)}"]
+        say(f"--repo {source} belongs to another user (uid {_owner(source)}; you are uid {os.geteuid()}): git refuses "
+            "it as is; reading it for this import only, through git upload-pack, because you named it "
+            "(its hooks and settings run nothing)")
+        listing = _ls_remote(source, target.parent, *upload_pack)
+    if listing.returncode != 0:
+        raise CommandError(f"--repo {source}: git cannot read it: {_git_said(listing.stderr)}")
+    heads = [line.partition("\trefs/heads/")[2] for line in listing.stdout.splitlines() if "\trefs/heads/" in line]
+    if not heads:
+        raise CommandError(f"--repo {source} has no branch: it is empty (no commit yet); commit on a branch there, "
+                           "then pass that branch with --base")
+    if base not in heads:
+        shown = ", ".join(sorted(heads)[:10]) + (", …" if len(heads) > 10 else "")
+        raise CommandError(f"--repo {source} has no branch {base!r} (its branches: {shown}): pass the branch to start "
+                           "from with --base")
     target.mkdir(parents=True, exist_ok=True)
     _git(target, "init", "-q", "--bare")
-    _git(target, "fetch", "-q", "--no-tags", str(source), f"+refs/heads/{base}:refs/heads/{base}")
+    _git(target, "fetch", "-q", "--no-tags", *upload_pack, str(source), f"+refs/heads/{base}:refs/heads/{base}")
     _git(target, "symbolic-ref", "HEAD", f"refs/heads/{base}")
     return target
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> str | None:
-    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True,
+def _ls_remote(source: Path, cwd: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "ls-remote", "--heads", *options, str(source)], cwd=cwd, env=GIT_ENV,
+                          capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL, check=False)
+
+
+def _git_dir(source: Path) -> Path:
+    """The repository's git directory, as upload-pack checks its owner: `.git` of a checkout (or the directory a
+    `.git` file names), the directory itself for a bare repository."""
+    dot_git = source / ".git"
+    if dot_git.is_file():
+        named = dot_git.read_text(encoding="utf-8", errors="replace").partition("gitdir:")[2].strip()
+        return (source / named).resolve() if named else dot_git
+    return dot_git.resolve() if dot_git.is_dir() else source.resolve()
+
+
+def _trusting_upload_pack(source: Path) -> str:
+    """upload-pack allowed to serve this one repository although another user owns it (see import_local). A shell
+    command: git runs `--upload-pack` through sh, with the repository's path appended."""
+    return (f"GIT_NO_LAZY_FETCH=1 git -c safe.directory={shlex.quote(str(_git_dir(source)))} "
+            "-c core.fsmonitor=false -c core.hooksPath=/dev/null upload-pack")
+
+
+def _owner(source: Path) -> int | str:
+    try:
+        return _git_dir(source).stat().st_uid
+    except OSError:
+        return "?"
+
+
+def _git_said(stderr: str) -> str:
+    """git's message on one line, credentials in URLs scrubbed."""
+    return scrub(" ".join(line.strip() for line in stderr.splitlines() if line.strip()))[-500:] or "(no message)"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True, errors="replace",
                           stdin=subprocess.DEVNULL, check=False)
     if done.returncode != 0:
-        if check:
-            raise CommandError(f"git {args[0]} in {cwd} failed: {done.stderr.strip()[-500:]}")
-        return None
+        raise CommandError(f"git {args[0]} in {cwd} failed: {_git_said(done.stderr)}")
     return done.stdout
 
 
