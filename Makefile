@@ -76,11 +76,13 @@ test-unit-pg: venv
 ## against DATABASE_URL and CELERY_BROKER_URL when set; else web and beat only, on the embedded default (SQLite
 ## under var/, steps run eagerly inside the web process); static files are collected (hashed, compressed) into DJANGO_STATIC_ROOT,
 ## var/static unless set, and served by WhiteNoise
+# honcho gives .env to the processes it starts: a broker named there means workers too
+DOTENV_BROKER = $(shell grep -s '^CELERY_BROKER_URL=.' .env)
 serve: export DJANGO_STATIC_ROOT ?= $(CURDIR)/var/static
 serve: venv
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py migrate
-	$(PY) -m honcho start -f Procfile $(if $(CELERY_BROKER_URL),,web beat)
+	$(PY) -m honcho start -f Procfile $(if $(CELERY_BROKER_URL)$(DOTENV_BROKER),,web beat)
 
 ## bench: figures, not tests (scratch aiteam_bench_* databases, Redis db 12)
 BENCH_BROKER_URL ?= redis://127.0.0.1:6379/12

@@ -8,6 +8,7 @@ caller can tell a person what to fix and a retry policy what to retry.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -180,7 +181,7 @@ def _error(call: str, response: httpx.Response, secrets: tuple[str, ...]) -> Hos
 def retry_after(headers: httpx.Headers) -> float | None:
     """Retry-After in seconds (the delta form every host here sends), or None when absent or a date."""
     after = headers.get("retry-after", "").strip()
-    return float(after) if after.isdigit() else None
+    return float(after) if re.fullmatch(r"[0-9]{1,9}", after) else None  # not str.isdigit: "²" is a digit to it
 
 
 def _retry_hint(headers: httpx.Headers) -> str:

@@ -9,11 +9,12 @@ or the failure does not carry the nonce was not reported by honest tests, whatev
 the project's files define (``expected.py``) be missing from it.
 
 The canaries live in a root-owned directory of the scratch copy, named to sort last (pytest collects names in
-order, and before pytest 8 files before directories), and the outcome plugin moves them after every other test
-whatever order a plugin chose: a patch the code installs only while its tests run is in place when they run.
-This catches tampering that does not single the canaries out. Code written to spare them (it can read this
-file like any other) is the static check's to refuse (``agents/runner_reach.py``); ADR 0025 says what each
-layer catches. Running last, they are also the last in pytest's progress, where ``scrubbed`` takes them out.
+order, and before pytest 8 files before directories), and the outcome plugin moves them after every other test once
+the installed plugins reordered them (best effort: a conftest's hook can wrap it): a patch the code installs only
+while its tests run is in place when they run. This catches tampering that does not single the canaries out. Code
+written to spare them (it can read this file like any other) is the static check's to refuse
+(``agents/runner_reach.py``); ADR 0025 says what each layer catches. Running last, they are also the last in
+pytest's progress, where ``scrubbed`` takes them out.
 """
 from __future__ import annotations
 

@@ -36,9 +36,10 @@ def _message(report: pytest.CollectReport | pytest.TestReport) -> str:
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # old-style: a repository's pytest may predate wrapper=True
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None, None, None]:
-    """The runner's canaries, in this file's directory, run after every other test whatever order the plugins
-    chose (pytest-randomly's, pytest-django's): a patch installed while the tests run is in place when they run,
-    and their letters are the last of pytest's progress (the worker takes them out of the output it shows)."""
+    """The runner's canaries, in this file's directory, run after every other test once the installed plugins reordered
+    them (pytest-randomly's, pytest-django's; a conftest's own wrapper can still reorder after): a patch
+    installed while the tests run is in place when they run, and their letters are the last of pytest's progress
+    (the worker takes them out of the output it shows)."""
     yield  # every other implementation first
     here = os.path.dirname(os.path.realpath(__file__))
     theirs = [item for item in items  # .path from pytest 7, .fspath before
