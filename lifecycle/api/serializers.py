@@ -73,7 +73,9 @@ class StrictSerializer(serializers.Serializer):
 class TicketIn(serializers.Serializer):
     """A ticket from a tracker: its body is the brief, its title the requirement's title."""
 
-    source = CappedChoiceField(choices=TicketSource.choices, required=False, default=TicketSource.API)
+    # "cli" is the operator's terminal's (aiteam_ticket), never a member's: it names its branch by key (ADR 42)
+    source = CappedChoiceField(choices=[c for c in TicketSource.choices if c[0] != TicketSource.CLI], required=False,
+                               default=TicketSource.API)
     key = StrictCharField(max_length=KEY_MAX_CHARS, help_text="e.g. #42 (github, gitlab) or PROJ-7 (jira); one live "
                           "requirement per project, source and key")
     url = StrictCharField(max_length=URL_MAX_CHARS, required=False, allow_blank=True, default="",

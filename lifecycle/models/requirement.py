@@ -63,6 +63,10 @@ class Requirement(FSMModelMixin, models.Model):
                                      help_text="where the ticket came from; empty: a brief, not a ticket")
     ticket_key = models.CharField(max_length=100, blank=True, editable=False, help_text="e.g. #42 or PROJ-7")
     ticket_url = models.URLField(max_length=500, blank=True, editable=False)
+    branch = models.CharField(
+        max_length=255, blank=True, editable=False,
+        help_text="the git branch its work on an existing repository goes on: named when first needed, then kept "
+                  "(lifecycle/services/repositories.py)")
     ticket_via_webhook = models.BooleanField(
         default=False, editable=False,
         help_text="the ticket came in a delivery signed with the project's webhook secret: only such a ticket is "

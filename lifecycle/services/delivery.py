@@ -66,14 +66,12 @@ def _repository_plan(requirement: Requirement) -> DeliveryPlan:
 
 def last_pushed(requirement: Requirement) -> str:
     """The commit the branch's last successful delivery pushed: the only one a new push may replace (a rework
-    reset the branch), under a lease on it; any other commit on the remote branch is someone's work. A ticket's
-    branch is named by its key: an earlier, finished run of the same ticket in the project pushed it too, so a
-    ticket run again replaces its own earlier delivery, never a commit someone added on top."""
+    reset the branch), under a lease on it; any other commit on the remote branch is someone's work. A tracker's
+    ticket names its branch by its key: an earlier, finished run of the same issue in the project pushed it too, so
+    an issue run again replaces its own earlier delivery, never a commit someone added on top."""
     runs = Requirement.objects.filter(pk=requirement.pk)
-    if requirement.ticket_key:
-        runs = Requirement.objects.filter(project_id=requirement.project_id, ticket_source=requirement.ticket_source,
-                                          ticket_key=requirement.ticket_key,
-                                          ticket_via_webhook=requirement.ticket_via_webhook)
+    if requirement.branch:
+        runs = Requirement.objects.filter(project_id=requirement.project_id, branch=requirement.branch)
     rows = Artifact.objects.filter(requirement__in=runs, kind=ArtifactKind.DELIVERY,
                                    metadata__succeeded=True).select_related("blob")
     newest = rows.order_by("-created_at", "-version").first()

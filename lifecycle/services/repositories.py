@@ -20,7 +20,7 @@ from agents.repo.workspace import RepoWorkspace
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement
 from lifecycle.services.host_settings import token_of
-from lifecycle.tickets import HOST_SOURCES
+from lifecycle.tickets import TicketSource
 
 
 def remote_url(requirement: Requirement) -> str:
@@ -73,11 +73,18 @@ def mirror_for(project: Project) -> Mirror:
 
 
 def requirement_branch(requirement: Requirement) -> str:
-    """aiteam/<ticket key>-<slug> for a ticket, aiteam/<id prefix>-<slug> for a brief, and for a member's ticket
-    naming a tracker's issue (ADR 42: the branch named by the issue is the tracker's own delivery's)."""
-    borrowed = requirement.ticket_source in HOST_SOURCES and not requirement.ticket_via_webhook
-    key = str(requirement.pk)[:8] if borrowed or not requirement.ticket_key else requirement.ticket_key
-    return branch_name(key, requirement.title or "requirement")
+    """The requirement's branch, named the first time it is needed and kept (a running requirement never moves to
+    another): aiteam/<ticket key>-<slug> for a ticket the tracker's signed webhook delivered or the operator typed
+    at the terminal (aiteam_ticket; the API refuses "cli"), so the ticket's next run delivers onto its last one;
+    aiteam/<id prefix>-<slug> for anything else, a brief or a member's ticket whatever key it names (ADR 42: a
+    member cannot take the branch the tracker's delivery of an issue pushes)."""
+    if not requirement.branch:
+        keyed = requirement.ticket_via_webhook or requirement.ticket_source == TicketSource.CLI
+        key = requirement.ticket_key if keyed else str(requirement.pk)[:8]
+        named = branch_name(key, requirement.title or "requirement")
+        Requirement.objects.filter(pk=requirement.pk, branch="").update(branch=named)
+        requirement.branch = Requirement.objects.values_list("branch", flat=True).get(pk=requirement.pk)
+    return requirement.branch
 
 
 def repository_workspace(requirement: Requirement) -> RepoWorkspace:

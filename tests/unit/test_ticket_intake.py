@@ -53,6 +53,7 @@ def test_a_ticket_without_body_is_briefed_by_its_title_and_the_source_defaults_t
     ({"ticket": {**TICKET, "url": "javascript:alert(1)"}},
      {"ticket": {"url": ["a ticket URL is an http:// or https:// address"]}}),
     ({"ticket": {**TICKET, "source": "svn"}}, {"ticket": {"source": ['"svn" is not a valid choice.']}}),
+    ({"ticket": {**TICKET, "source": "cli"}}, {"ticket": {"source": ['"cli" is not a valid choice.']}}),  # ADR 42
     ({"ticket": {**TICKET, "playbook": "bug_fix", "project": "x"}},
      {"ticket": {"playbook": ["unknown field"], "project": ["unknown field"]}}),
     ({"ticket": {**TICKET, "key": 42}}, {"ticket": {"key": ["Not a valid string."]}}),

@@ -115,6 +115,9 @@ def test_a_members_api_ticket_naming_the_issue_neither_holds_the_trackers_delive
     assert (theirs.ticket_via_webhook, mine.ticket_via_webhook) == (True, False)
     assert theirs.brief == BODY and requirement_branch(theirs) == "aiteam/42-count-words-crashes-on-empty-input"
     assert requirement_branch(mine) == f"aiteam/{str(mine.pk)[:8]}-count-words-crashes-on-empty-input"
+    plain = api_for(alice).post("/api/v1/requirements/", {"ticket": {
+        "key": "#42", "title": "count_words crashes on empty input", "body": "b"}}, format="json").json()
+    assert requirement_branch(Requirement.objects.get(pk=plain["id"])).startswith(f"aiteam/{plain['id'][:8]}-")
     again = api_for(alice).post("/api/v1/requirements/", {"ticket": {"source": "github", "key": "#42", "body": "x"}},
                                 format="json")
     assert again.status_code == 200 and again.json()["id"] == str(mine.pk)  # her ticket's own live run
