@@ -67,19 +67,23 @@ def judged(requirement: Requirement, workspace: Workspace, *, limits: SandboxLim
     qc_files = [path for path in qc_files if (workspace.path / path).is_file()]
     root = Path(settings.AITEAM_ENVIRONMENTS_ROOT)
     root.mkdir(parents=True, exist_ok=True)
+    left_out: list[str] = []  # links out of the tree, not written to the base commit's copy
     with tempfile.TemporaryDirectory(prefix="base-", dir=root) as scratch:
         def base_tree(name: str = "tree", files: dict[str, bytes] | None = None) -> Path:
-            return export_commit(workspace.path, requirement.base_sha, Path(scratch) / name, files)
+            return export_commit(workspace.path, requirement.base_sha, Path(scratch) / name, files, skipped=left_out)
 
         environment = recorded_environment(prepared, cache_dir=root, base_tree=base_tree,
                                            sources=package_sources(recorded_command(prepared)))
         after = _checked(judged_run(workspace.path, prepared, environment, limits=limits, extra_paths=qc_files))
         if not reproduce:
-            return judged_report(after, prepared)
+            return judged_report(after, prepared, limits=limits)
         with_tests = base_tree("with-qc-tests", {path: (workspace.path / path).read_bytes() for path in qc_files})
         at_base = _checked(judged_run(with_tests, prepared, environment, limits=limits, only=qc_files))
     reproductions = [test for test in after.outcomes if test.split("::", 1)[0] in qc_files]
-    return judged_report(after, prepared, reproductions=reproductions, at_base=at_base)
+    report = judged_report(after, prepared, reproductions=reproductions, at_base=at_base, limits=limits)
+    if left_out:  # a reproduction that fails at base for want of one of them would not show the bug
+        report["comparison"]["left_out_at_base"] = sorted(set(left_out))
+    return report
 
 
 def changed_files_reach(workspace: Workspace) -> list[str]:

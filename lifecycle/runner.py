@@ -7,6 +7,7 @@ or the sandbox outside any transaction, hand the output to the step's service. S
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -85,7 +86,10 @@ class StepSpec:
 def _limits():
     from agents.sandbox import SandboxLimits
 
+    # the per-process CPU time follows the wall clock when that is longer: a repository's suite runs in one pytest
+    # process, which the default 60 s would kill however far AITEAM_SANDBOX_TIMEOUT_S is raised
     return SandboxLimits(timeout_s=settings.AITEAM_SANDBOX_TIMEOUT_S,
+                         cpu_s=max(SandboxLimits.cpu_s, math.ceil(settings.AITEAM_SANDBOX_TIMEOUT_S)),
                          memory_bytes=settings.AITEAM_SANDBOX_MEMORY_MB * 1024 * 1024)
 
 

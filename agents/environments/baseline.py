@@ -100,7 +100,7 @@ def _outcome(test: str, outcomes: Mapping[str, str]) -> str:
 
 def comparison_reasons(comparison: Mapping[str, Any]) -> list[str]:
     """Why a judged run fails, in words for the gate's reasons and the engineer's context."""
-    reasons = []
+    reasons = [comparison["not_run"]] if comparison.get("not_run") else []
     if comparison["broken"]:
         reasons.append(f"pass-to-pass: {len(comparison['broken'])} test(s) that passed in both base runs fail now: "
                        f"{_listed(comparison['broken'])}")

@@ -111,7 +111,9 @@ def _build(home: Path, requirements: list[str], sources: PackageSources, runner_
     listed = home / "requirements.txt"
     listed.write_text("\n".join([*requirements, *extra]) + "\n")
     # one pip run: the repository's requirements and the runner's packages are resolved together
-    links = (*sources.find_links, *([sources.runner_wheels] if extra and sources.runner_wheels else []))
+    # the runner's wheelhouse is a source even when the repository names pytest itself (tox's `deps = pytest`,
+    # unpinned): offline, it is the only one that has it
+    links = (*sources.find_links, *([sources.runner_wheels] if sources.runner_wheels else []))
     both = PackageSources(sources.index_url, links)
     _step("installing the requirements", _pip(venv, both, ["-r", str(listed)]), log, deadline)
     missing = [name for name in runner_packages if not installed(venv, name)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ AITEAM_FILE = ".aiteam.toml"
 _INI_SECTIONS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
                  ("setup.cfg", "tool:pytest"))
 _SETTINGS_MODULE = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
+_TOX_REFERENCE = re.compile(r"\{\[([^\]]+)\]([\w-]+)\}")  # {[base]deps}: another section's setting
 _MAX_BYTES = 1024**2  # a configuration file larger than this is not one a human wrote
 
 
@@ -26,6 +28,7 @@ class PytestConfig:
     source: str  # "pytest.ini", "pyproject.toml [tool.pytest.ini_options]", ...
     testpaths: tuple[str, ...]
     pythonpath: tuple[str, ...]
+    addopts: tuple[str, ...] = ()  # as pytest reads them (shell words)
 
 
 def read_text(path: Path) -> str | None:
@@ -68,7 +71,7 @@ def pytest_config(root: Path) -> PytestConfig | None:
     options = table.get("ini_options")
     if isinstance(options, dict):
         return PytestConfig("pyproject.toml [tool.pytest.ini_options]", _listed(options.get("testpaths")),
-                            _listed(options.get("pythonpath")))
+                            _listed(options.get("pythonpath")), _words(options.get("addopts")))
     for name, section in _INI_SECTIONS[2:]:
         parser = read_ini(root / name)
         if parser is not None and parser.has_section(section):
@@ -78,7 +81,8 @@ def pytest_config(root: Path) -> PytestConfig | None:
 
 def _from_ini(source: str, parser: configparser.ConfigParser, section: str) -> PytestConfig:
     values = parser[section] if parser.has_section(section) else {}
-    return PytestConfig(source, _listed(values.get("testpaths")), _listed(values.get("pythonpath")))
+    return PytestConfig(source, _listed(values.get("testpaths")), _listed(values.get("pythonpath")),
+                        _words(values.get("addopts")))
 
 
 def _listed(value: Any) -> tuple[str, ...]:
@@ -89,12 +93,40 @@ def _listed(value: Any) -> tuple[str, ...]:
     return ()
 
 
+def _words(value: Any) -> tuple[str, ...]:
+    """addopts: a string pytest splits as a shell would, or a list of words (pyproject.toml)."""
+    if isinstance(value, list):
+        return tuple(str(item) for item in value)
+    if not isinstance(value, str):
+        return ()
+    try:
+        return tuple(shlex.split(value))
+    except ValueError:
+        return tuple(value.split())
+
+
 def tox_commands(root: Path) -> list[str]:
     """The commands of tox.ini's [testenv] (the default environment's), one per line, continuations joined."""
+    return tox_setting(root, "commands")
+
+
+def tox_setting(root: Path, key: str) -> list[str]:
+    """A multi-line setting of tox.ini's [testenv] (commands, deps, extras), one entry per line, continuations
+    joined and `{[section]key}` references to another section's setting inlined (one level, as written)."""
     parser = read_ini(root / "tox.ini")
     if parser is None or not parser.has_section("testenv"):
         return []
-    raw = parser["testenv"].get("commands", "")
+    lines = []
+    for line in _lines(parser["testenv"].get(key, "")):
+        reference = _TOX_REFERENCE.fullmatch(line)
+        if reference and parser.has_section(reference.group(1)):
+            lines += _lines(parser[reference.group(1)].get(reference.group(2), ""))
+        else:
+            lines.append(line)
+    return lines
+
+
+def _lines(raw: str) -> list[str]:
     return [line.strip() for line in raw.replace("\\\n", " ").splitlines() if line.strip()]
 
 

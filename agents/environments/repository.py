@@ -21,8 +21,8 @@ from typing import Any
 
 from agents.environments.baseline import FAILED, Baseline, compare, counts
 from agents.environments.prepare import Environment, PackageSources, prepare_environment, ready_environment
-from agents.environments.run import run_baseline, run_repository
-from agents.environments.testcmd import TestCommand, detect_test_command
+from agents.environments.run import BaselineRuns, run_baseline, run_repository
+from agents.environments.testcmd import NO_TESTS_YET, TestCommand, detect_test_command
 from agents.repo.files import git
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import MAX_TEST_IDS
@@ -33,21 +33,42 @@ _REPORT_KEYS = ("passed", "failed", "errors", "skipped", "duration_s", "exit_cod
 
 
 class BaselineUnusable(ValueError):
-    """The base commit's own tests cannot judge a change (their run forged its report); a person looks."""
+    """The base commit's own tests cannot judge a change (their run did not run them, or forged its report); a
+    person looks. `log_tail`: the run's output, for them."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+# pytest's exit codes other than 0 (all passed) and 1 (some failed): the tests were not all run and judged
+_EXIT_CODES = {
+    2: "pytest was interrupted (exit 2)",
+    3: "pytest stopped with an internal error (exit 3)",
+    4: "pytest refused its command line or configuration (exit 4, a usage error)",
+    5: "pytest collected no test (exit 5)",
+}
+_WHAT_TO_DO = {
+    4: "set the project's test_command setting, or [tests] command in the repository's .aiteam.toml, to a command "
+       "that runs here, or add the plugin whose options pytest does not know to the repository's test "
+       "dependencies (a requirements file, a test/tests/testing/dev extra, or tox.ini's [testenv] deps)",
+    5: "check the test command's paths and the pytest configuration's testpaths, markers and python_files (or set "
+       "the project's test_command setting, or [tests] command in .aiteam.toml)",
+}
 
 
 def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, sources: Callable[[TestCommand], PackageSources],
                        limits: SandboxLimits) -> dict[str, Any]:
     """The test command, the environment (built or reused) and the two base runs of the checkout at root.
-    NotPython, BadTestCommand, BadDependencies, InstallFailed and BaselineUnusable are for a person."""
+    NotPython, BadTestCommand, BadDependencies, InstallFailed and BaselineUnusable are for a person: a base run
+    that forged its report, that did not run the tests (killed at a limit, pytest interrupted or refusing its
+    command) or in which no test passed would judge nothing. A run stopped at the time limit is left to the
+    caller (infrastructure: retried)."""
     command = detect_test_command(root, configured=configured)
     environment = prepare_environment(root, cache_dir=cache_dir, sources=sources(command),
                                       runner_packages=("pytest", *command.plugins))
     runs = run_baseline(root, command, environment, limits=limits)
-    forged = sorted({reason for report in runs.reports for reason in report.tampered})
-    if forged:
-        raise BaselineUnusable("the repository's own tests forged their report at the base commit, so no change can "
-                               f"be judged against them: {'; '.join(forged)}")
+    _ensure_usable(runs, command, limits)
     return {
         "test_command": asdict(command),
         "environment": {k: v for k, v in asdict(environment).items() if k != "venv"},
@@ -57,6 +78,60 @@ def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, s
         "counts": counts(runs.baseline.outcomes),
         "reports": [{k: report.to_dict()[k] for k in _REPORT_KEYS} for report in runs.reports],
     }
+
+
+def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimits) -> None:
+    for number, report in enumerate(runs.reports, start=1):
+        if report.timed_out:
+            return  # the caller's to retry
+        if report.tampered:
+            raise BaselineUnusable("the repository's own tests forged their report at the base commit, so no change "
+                                   f"can be judged against them: {'; '.join(sorted(set(report.tampered)))}",
+                                   report.output_tail)
+        if problem := run_problem(report.to_dict(), limits=limits):
+            raise BaselineUnusable(f"the base commit's test run ({number} of 2) did not run the repository's tests, "
+                                   f"so no change can be judged against them: {problem}", report.output_tail)
+    if not any(runs.outcomes) and command.source != NO_TESTS_YET:  # the canaries ran, so pytest did not exit 5
+        raise BaselineUnusable(f"the base commit's test run reported no test of the repository: {_WHAT_TO_DO[5]}",
+                               runs.reports[0].output_tail)
+    if not runs.baseline.passing and any(runs.outcomes):
+        tally = counts(runs.baseline.outcomes)
+        raise BaselineUnusable(
+            f"no test passed in both base runs ({tally['passed']} passed, {tally['failed']} failed, {tally['errors']} "
+            f"errors, {tally['skipped']} skipped in the first), so no change can be judged against them. A test "
+            "dependency that is not installed shows as an import error in the output: list it in a requirements "
+            "file, a test/tests/testing/dev extra or tox.ini's [testenv] deps; or set the project's test_command "
+            "setting (or [tests] command in .aiteam.toml) to the command that runs the tests",
+            runs.reports[0].output_tail)
+
+
+def run_problem(report: Mapping[str, Any], *, limits: SandboxLimits | None = None) -> str:
+    """Why a run (a sandbox report's dict) did not really run the repository's tests, with the setting to raise or
+    what to do; "" when it did: pytest ended with every test passed (0) or some failed (1)."""
+    memory = f" (now {limits.memory_bytes // 1024**2} MB of address space per process)" if limits else ""
+    raise_memory = f"raise AITEAM_SANDBOX_MEMORY_MB{memory} and run it again"
+    tail = report.get("output_tail") or ""
+    if report.get("timed_out"):
+        now = f", now {limits.timeout_s:g} s" if limits else ""
+        return f"the sandbox stopped it at its time limit: raise AITEAM_SANDBOX_TIMEOUT_S{now}"
+    killed = report.get("killed_reason") or ""
+    if killed == "memory":
+        return f"it was killed at the sandbox's memory limit: {raise_memory}"
+    if killed == "cpu":
+        now = f", now {limits.cpu_s} s" if limits else ""
+        return f"a process used up the sandbox's CPU-time limit{now} per process (it follows AITEAM_SANDBOX_TIMEOUT_S)"
+    if killed == "file size":
+        return "it wrote a file larger than the sandbox's file-size limit"
+    if killed:
+        return f"it was killed ({killed})"
+    code = report.get("exit_code", 0)
+    if code in (0, 1):
+        return ""
+    what = _EXIT_CODES.get(code, f"pytest exited with {code}")
+    if "MemoryError" in tail:
+        return f"{what}: the tests ran out of memory (MemoryError in the output): {raise_memory}"
+    advice = _WHAT_TO_DO.get(code, "the output's last lines say why")
+    return f"{what}: {advice}"
 
 
 def recorded_command(prepared: Mapping[str, Any], extra_paths: Iterable[str] = ()) -> TestCommand:
@@ -91,10 +166,12 @@ def judged_run(checkout: Path, prepared: Mapping[str, Any], environment: Environ
 
 
 def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions: Iterable[str] | None = None,
-                  at_base: RepoRun | None = None) -> dict[str, Any]:
+                  at_base: RepoRun | None = None, limits: SandboxLimits | None = None) -> dict[str, Any]:
     """The run's report judged against the baseline. reproductions: the reproduction tests' ids (None: this run
     has none to check; empty: it should have, and none ran). `failing_tests` are the tests that fail now and are
-    the change's to answer for; a reproduction that passes at the base commit fails the run without being one."""
+    the change's to answer for; a reproduction that passes at the base commit fails the run without being one.
+    A run that did not really run the tests (run_problem: pytest interrupted or refusing its command, killed at a
+    limit), here or at the base commit, is never ok, whatever its outcomes say: `comparison.not_run` says why."""
     data = prepared["baseline"]
     baseline = Baseline(dict(data["outcomes"]), tuple(data["flaky"]), tuple(data["passing"]))
     checks = list(reproductions) if reproductions is not None else []
@@ -104,10 +181,12 @@ def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions:
     failing = [*comparison.broken, *comparison.disappeared, *added_failing]
     missing = reproductions is not None and not checks
     report = after.report.to_dict()
+    not_run = _not_run(report, at_base, limits)
     ok = (not failing and not missing and all(r.ok for r in comparison.reproductions) and not report["tampered"]
-          and not report["timed_out"])
+          and not report["timed_out"] and not not_run)
     report.update(ok=ok, failing_tests=failing[:MAX_TEST_IDS], failing_tests_total=len(failing), comparison={
-        **comparison.to_dict(), "ok": ok, "added_failing": added_failing, "flaky": list(baseline.flaky),
+        **comparison.to_dict(), "ok": ok, "not_run": not_run, "added_failing": added_failing,
+        "flaky": list(baseline.flaky),
         "reproduction_missing": missing, "judged": len(baseline.passing) + len(comparison.added),
         "judged_failing": len(failing),
         "already_failing": sorted(t for t, kind in after.outcomes.items() if kind in FAILED
@@ -115,13 +194,33 @@ def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions:
     return report
 
 
-def export_commit(repository: Path, sha: str, dest: Path, files: Mapping[str, bytes] | None = None) -> Path:
+def _not_run(report: Mapping[str, Any], at_base: RepoRun | None, limits: SandboxLimits | None) -> str:
+    if problem := run_problem(report, limits=limits):
+        return f"the tests did not run: {problem}"
+    if at_base is not None and (problem := run_problem(at_base.report.to_dict(), limits=limits)):
+        return f"the reproduction tests did not run at the base commit: {problem}"
+    return ""
+
+
+def export_commit(repository: Path, sha: str, dest: Path, files: Mapping[str, bytes] | None = None, *,
+                  skipped: list[str] | None = None) -> Path:
     """The tree of commit `sha` of the git repository at `repository`, written to dest (no .git), with `files`
-    (relative path → bytes) laid over it: the base commit plus QC's reproduction tests."""
+    (relative path → bytes) laid over it: the base commit plus QC's reproduction tests. A symbolic link that leads
+    out of the tree (absolute, or up past its root) is left out, its path added to `skipped`: written, it would
+    let what follows it land outside dest."""
     archive = git(repository, "archive", "--format=tar", sha)
     dest.mkdir(parents=True, exist_ok=True)
+    left_out = skipped if skipped is not None else []
+
+    def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, path)  # refuses paths out of dest and devices; links checked here
+        except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+            left_out.append(member.name)
+            return None
+
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")  # refuses links and paths out of dest
+        tar.extractall(dest, filter=inside)
     for path, data in (files or {}).items():
         target = (dest / path).resolve()
         if dest.resolve() not in target.parents:

@@ -11,17 +11,24 @@ import json
 import platform
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 import agents.environments.pyconfig as pyconfig
+from agents.environments.wheels import normalized
 
 KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
 _ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "pdm.lock",
-               "uv.lock")
+               "uv.lock", "tox.ini")
 _ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "constraints*.txt", "requirements/*.txt")
 _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
+# Read only when the project has none of those: idna's test dependencies (hypothesis) are in its `all` extra only.
+_FALLBACK_GROUPS = ("all",)
+_TOX_FACTOR = re.compile(r"^!?[\w.]+(?:[-,]!?[\w.]+)*:\s")  # "py311: pkg", "!pypy,django42: pkg": other environments'
+_TOX_SELF = re.compile(r"^(-e\s*|--editable\s+)?(\.|\./|\{toxinidir\}/?)(\[(?P<extras>[\w,\s-]*)\])?$")
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
 _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  # "-e .", ".[dev]": the repo itself
@@ -56,13 +63,15 @@ def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = (), r
 def collect_requirements(root: Path, files: list[str]) -> tuple[list[str], list[str]]:
     """(requirement lines for one pip install, notes for a human): requirements files (their -r/-c includes
     inlined, the repository itself left out), pyproject.toml's and setup.cfg's dependencies with their test and
-    dev extras, poetry.lock's and Pipfile.lock's pins."""
+    dev extras (else their `all` extra), the extras and deps of tox.ini's [testenv], poetry.lock's and
+    Pipfile.lock's pins."""
     lines: list[str] = []
     notes: list[str] = []
     for name in files:
         if name.endswith((".txt", ".in")):
             lines += _requirements_file(root, root / name, seen=set())
-    lines += _pyproject(root) + _setup_cfg(root) + _poetry_lock(root) + _pipfile_lock(root)
+    tox_lines, extras = _tox(root, notes)
+    lines += _pyproject(root, extras) + _setup_cfg(root, extras) + tox_lines + _poetry_lock(root) + _pipfile_lock(root)
     lines = [checked for line in lines if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
         notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
@@ -121,25 +130,110 @@ def _requirements_file(root: Path, path: Path, *, seen: set[Path]) -> list[str]:
     return lines
 
 
-def _pyproject(root: Path) -> list[str]:
+def _pyproject(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
+    """[project] dependencies, the test-like extras and dependency groups (else `all`), and the extras tox names.
+    An extra that names the project itself (`all = ["pkg[a,b]"]`) brings in those extras, not the published
+    package."""
     data = pyconfig.read_toml(root / "pyproject.toml") or {}
     project = data.get("project") or {}
-    lines = _strings(project.get("dependencies"))
-    extras = project.get("optional-dependencies") or {}
+    optional = project.get("optional-dependencies") or {}
     groups = data.get("dependency-groups") or {}
-    for name in _GROUPS:
-        lines += _strings(extras.get(name)) + _strings(groups.get(name))  # an include-group table is skipped
+    optional = optional if isinstance(optional, dict) else {}
+    groups = groups if isinstance(groups, dict) else {}
+    own = project.get("name") if isinstance(project.get("name"), str) else ""
+    lines = _strings(project.get("dependencies"))
+    for name in _chosen(optional.keys() | groups.keys(), extras):
+        lines += _own_extras(_strings(optional.get(name)), optional, own) + _group(groups, name, seen=set())
     return lines
 
 
-def _setup_cfg(root: Path) -> list[str]:
+def _chosen(present: Iterable[str], named: tuple[str, ...]) -> list[str]:
+    """The groups to install: the test-like ones, else the fallback, and those tox names."""
+    present = set(present)
+    usual = [name for name in _GROUPS if name in present] or [name for name in _FALLBACK_GROUPS if name in present]
+    return list(dict.fromkeys([*usual, *(name for name in named if name in present)]))
+
+
+def _own_extras(lines: list[str], optional: dict[str, Any], own: str, depth: int = 0) -> list[str]:
+    expanded = []
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            expanded.append(line)  # refused with its reason by _requirement
+            continue
+        if own and normalized(requirement.name) == normalized(own):
+            if depth < 3:
+                for extra in sorted(requirement.extras):
+                    expanded += _own_extras(_strings(optional.get(extra)), optional, own, depth + 1)
+        else:
+            expanded.append(line)
+    return expanded
+
+
+def _group(groups: dict[str, Any], name: str, *, seen: set[str]) -> list[str]:
+    """A dependency group (PEP 735), its `{include-group = ...}` tables inlined."""
+    if name in seen:
+        return []
+    seen.add(name)
+    lines = []
+    for item in groups.get(name) or []:
+        if isinstance(item, str):
+            lines.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+            lines += _group(groups, item["include-group"], seen=seen)
+    return lines
+
+
+def _setup_cfg(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
     parser = pyconfig.read_ini(root / "setup.cfg")
     if parser is None:
         return []
     lines = _ini_list(parser.get("options", "install_requires", fallback=""))
-    for name in _GROUPS:
+    present = parser.options("options.extras_require") if parser.has_section("options.extras_require") else []
+    for name in _chosen(present, extras):
         lines += _ini_list(parser.get("options.extras_require", name, fallback=""))
     return lines
+
+
+def _tox(root: Path, notes: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """(requirement lines, the project's extras) of tox.ini's [testenv]: its `deps` (what the tests need beyond the
+    project, pytest-cov or hypothesis say; `-r` files inlined) and its `extras` and `.[extra]` deps, read from the
+    project's own metadata. Lines for other environments (`py311: pkg`), with tox substitutions aiteam cannot
+    know, or that are not a plain requirement are left out, said in the notes: the tox line is not the
+    repository's only word on its dependencies, so it does not refuse the repository."""
+    lines: list[str] = []
+    extras = [extra for line in pyconfig.tox_setting(root, "extras") for extra in re.split(r"[,\s]+", line) if extra]
+    skipped: list[str] = []
+    for raw in pyconfig.tox_setting(root, "deps"):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        own = _TOX_SELF.match(line)
+        include = _INCLUDE.match(line.replace("{toxinidir}/", ""))  # -r{toxinidir}/requirements/test.txt
+        if own:
+            extras += [extra.strip() for extra in (own.group("extras") or "").split(",") if extra.strip()]
+        elif include:
+            try:
+                lines += _requirements_file(root, root / include.group(2), seen=set())
+            except BadDependencies as exc:
+                skipped.append(f"{line} ({exc})")
+        elif _TOX_FACTOR.match(line) or "{" in line or not _plain(line):
+            skipped.append(line)
+        else:
+            lines.append(line)
+    if skipped:
+        notes.append(f"tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a "
+                     f"plain requirement): {', '.join(skipped[:10])}")
+    return lines, tuple(dict.fromkeys(extras))
+
+
+def _plain(line: str) -> bool:
+    try:
+        _requirement(line)
+    except BadDependencies:
+        return False
+    return True
 
 
 def _poetry_lock(root: Path) -> list[str]:

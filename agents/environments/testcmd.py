@@ -13,6 +13,7 @@ configuration must not decide how that change is judged.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,10 +38,41 @@ _REFUSED = {"-x": "stops at the first failure", "--exitfirst": "stops at the fir
             "--collect-only": "runs nothing", "--junitxml": "moves the report", "--junit-xml": "moves the report",
             "--pdb": "waits for a debugger", "--rootdir": "is pinned by the runner"}
 _TAKES_VALUE = frozenset({"-k", "-m", "-o", "--override-ini", "-p", "-c", "--config-file", "--ds", "--dc",
-                          "--deselect", "--ignore", "--ignore-glob", "--tb", "-W", "--confcutdir", "--basetemp",
-                          "--import-mode", "--durations", "--log-level", "-r", "--capture", "-n", "--dist"})
+                          "--deselect", "--ignore", "--ignore-glob", "--tb", "-W", "--pythonwarnings", "--confcutdir",
+                          "--import-mode", "--durations", "--durations-min", "--log-level", "-r", "--capture", "-n",
+                          "--numprocesses", "--dist", "--maxprocesses", "--tx", "--junit-prefix", "--log-file",
+                          "--log-file-level", "--log-cli-level", "--log-format", "--log-date-format",
+                          "--log-cli-format", "--log-cli-date-format", "--log-file-format", "--log-file-date-format",
+                          "--color", "--code-highlight", "--doctest-glob", "--doctest-report", "--show-capture",
+                          "--verbosity", "--timeout", "--timeout-method", "--reruns", "--reruns-delay", "--only-rerun",
+                          "--hypothesis-profile", "--hypothesis-seed", "--random-order-bucket", "--random-order-seed",
+                          "--asyncio-mode"})
+# pytest's own options that never take a value: the word after one is a path (or, with --pyargs, a module)
+_FLAGS = frozenset({"--pyargs", "--strict-markers", "--strict-config", "--strict", "--doctest-modules", "--runxfail",
+                    "--showlocals", "--no-header", "--no-summary", "--disable-warnings", "--disable-pytest-warnings",
+                    "--verbose", "--quiet", "--full-trace", "--setup-show", "--setup-only", "--setup-plan",
+                    "--doctest-continue-on-failure", "--doctest-ignore-import-errors", "--new-first", "--nf",
+                    "--continue-on-collection-errors", "--trace", "--keep-duplicates"})
+# Left out of the command, with their values: coverage is not measured on a repository (pytest-cov may not even be
+# installed, and its report is not aiteam's), and the run's temporary directory is the sandbox's (pytest empties
+# --basetemp before it starts).
+_DROPPED_VALUED = frozenset({"--cov-report", "--cov-config", "--cov-fail-under", "--cov-context", "--cov-precision",
+                             "--basetemp"})
+_DROPPED_FLAGS = frozenset({"--cov-branch", "--cov-append", "--cov-reset", "--no-cov", "--no-cov-on-fail"})
+_COV = "--cov"  # takes a value when one follows (argparse's nargs="?"): `--cov src tests` measures src, runs tests
+# A tox substitution tox.ini's commands still hold once {posargs}, {toxinidir} and {env:...} are read: a path of
+# tox's own environment ({envtmpdir}, {envdir}, ...) that does not exist here.
+_UNRESOLVED = re.compile(r"\{[^{}\s]*\}")
+_MAKE_VARIABLE = re.compile(r"^\$[({][^)}]*[)}]$")  # $(TESTS), ${tests}: a make variable, empty unless given
+_TOX_DEFAULTED = re.compile(r"\{(?:posargs|env:[^:{}]*):?([^{}]*)\}")  # {posargs:tests}, {env:X:default}
+_TOX_ROOT = re.compile(r"\{(?:toxinidir|tox_root)\}")
+# After the repository's options: --maxfail=0, since an `-x` in the configuration's addopts would cut a baseline
+# short; --continue-on-collection-errors, since a module that cannot be imported would otherwise stop the run
+# before any test ran, and hide every other module's outcomes (it is reported as that module's error).
+_WHOLE_RUN = ("--maxfail=0", "--continue-on-collection-errors")
 _DJANGO_VALUED = frozenset({"--parallel", "-v", "--verbosity", "--testrunner", "--tag", "--exclude-tag", "-k",
                             "-p", "--pattern", "-t", "--top-level-directory", "--pythonpath", "--settings"})
+NO_TESTS_YET = "no test files yet: pytest over the repository"  # the source of the last resort
 _PYTHONS = ("python", "python3", "py", "{envpython}", "$(PYTHON)", "$(PY)", "${PYTHON}", "$PYTHON")
 
 
@@ -63,6 +95,7 @@ class TestCommand:
     source: str  # where it was found, for the gate page: "project setting", "pytest.ini", "Makefile test", ...
     shown: str  # the command as written there
     plugins: tuple[str, ...] = ()  # distributions the environment needs beyond pytest
+    dropped: tuple[str, ...] = ()  # what was left out of what is written (coverage, tox's own paths), for a person
 
 
 def detect_test_command(root: Path, *, configured: str | None = None) -> TestCommand:
@@ -80,7 +113,7 @@ def detect_test_command(root: Path, *, configured: str | None = None) -> TestCom
     for clue in (_from_pytest_config, _from_tox, _from_django, _from_makefile, _from_file_names):
         if (found := clue(root)) is not None:
             return found
-    return _pytest(root, [], source="no test files yet: pytest over the repository", shown="pytest")
+    return _pytest(root, [], source=NO_TESTS_YET, shown="pytest")
 
 
 def ensure_python(root: Path) -> None:
@@ -131,31 +164,39 @@ def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested
 
 
 def _first(root: Path, lines: list[str], *, source: str) -> TestCommand | None:
-    """The first pytest, unittest or manage.py test among lines of a tox or make recipe (`a && b` split)."""
+    """The first pytest, unittest or manage.py test among lines of a tox or make recipe (`a && b` split), tox's
+    substitutions read as tox would with no arguments given ({posargs} empty or its default, {toxinidir} the root,
+    {env:NAME:default} its default) and make's variables empty."""
     for line in lines:
         for part in line.replace("&&", ";").split(";"):
-            cleaned = part.strip().lstrip("@-+").replace("{posargs}", "").replace("{toxinidir}", ".").strip()
+            cleaned = _TOX_DEFAULTED.sub(r"\1", _TOX_ROOT.sub(".", part.strip().lstrip("@-+"))).strip()
             try:
                 words = shlex.split(cleaned)
             except ValueError:
                 continue
+            words = words[:1] + [word for word in words[1:] if word != "[]" and not _MAKE_VARIABLE.match(word)]
             if (found := _recognized(root, words, source=source, shown=cleaned, nested=True)) is not None:
                 return found
     return None
 
 
 def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
-    args, paths = _split_pytest(root, words, source)
+    args, paths, dropped = _split_pytest(root, words, source)
     config = pyconfig.pytest_config(root)
     if not paths:
         paths = [*config.testpaths] if config and config.testpaths else ["."]
-    # --maxfail=0 after the configuration's addopts: an `-x` there would otherwise cut the baseline short
-    return TestCommand("pytest", tuple(paths), (*args, "--maxfail=0"), _importable(root, config), source, shown)
+    kept, left_out = _split_addopts(root, config.addopts if config else ())
+    if left_out:  # the configuration's own options without coverage: -o replaces them as a whole
+        args += ["-o", f"addopts={shlex.join(kept)}"]
+    return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root, config), source, shown,
+                       dropped=(*dropped, *(f"{word} (addopts)" for word in left_out)))
 
 
-def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str], list[str]]:
+def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str], list[str], list[str]]:
+    """(options, paths, what was left out) of pytest's arguments."""
     args: list[str] = []
     paths: list[str] = []
+    dropped: list[str] = []
     index = 0
     while index < len(words):
         word = words[index]
@@ -163,15 +204,48 @@ def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str],
         if option in _REFUSED or (word == "-p" and words[index + 1:index + 2] == ["no:junitxml"]):
             why = _REFUSED.get(option, "turns off the report")
             raise BadTestCommand(f"{source}: pytest option {word} {why}; aiteam needs every test's outcome")
-        if not word.startswith("-"):
+        group = words[index:index + 1 + _value_words(root, words, index)]
+        if option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV \
+                or any(_UNRESOLVED.search(part) for part in group):
+            dropped.append(" ".join(group))
+        elif not word.startswith("-"):
             paths.append(_inside(root, word, source))
-        elif option in _TAKES_VALUE and "=" not in word:
-            args += words[index:index + 2]
-            index += 1
         else:
-            args.append(word)
-        index += 1
-    return args, paths
+            args += group
+        index += len(group)
+    return args, paths, dropped
+
+
+def _value_words(root: Path, words: list[str], index: int) -> int:
+    """How many of the words after words[index] are its value: one for an option known to take one, given apart
+    (`-k expr`, `--cov src`), and for an unknown long option followed by a word that names nothing in the checkout
+    (a plugin's `--flag value`); none otherwise."""
+    word, following = words[index], words[index + 1] if index + 1 < len(words) else None
+    if following is None or not word.startswith("-") or "=" in word:
+        return 0
+    if word in _TAKES_VALUE or word in _DROPPED_VALUED:
+        return 1
+    if following.startswith("-") or word in _DROPPED_FLAGS or word in _FLAGS:
+        return 0
+    if word == _COV:
+        return 1
+    return 0 if not word.startswith("--") or _names_a_path(root, following) else 1
+
+
+def _names_a_path(root: Path, word: str) -> bool:
+    path = PurePosixPath(word.split("::", 1)[0])
+    return path.is_absolute() or ".." in path.parts or (root / path).exists()
+
+
+def _split_addopts(root: Path, addopts: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The configuration's addopts without the options left out of a command (coverage, --basetemp)."""
+    if not any(word.split("=", 1)[0] in (*_DROPPED_VALUED, *_DROPPED_FLAGS, _COV) for word in addopts):
+        return list(addopts), []
+    try:
+        args, paths, dropped = _split_pytest(root, list(addopts), "addopts")
+    except BadTestCommand:  # refused options in addopts (-x) are overridden by _WHOLE_RUN, as before
+        return list(addopts), []
+    return [*args, *paths], dropped
 
 
 def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
@@ -179,7 +253,7 @@ def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestC
              "-t": "top", "--top-level-directory": "top"}
     if words and words[0] != "discover" and not words[0].startswith("-"):  # named modules, classes or methods
         paths = tuple(_dotted_to_node(root, name, source) for name in words)
-        return TestCommand("unittest", paths, ("--maxfail=0",), (".",), source, shown)
+        return TestCommand("unittest", paths, _WHOLE_RUN, (".",), source, shown)
     found: dict[str, str] = {}
     positional = ["start", "pattern", "top"]
     rest = words[1:] if words[:1] == ["discover"] else words
@@ -195,7 +269,7 @@ def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestC
     start = _inside(root, found.get("start", "."), source)
     top = _inside(root, found.get("top", start), source)
     return TestCommand("unittest", (start,), ("-o", f"python_files={found.get('pattern', 'test*.py')}",
-                                              "--maxfail=0"), tuple(dict.fromkeys([".", top])), source, shown)
+                                              *_WHOLE_RUN), tuple(dict.fromkeys([".", top])), source, shown)
 
 
 def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
@@ -209,7 +283,7 @@ def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCom
     labels = [w for i, w in enumerate(words) if not w.startswith("-") and (i == 0 or words[i - 1] not in _DJANGO_VALUED)]
     paths = tuple(_dotted_to_node(root, label, source) for label in labels) or (".",)
     # Django's runner collects test*.py; pytest-django sets Django up from --ds and gives each test its database
-    return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", "--maxfail=0"),
+    return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", *_WHOLE_RUN),
                        (".",), source, shown, plugins=("pytest-django",))
 
 

@@ -210,7 +210,8 @@ def _start_code_review(requirement: Requirement) -> None:
 def ensure_not_timed_out(report: dict[str, Any]) -> None:
     if report.get("timed_out"):
         raise SandboxTimedOut(f"the sandbox stopped the test run at its limit ({report.get('killed_reason') or 'timeout'}"
-                              f" after {report.get('duration_s', 0)} s); output tail: {report.get('output_tail', '')[-500:]}")
+                              f" after {report.get('duration_s', 0)} s; AITEAM_SANDBOX_TIMEOUT_S raises it); output "
+                              f"tail: {report.get('output_tail', '')[-500:]}")
 
 
 def _route_failed_self_test(requirement: Requirement, step: Step, report: dict[str, Any]) -> None:

@@ -17,7 +17,8 @@ from agents.environments import (
     prepare_environment,
     run_repository,
 )
-from agents.environments.wheels import repack_installed
+from agents.environments.repository import BaselineUnusable, prepare_repository
+from agents.environments.wheels import repack_installed, write_wheel
 from agents.sandbox import SandboxLimits
 
 pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
@@ -153,3 +154,94 @@ def test_a_change_that_breaks_and_drops_passing_tests_is_stopped(repository, tmp
     assert result.broken == ("tests/test_calc.py::test_add",)
     assert result.disappeared == ("tests/test_calc.py::test_mean_of_equal_values",)
     assert not result.ok
+
+
+# --- baselines that cannot judge a change (real runs) ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory):
+    """(package sources: a dependency's wheel the test writes and the worker's pytest, the venv cache)."""
+    deps = tmp_path_factory.mktemp("deps")
+    write_wheel(deps, "tinydep", "1.0", {"tinydep/__init__.py": b"ONE = 1\n"})
+    runner = repack_installed(tmp_path_factory.mktemp("runner-wheels"), ["pytest"])[0].parent
+    return PackageSources(find_links=(deps,), runner_wheels=runner), tmp_path_factory.getbasetemp() / "repo-envs"
+
+
+def _prepared(root: Path, offline, configured: str | None = None) -> dict:
+    sources, cache = offline
+    return prepare_repository(root, configured=configured, cache_dir=cache, sources=lambda command: sources,
+                              limits=LIMITS)
+
+
+def _files(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+def test_a_tox_command_with_coverage_and_its_deps_gives_a_baseline_that_ran(tmp_path, offline):
+    # cachetools 8.0.3's shape: before, `term-missing` was a path, pytest-cov absent, and 0 tests "passed"
+    root = _files(tmp_path, {
+        "tox.ini": """\
+            [testenv]
+            deps = tinydep
+            commands = py.test --basetemp={envtmpdir} --cov=calc --cov-report term-missing {posargs}
+            """,
+        "pyproject.toml": '[project]\nname = "calc"\n', "calc.py": CALC,
+        "tests/test_calc.py": "import tinydep\n\nfrom calc import add\n\n\ndef test_add():\n"
+                              "    assert add(tinydep.ONE, 1) == 2\n"})
+
+    prepared = _prepared(root, offline)
+
+    assert prepared["baseline"]["passing"] == ("tests/test_calc.py::test_add",)
+    assert prepared["environment"]["requirements"] == ("tinydep",)
+    assert prepared["test_command"]["dropped"] == ("--basetemp={envtmpdir}", "--cov=calc", "--cov-report term-missing")
+
+
+def test_a_module_that_cannot_import_does_not_hide_the_others_outcomes(tmp_path, offline):
+    # idna 3.21's shape: one module imports what is not installed; before, "Interrupted: 1 error during collection"
+    root = _files(tmp_path, {"calc.py": CALC, "conftest.py": "",
+                             "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 1) == 2\n",
+                             "tests/test_props.py": "import not_installed_here\n\n\ndef test_prop():\n    pass\n"})
+
+    prepared = _prepared(root, offline)
+
+    assert prepared["runs"][0] == {"tests/test_calc.py::test_add": P, "tests/test_props.py": E}
+    assert [report["exit_code"] for report in prepared["reports"]] == [1, 1]
+    after = compare(baseline_from(*prepared["runs"]), {"tests/test_calc.py::test_add": P, "tests/test_props.py": E})
+    assert after.ok and after.broken == () and after.added == ()  # the module's error was there before: not the change's
+
+
+@pytest.mark.parametrize(("files", "configured", "words", "tail"), [
+    ({"tests/test_a.py": "def test_a():\n    pass\n"}, "pytest --no-such-option tests",
+     "pytest refused its command line or configuration (exit 4, a usage error): set the project's test_command",
+     "unrecognized arguments: --no-such-option"),
+    ({"tests/test_a.py": "def test_a():\n    assert False\n", "conftest.py": ""}, None,
+     "no test passed in both base runs (0 passed, 1 failed, 0 errors, 0 skipped in the first)", "assert False"),
+    # more-itertools 11.2.1's shape: pytest's INTERNALERROR on a MemoryError, read before as a forged report
+    ({"tests/test_a.py": "def test_a():\n    pass\n", "conftest.py": """\
+        def pytest_runtest_logreport(report):
+            if report.when == "call":
+                raise MemoryError
+        """}, None, "pytest stopped with an internal error (exit 3): the tests ran out of memory (MemoryError in "
+                    "the output): raise AITEAM_SANDBOX_MEMORY_MB (now 1024 MB of address space per process)",
+     "INTERNALERROR> MemoryError"),
+    ({"tests/test_a.py": "def test_a():\n    pass\n", "docs/conf.py": ""}, "pytest docs",
+     "the base commit's test run reported no test of the repository: check the test command's paths", "collected"),
+])
+def test_a_base_run_that_judges_nothing_is_refused_with_its_output_and_what_to_do(tmp_path, offline, files,
+                                                                                   configured, words, tail):
+    root = _files(tmp_path, {"setup.py": "", **files})
+
+    with pytest.raises(BaselineUnusable) as refused:
+        _prepared(root, offline, configured)
+
+    assert words in str(refused.value) and "forged" not in str(refused.value)
+    assert tail in refused.value.log_tail
+
+
+def test_a_repository_with_no_tests_yet_still_has_a_baseline(tmp_path, offline):
+    prepared = _prepared(_files(tmp_path, {"tool.py": "print(1)\n"}), offline)
+
+    assert prepared["runs"] == [{}, {}] and prepared["test_command"]["source"].startswith("no test files yet")

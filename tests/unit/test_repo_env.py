@@ -217,6 +217,43 @@ def test_a_repository_conftest_that_passes_everything_is_caught_by_the_canaries(
     assert run.outcomes == {"test_it.py::test_wrong": "passed"}  # what the forged report says, judged above
 
 
+def test_the_canaries_still_catch_a_forgery_when_a_module_cannot_be_imported(tmp_path, plain_env, cache, sources):
+    # the run goes on past a collection error (--continue-on-collection-errors), so the canaries ran: a module that
+    # does not import must not excuse them, as it did when pytest stopped there
+    root = _repo(tmp_path, {"conftest.py": """\
+        import pytest
+
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            outcome.get_result().outcome = "passed"
+        """, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n", "test_broken.py": "import not_here\n"})
+
+    run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
+                         limits=LIMITS)
+
+    assert "the runner's canary test that must have failed is reported passed" in run.report.tampered
+    assert run.outcomes == {"test_broken.py": "errors", "test_it.py::test_wrong": "passed"}
+
+
+def test_an_internal_error_is_reported_as_one_not_as_a_forgery(tmp_path, plain_env, cache, sources):
+    # more-itertools 11.2.1 under 1 GiB: a MemoryError while pytest reported a test ends its session there; the junit
+    # file and the canaries are cut short, as in a run killed at a limit
+    root = _repo(tmp_path, {"conftest.py": """\
+        def pytest_runtest_logreport(report):
+            if report.when == "call" and report.nodeid.endswith("test_b"):
+                raise MemoryError
+        """, "test_it.py": "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n\n\ndef test_c():\n    pass\n"})
+
+    run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
+                         limits=LIMITS)
+
+    assert run.report.tampered == [] and run.report.exit_code == 3 and not run.report.ok
+    assert "INTERNALERROR> MemoryError" in run.report.output_tail
+    assert run.outcomes == {"test_it.py::test_a": "passed", "test_it.py::test_b": "passed"}
+
+
 def test_a_reproduction_test_missing_from_the_report_is_tampering(tmp_path, plain_env, cache, sources):
     root = _repo(tmp_path, {"test_it.py": "def test_there():\n    pass\n"})
 
@@ -332,6 +369,59 @@ def test_requirements_are_read_from_every_dependency_file_without_running_any(tm
     assert requirements == ["hypothesis", "attrs>=23", "click", "pytest-mock", "six; python_version < '3.12'",
                             "idna==3.7"]
     assert notes == []
+
+
+def test_toxs_deps_and_extras_are_the_tests_dependencies_too(tmp_path):
+    root = _repo(tmp_path, {
+        "tox.ini": """\
+            [base]
+            deps = hypothesis
+            [testenv]
+            extras = testing
+            deps =
+                pytest-cov
+                -r{toxinidir}/requirements/test.txt
+                {[base]deps}
+                .[speed]
+                py38: old-backport
+                -e git+https://example.invalid/x.git#egg=x
+                {env:EXTRA_DEP}
+            commands = pytest {posargs}
+            """,
+        "requirements/test.txt": "pytest-mock\n",
+        "pyproject.toml": '[project]\nname = "calc"\ndependencies = ["click"]\n[project.optional-dependencies]\n'
+                          'testing = ["freezegun"]\nspeed = ["ujson"]\ndocs = ["sphinx"]\n'})
+    files = dependency_files(root)
+
+    requirements, notes = collect_requirements(root, files)
+
+    assert "tox.ini" in files  # its bytes key the venv
+    assert requirements == ["pytest-mock", "click", "freezegun", "ujson", "pytest-cov", "hypothesis"]
+    assert notes == ["tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a plain "
+                     "requirement): py38: old-backport, -e git+https://example.invalid/x.git#egg=x, {env:EXTRA_DEP}"]
+
+
+def test_an_all_extra_is_read_only_when_no_test_extra_says_what_the_tests_need(tmp_path):
+    # idna 3.21: hypothesis is in its `all` extra only; `all = ["idna[x]"]` would install the published idna
+    only_all = _repo(tmp_path / "idna", {"pyproject.toml": """\
+        [project]
+        name = "idna"
+        [project.optional-dependencies]
+        all = ["ruff", "hypothesis >= 6", "idna[codec]"]
+        codec = ["chardet"]
+        """})
+    with_tests = _repo(tmp_path / "other", {"pyproject.toml": """\
+        [project]
+        name = "other"
+        [project.optional-dependencies]
+        all = ["pandas"]
+        [dependency-groups]
+        lint = ["ruff"]
+        test = ["pytest", {include-group = "lint"}]
+        """})
+
+    assert collect_requirements(only_all, ["pyproject.toml"])[0] == ["ruff", "hypothesis >= 6", "chardet"]
+    assert collect_requirements(with_tests, ["pyproject.toml"])[0] == ["pytest", "ruff"]
 
 
 def test_the_key_follows_the_dependency_files_bytes(tmp_path):

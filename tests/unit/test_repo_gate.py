@@ -15,6 +15,7 @@ from agents.environments.repository import (
 )
 from agents.environments.wheels import repack_installed, runner_wheelhouse
 from agents.quality import QualityGates, evaluate
+from agents.sandbox import SandboxLimits
 from agents.sandbox.report import TestReport
 from agents.sandbox.runner import RepoRun
 from tests.repo_history import commit_files, git
@@ -89,6 +90,34 @@ def test_reproduction_tests_that_did_not_run_fail_the_gate():
     assert gate(report) == ["QC's reproduction tests did not run: none of its test files reported a test"]
 
 
+@pytest.mark.parametrize(("report", "words"), [
+    ({"exit_code": 4, "errors": 1}, "refused its command line or configuration (exit 4, a usage error)"),
+    ({"exit_code": 2}, "pytest was interrupted (exit 2)"),
+    ({"exit_code": 3, "output_tail": "INTERNALERROR> MemoryError\n"}, "raise AITEAM_SANDBOX_MEMORY_MB (now 1024 MB"),
+    ({"exit_code": -9, "killed_reason": "memory"}, "killed at the sandbox's memory limit"),
+])
+def test_a_run_that_did_not_really_run_the_tests_is_never_ok(report, words):
+    # the audit's idna and cachetools: exit 2 or 4, no test reported, and a baseline with nothing to protect
+    empty = {**PREPARED, "baseline": {"outcomes": {}, "flaky": [], "passing": []}}
+    after = RepoRun(TestReport(**report), {})
+
+    judged = judged_report(after, empty, limits=SandboxLimits())
+
+    assert not judged["ok"] and words in judged["comparison"]["not_run"]
+    assert gate(judged)[0] == judged["comparison"]["not_run"]
+    assert not judged_report(RepoRun(TestReport(**report), BASE), PREPARED)["ok"]  # whatever the outcomes say
+
+
+def test_reproductions_whose_base_run_did_not_run_fail_the_gate_saying_so():
+    at_base = RepoRun(TestReport(exit_code=4, errors=1, output_tail="error: unrecognized arguments"), {})
+
+    report = judged_report(ran({**BASE, "r.py::bug": P}), PREPARED, reproductions=["r.py::bug"], at_base=at_base)
+
+    assert not report["ok"]
+    assert report["comparison"]["not_run"].startswith("the reproduction tests did not run at the base commit: pytest "
+                                                      "refused its command line")
+
+
 def test_qcs_files_outside_the_commands_paths_are_added_to_it():
     command = recorded_command(PREPARED, ["tests/acceptance/test_a.py", "qa/test_b.py"])
     assert command.paths == ("tests", "qa/test_b.py") and command.args == ("--maxfail=0",)
@@ -106,6 +135,24 @@ def test_the_base_tree_is_exported_with_qcs_files_laid_over_it(tmp_path):
     assert not (tree / ".git").exists()
     with pytest.raises(ValueError, match="outside the checkout"):
         export_commit(repo, base, tmp_path / "again", {"../escape.py": b""})
+
+
+def test_links_leading_out_of_the_tree_are_left_out_of_the_export_and_named(tmp_path):
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / "docs").mkdir()
+    (repo / "docs" / "system").symlink_to("/usr/share/doc")
+    (repo / "docs" / "up").symlink_to("../../outside")
+    (repo / "docs" / "readme").symlink_to("../README")
+    base = commit_files(repo, "base", {"README": b"hello\n", "calc.py": b"one\n"})
+    skipped: list[str] = []
+
+    tree = export_commit(repo, base, tmp_path / "tree", {"tests/test_bug.py": b""}, skipped=skipped)
+
+    assert sorted(skipped) == ["docs/system", "docs/up"]
+    assert (tree / "docs" / "readme").read_bytes() == b"hello\n" and (tree / "calc.py").is_file()
+    assert not (tree / "docs" / "system").exists() and not (tree / "docs" / "up").is_symlink()
+    assert export_commit(repo, base, tmp_path / "quiet") == tmp_path / "quiet"  # no list given: nothing raised
 
 
 @pytest.mark.xdist_group("sandbox_uid")

@@ -134,6 +134,22 @@ def test_a_failed_install_reaches_a_person_with_the_logs_tail_and_is_not_retried
     assert "No matching distribution" in content_json(latest(requirement, "baseline"))["log_tail"]
 
 
+def test_a_base_run_in_which_pytest_never_ran_the_tests_is_refused_for_a_person(alice, scripted, repository):
+    # the audit's cachetools: pytest refused its command (exit 4), no test ran, and the step used to end `done`
+    Project.objects.filter(pk=alice.memberships.get().organization.projects.get().pk).update(
+        settings={"test_command": "pytest --no-such-plugin-option tests"})
+
+    step, route, task = failed_preparation(prepared(alice, scripted, repository))
+
+    assert (step.runs, route.route, route.rule) == (1, "human", "repository_unusable")
+    assert ("the base commit's test run (1 of 2) did not run the repository's tests, so no change can be judged "
+            "against them: pytest refused its command line or configuration (exit 4, a usage error)") in task.reasoning
+    assert "The log's last lines" in task.reasoning and "unrecognized arguments" in task.reasoning
+    stored = content_json(latest(requirement := fresh(step.requirement), "baseline"))
+    assert not stored["ok"] and "--no-such-plugin-option" in stored["log_tail"]
+    assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists()
+
+
 def test_an_empty_repository_is_refused_with_what_to_do(alice, scripted, repository):
     requirement = prepared(alice, scripted, repository, None)
 
@@ -183,6 +199,18 @@ def test_tests_that_already_failed_at_base_do_not_fail_the_self_test(alice, scri
     assert report["ok"] and report["failed"] >= 1 and report["failing_tests"] == []
     assert report["comparison"]["added"] == ["tests/test_more.py::test_add_negatives"]
     assert fresh(requirement).state == "in_review"
+
+
+def test_a_change_after_which_pytest_cannot_start_fails_its_self_test_saying_why(alice, scripted, repository):
+    requirement = changed(prepared(alice, scripted, repository), "in_development",
+                          {"conftest.py": "raise RuntimeError('a broken conftest')\n"})
+
+    run(requirement, step_keys.SELF_TEST)
+
+    report = content_json(latest(requirement, "test_report", "self_test"))
+    assert not report["ok"] and report["exit_code"] == 4
+    assert report["comparison"]["not_run"].startswith("the tests did not run: pytest refused its command line")
+    assert "a broken conftest" in report["output_tail"]
 
 
 def qc_wrote(requirement: Requirement, text: str, test: str) -> None:
@@ -256,6 +284,27 @@ def test_a_reproduction_that_fails_at_base_and_passes_after_opens_the_deployment
     assert not requirement.steps.filter(key=step_keys.DEVOPS).exists()
 
 
+def test_a_link_out_of_the_tree_does_not_stop_the_reproduction_at_the_base_commit(alice, scripted, repository, settings):
+    # export_commit used to raise LinkOutsideDestinationError on it, and qc_run on a bug_fix ticket crashed
+    origin = repository()
+    work = settings.AITEAM_GIT_LOCAL_ROOT / f"dev-{alice.memberships.get().organization.projects.get().pk}"
+    (work / "docs").mkdir()
+    (work / "docs" / "system-docs").symlink_to("/usr/share/doc")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "Link the system's docs")
+    git(work, "push", "-q", str(origin), "main")
+    scripted.enqueue(PO_VAGUE)
+    requirement = changed(fresh(submit(alice, brief=SAMPLE)), "test_pending", {"calc.py": FIXED}, playbook="bug_fix")
+    qc_wrote(requirement, REPRODUCES, "test_mean_keeps_fractions")
+
+    run(requirement, step_keys.QC_RUN)
+
+    stored = content_json(latest(requirement, "test_report", "qc"))
+    assert stored["gate"]["passed"], stored["gate"]
+    assert stored["comparison"]["left_out_at_base"] == ["docs/system-docs"]
+    assert fresh(requirement).state == "ready_to_deploy"
+
+
 def test_the_projects_test_command_setting_is_used_and_a_bad_one_refused(alice, scripted, repository):
     Project.objects.filter(pk=alice.memberships.get().organization.projects.get().pk).update(
         settings={"test_command": "pytest -x tests"})
@@ -306,3 +355,11 @@ def test_a_preparation_that_ends_after_the_requirement_was_cancelled_is_skipped(
 
     assert requirement.state == "cancelled" and requirement.steps.get(key=step_keys.REPO_PREPARE).state == "skipped"
     assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists() and latest(requirement, "baseline") is None
+
+
+def test_the_cpu_limit_of_a_run_follows_a_longer_wall_clock_limit(settings):
+    # a repository's suite runs in one pytest process: 60 s of CPU would end it however far the timeout is raised
+    settings.AITEAM_SANDBOX_TIMEOUT_S = 600
+    assert (runner._limits().timeout_s, runner._limits().cpu_s) == (600, 600)
+    settings.AITEAM_SANDBOX_TIMEOUT_S = 20
+    assert runner._limits().cpu_s == 60

@@ -58,7 +58,8 @@ def test_pytest_configuration_gives_the_paths_and_the_importable_roots(tmp_path,
 
     assert (command.runner, command.source, command.paths) == ("pytest", source, ("tests",))
     assert command.pythonpath == (".", "lib")  # the runner overrides pythonpath, so the repository's is carried
-    assert command.args[-1] == "--maxfail=0"  # an -x in the configuration's addopts cannot cut the run short
+    # an -x in the configuration's addopts cannot cut the run short, nor a module that does not import hide the rest
+    assert command.args[-2:] == ("--maxfail=0", "--continue-on-collection-errors")
 
 
 def test_a_src_layout_makes_src_importable(tmp_path):
@@ -81,6 +82,62 @@ def test_tox_commands_are_read_not_run(tmp_path):
     command = detect_test_command(root)
 
     assert (command.runner, command.paths, command.source) == ("pytest", ("tests",), "tox.ini [testenv] commands")
+
+
+def test_coverage_options_and_toxs_own_paths_are_left_out_of_a_tox_command(tmp_path):
+    # cachetools 8.0.3's tox.ini: `term-missing` is --cov-report's value, not a path, and {envtmpdir} is tox's
+    root = _repo(tmp_path, {"tox.ini": """\
+        [testenv]
+        deps =
+            pytest
+            pytest-cov
+        commands =
+            py.test --basetemp={envtmpdir} --cov=cachetools --cov-branch --cov-report term-missing {posargs}
+        """, "tests/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.paths) == ("pytest", (".",))
+    assert command.args == ("--maxfail=0", "--continue-on-collection-errors")
+    assert command.dropped == ("--basetemp={envtmpdir}", "--cov=cachetools", "--cov-branch", "--cov-report term-missing")
+
+
+@pytest.mark.parametrize(("line", "paths", "args"), [
+    ("pytest {posargs:tests/unit}", ("tests/unit",), ()),  # tox's default when no arguments are given
+    ("pytest {toxinidir}/tests -W error", ("./tests",), ("-W", "error")),
+    ("pytest --junit-prefix={env:PREFIX:x} tests", ("tests",), ("--junit-prefix=x",)),
+    ("pytest --cov src tests", ("tests",), ()),  # --cov takes the word after it, as pytest-cov's argparse does
+    ("pytest --cov --cov-report=xml tests", ("tests",), ()),
+    ("pytest -p pytest_randomly --randomly-seed 7 tests", ("tests",), ("-p", "pytest_randomly", "--randomly-seed", "7")),
+    ("pytest --strict-markers tests", ("tests",), ("--strict-markers",)),
+])
+def test_tox_substitutions_and_plugin_options_are_read_as_tox_and_pytest_would(tmp_path, line, paths, args):
+    root = _repo(tmp_path, {"tox.ini": f"[testenv]\ncommands = {line}\n", "tests/unit/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert command.paths == paths and command.args[:-2] == args
+
+
+def test_coverage_options_in_the_configurations_addopts_are_overridden_not_needed(tmp_path):
+    root = _repo(tmp_path, {"setup.cfg": "[tool:pytest]\naddopts = -ra --cov=pkg --cov-report=term-missing\n"
+                                         "    --strict-markers\n", "tests/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert command.args[:2] == ("-o", "addopts=-ra --strict-markers")
+    assert command.dropped == ("--cov=pkg (addopts)", "--cov-report=term-missing (addopts)")
+    clean = _repo(tmp_path / "clean", {"pytest.ini": "[pytest]\naddopts = -ra\n"})
+    assert "-o" not in detect_test_command(clean).args  # nothing to leave out: the configuration stands
+
+
+def test_make_variables_in_a_recipe_are_empty_as_make_leaves_them_unless_given(tmp_path):
+    root = _repo(tmp_path, {"Makefile": "test:\n\tpython -m unittest -v ${tests}\n", "tests/test_a.py": "",
+                            "setup.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.source, command.paths) == ("unittest", "Makefile test", (".",))
 
 
 def test_manage_py_runs_django_tests_through_pytest_django_with_its_settings(tmp_path):
