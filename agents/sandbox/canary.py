@@ -89,8 +89,8 @@ def judged(streamed: Streamed, cases: list[Case] | None, canary: Canary, expecte
            ended_by_itself: bool) -> tuple[JunitOutcome, list[str]]:
     """The project's outcome as streamed (canaries left out of its figures) and why the run cannot be believed
     (none: []). ended_by_itself: neither timed out nor killed by a signal. A run that did not get through its
-    session is judged only on what the stream shows; pytest stops at a collection error before running anything,
-    so then there are no canaries to compare."""
+    session is judged only on what the stream shows; pytest stops at a collection error before running anything
+    (unless told to continue), so then there are no canaries to compare."""
     own = [test for test in streamed.outcomes if not canary.owns(test)]
     reasons = list(streamed.forged)
     if not streamed.finished:
@@ -108,7 +108,9 @@ def judged(streamed: Streamed, cases: list[Case] | None, canary: Canary, expecte
 
 
 def _interrupted(streamed: Streamed, own: list[str]) -> bool:
-    return any("::" not in test and streamed.outcomes[test] == "errors" for test in own)
+    """pytest stopped at a collection error before running any test (exit 2): no canary ran. A run told to go on
+    past collection errors (a repository's, --continue-on-collection-errors) ran them, and they must show."""
+    return streamed.exitstatus == 2 and any("::" not in test and streamed.outcomes[test] == "errors" for test in own)
 
 
 def _canary_reasons(canary: Canary, streamed: Streamed) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import agents.sandbox.isolation as isolation
 import agents.sandbox.slots as slots
-from agents.sandbox.canary import Canary, _canary_reasons, _missing, judged, plant, scrubbed
+from agents.sandbox.canary import Canary, judged, plant, scrubbed
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import JunitOutcome, TestReport, outcome_of, read_cases, read_untrusted
@@ -364,21 +364,12 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
     internal = streamed.finished and streamed.exitstatus == 3
     outcome, tampered = judged(replace(streamed, finished=False) if internal else streamed, cases, canary, expected,
                                ended_by_itself=not (killed or internal))
-    if streamed.finished and streamed.exitstatus not in (2, 3) and _module_errors(streamed, canary):
-        # judged() skips the canaries once a module failed to import, as pytest then stops before any test; a run
-        # that continued past collection errors (a repository's) ran them, and they must still show no forgery
-        own = [test for test in streamed.outcomes if not canary.owns(test)]
-        tampered += [r for r in _canary_reasons(canary, streamed) + _missing(expected, own) if r not in tampered]
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
     run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
     outcomes = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
     return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary, streamed))), outcome, tampered, \
         outcomes
-
-
-def _module_errors(streamed: Streamed, canary: Canary) -> bool:
-    return any("::" not in test and kind == "errors" and not canary.owns(test) for test, kind in streamed.outcomes.items())
 
 
 def _streamed_exit_code(run: _Run, outcome: JunitOutcome, streamed: Streamed, killed: bool) -> int:
