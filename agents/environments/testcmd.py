@@ -39,8 +39,8 @@ _REFUSED = {"-x": "stops at the first failure", "--exitfirst": "stops at the fir
             "--pdb": "waits for a debugger", "--rootdir": "is pinned by the runner"}
 _TAKES_VALUE = frozenset({"-k", "-m", "-o", "--override-ini", "-p", "-c", "--config-file", "--ds", "--dc",
                           "--deselect", "--ignore", "--ignore-glob", "--tb", "-W", "--pythonwarnings", "--confcutdir",
-                          "--import-mode", "--durations", "--durations-min", "--log-level", "-r", "--capture", "-n",
-                          "--numprocesses", "--dist", "--maxprocesses", "--tx", "--junit-prefix", "--log-file",
+                          "--import-mode", "--durations", "--durations-min", "--log-level", "-r", "--capture",
+                          "--junit-prefix", "--log-file",
                           "--log-file-level", "--log-cli-level", "--log-format", "--log-date-format",
                           "--log-cli-format", "--log-cli-date-format", "--log-file-format", "--log-file-date-format",
                           "--color", "--code-highlight", "--doctest-glob", "--doctest-report", "--show-capture",
@@ -55,9 +55,11 @@ _FLAGS = frozenset({"--pyargs", "--strict-markers", "--strict-config", "--strict
                     "--continue-on-collection-errors", "--trace", "--keep-duplicates"})
 # Left out of the command, with their values: coverage is not measured on a repository (pytest-cov may not even be
 # installed, and its report is not aiteam's), and the run's temporary directory is the sandbox's (pytest empties
-# --basetemp before it starts).
+# --basetemp before it starts); nor is the run spread over pytest-xdist's workers: they do not get the outcome
+# stream, so no test of theirs, the canaries included, would be reported (the run would read as forged).
 _DROPPED_VALUED = frozenset({"--cov-report", "--cov-config", "--cov-fail-under", "--cov-context", "--cov-precision",
-                             "--basetemp"})
+                             "--basetemp", "-n", "--numprocesses", "--dist", "--maxprocesses", "--tx"})
+_XDIST_ATTACHED = re.compile(r"-n\S+")  # -n4, -nauto
 _DROPPED_FLAGS = frozenset({"--cov-branch", "--cov-append", "--cov-reset", "--no-cov", "--no-cov-on-fail"})
 _COV = "--cov"  # takes a value when one follows (argparse's nargs="?"): `--cov src tests` measures src, runs tests
 # A tox substitution tox.ini's commands still hold once {posargs}, {toxinidir} and {env:...} are read: a path of
@@ -205,7 +207,7 @@ def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str],
             why = _REFUSED.get(option, "turns off the report")
             raise BadTestCommand(f"{source}: pytest option {word} {why}; aiteam needs every test's outcome")
         group = words[index:index + 1 + _value_words(root, words, index)]
-        if option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV \
+        if option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV or _XDIST_ATTACHED.fullmatch(word) \
                 or any(_UNRESOLVED.search(part) for part in group):
             dropped.append(" ".join(group))
         elif not word.startswith("-"):
@@ -239,7 +241,8 @@ def _names_a_path(root: Path, word: str) -> bool:
 
 def _split_addopts(root: Path, addopts: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """The configuration's addopts without the options left out of a command (coverage, --basetemp)."""
-    if not any(word.split("=", 1)[0] in (*_DROPPED_VALUED, *_DROPPED_FLAGS, _COV) for word in addopts):
+    if not any(word.split("=", 1)[0] in (*_DROPPED_VALUED, *_DROPPED_FLAGS, _COV) or _XDIST_ATTACHED.fullmatch(word)
+               for word in addopts):
         return list(addopts), []
     try:
         args, paths, dropped = _split_pytest(root, list(addopts), "addopts")

@@ -131,6 +131,21 @@ def test_coverage_options_in_the_configurations_addopts_are_overridden_not_neede
     assert "-o" not in detect_test_command(clean).args  # nothing to leave out: the configuration stands
 
 
+@pytest.mark.parametrize("addopts", ["-n auto --dist loadscope -ra", "-nauto -ra", "--numprocesses=4 -ra"])
+def test_xdist_in_the_configurations_addopts_is_left_out_so_every_test_streams_its_outcome(tmp_path, addopts):
+    """pytest-xdist's workers do not get the outcome stream: spread over them, no test (the canaries included)
+    would be reported, and an honest repository would read as forged."""
+    root = _repo(tmp_path, {"pyproject.toml": f'[tool.pytest.ini_options]\naddopts = "{addopts}"\n',
+                            "tests/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert command.args[:2] == ("-o", "addopts=-ra")
+    assert all("(addopts)" in word for word in command.dropped) and command.dropped
+    assert detect_test_command(_repo(tmp_path / "cmd", {"tox.ini": "[testenv]\ncommands = pytest -n 2 tests\n",
+                                                        "tests/test_a.py": ""})).dropped == ("-n 2",)
+
+
 def test_make_variables_in_a_recipe_are_empty_as_make_leaves_them_unless_given(tmp_path):
     root = _repo(tmp_path, {"Makefile": "test:\n\tpython -m unittest -v ${tests}\n", "tests/test_a.py": "",
                             "setup.py": ""})
