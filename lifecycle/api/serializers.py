@@ -70,7 +70,7 @@ class StrictSerializer(serializers.Serializer):
         return value
 
 
-class TicketIn(serializers.Serializer):
+class TicketIn(StrictSerializer):
     """A ticket from a tracker: its body is the brief, its title the requirement's title."""
 
     # "cli" is the operator's terminal's (aiteam_ticket), never a member's: it names its branch by key (ADR 42)
@@ -83,12 +83,6 @@ class TicketIn(serializers.Serializer):
     title = StrictCharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True, default="")
     body = StrictCharField(max_length=settings.AITEAM_BRIEF_MAX_CHARS, required=False, allow_blank=True, default="",
                            help_text="the brief (the title stands in for an empty body)")
-
-    def to_internal_value(self, data):
-        """Strict like StrictSerializer (a nested serializer has no initial_data of its own)."""
-        if unknown := unknown_fields(data, self.fields):
-            raise serializers.ValidationError(unknown)
-        return super().to_internal_value(data)
 
     def validate(self, attrs):
         if problems := ticket_problems(Ticket(**attrs)):

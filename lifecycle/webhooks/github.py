@@ -62,8 +62,8 @@ def _issue(event: str, payload: dict[str, Any]) -> Reading:
                                         optional_text(issue, "body"), field(issue, "html_url")))
 
 
-def repository_of(payload: dict[str, Any]) -> str:
-    """The issue's repository, "owner/name" ("" when the payload does not say)."""
+def repository_of(payload: dict[str, Any]) -> tuple[str, ...]:
+    """The names the issue's repository goes by: "owner/name" (none when the payload does not say)."""
     repository = payload.get("repository")
     name = repository.get("full_name") if isinstance(repository, dict) else None
-    return name if isinstance(name, str) else ""
+    return (name,) if isinstance(name, str) else ()

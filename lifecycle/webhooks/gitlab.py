@@ -51,8 +51,8 @@ def _titles(data: Any, name: str) -> set[str]:
     return {item["title"] for item in labels}
 
 
-def repository_of(payload: dict[str, Any]) -> str:
-    """The issue's project, "group/name" ("" when the payload does not say)."""
-    project = payload.get("project")
-    name = project.get("path_with_namespace") if isinstance(project, dict) else None
-    return name if isinstance(name, str) else ""
+def repository_of(payload: dict[str, Any]) -> tuple[str, ...]:
+    """The names the issue's project goes by: "group/name" and its numeric id (GitLab's API takes either)."""
+    project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
+    path, number = project.get("path_with_namespace"), project.get("id")
+    return (*((path,) if isinstance(path, str) else ()), *((str(number),) if type(number) is int else ()))

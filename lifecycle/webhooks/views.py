@@ -78,8 +78,8 @@ def _elsewhere(source: str, project: Project, payload: dict) -> str:
     host, name = REPOSITORY_SETTING[source]
     ours = str(((project.settings or {}).get(host) or {}).get(name) or "")
     theirs = SOURCES[source].repository_of(payload)
-    if ours and theirs.lower() != ours.lower():
-        return f"the issue is in {theirs[:200] or 'an unnamed repository'!r}, not in this project's {ours!r}"
+    if ours and ours.lower() not in {known.lower() for known in theirs}:
+        return f"the issue is in {(theirs[0] if theirs else 'an unnamed repository')[:200]!r}, not in this project's {ours!r}"
     return ""
 
 

@@ -40,6 +40,11 @@ def test_an_issue_of_another_gitlab_project_than_the_projects_own_starts_nothing
     hooked.settings = {**hooked.settings, "gitlab": {"project": "Acme/WordCount"}}  # GitLab paths ignore case
     hooked.save()
     assert to_gitlab(hooked, gitlab_issue(), token=TOKEN).json()["detail"] == "created"
+    Requirement.objects.all().delete()
+    hooked.settings = {**hooked.settings, "gitlab": {"project": "1"}}  # or its numeric id, as GitLab's API takes
+    hooked.save()
+    later = gitlab_issue(updated_at="2026-12-07 09:00:00 UTC")  # another event: the same body would be a repeat
+    assert to_gitlab(hooked, later, token=TOKEN).json()["detail"] == "created"
 
 
 def test_a_gitlab_issue_opened_with_the_label_and_no_change_list_starts_a_run(hooked):
