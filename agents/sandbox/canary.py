@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agents.sandbox.report import Case, JunitOutcome
@@ -41,6 +41,7 @@ def {must_fail}():
 
 
 _PLUGIN = Path(__file__).with_name("outcome_plugin.py")
+SESSION_TEARDOWN = "(session teardown)"  # the project's error reported on the last test's teardown, a canary's
 # pytest's output, as the scrubber reads it
 _COUNTS = re.compile(r"^((?:\d+ \w+, )*\d+ \w+) in (\d.*)$")  # the last line's title: "1 failed, 2 passed in 0.1s"
 _SECTION = re.compile(r"^=+ .+ =+$")  # "=== FAILURES ===", "=== short test summary info ===", the summary unless -q
@@ -91,20 +92,46 @@ def judged(streamed: Streamed, cases: list[Case] | None, canary: Canary, expecte
     (none: []). ended_by_itself: neither timed out nor killed by a signal. A run that did not get through its
     session is judged only on what the stream shows; pytest stops at a collection error before running anything
     (unless told to continue), so then there are no canaries to compare."""
-    own = [test for test in streamed.outcomes if not canary.owns(test)]
+    project = project_outcomes(canary, streamed)
+    own = list(project)
     reasons = list(streamed.forged)
     if not streamed.finished:
         if streamed.started and ended_by_itself:
             reasons.append("the run exited by itself in the middle of pytest's session: the outcome stream was cut "
                            f"after {len(streamed.outcomes)} test(s) and never reached the end of the session")
-        return outcome_of(streamed, own), reasons
+        return outcome_of(replace(streamed, outcomes=project), own), reasons
     if cases is None:
         reasons.append("the junit report is missing or unreadable though pytest ended its session")
     else:
         reasons += disagreements(streamed, cases)
     if not _interrupted(streamed, own):
         reasons += _canary_reasons(canary, streamed) + _missing(expected, own)
-    return outcome_of(streamed, own), reasons
+    return outcome_of(replace(streamed, outcomes=project), own), reasons
+
+
+def project_outcomes(canary: Canary, streamed: Streamed) -> dict[str, str]:
+    """Each of the project's tests' outcome (pytest's node id → kind), the canaries left out; and, when the last
+    test's teardown failed on a canary, that error as the project's own, SESSION_TEARDOWN: a session-scoped fixture
+    of the project ends there, whichever test ran last."""
+    project = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
+    return {**project, SESSION_TEARDOWN: "errors"} if _teardown_blamed(canary, streamed) else project
+
+
+def _canary_outcome(canary: Canary, streamed: Streamed, test: str) -> str | None:
+    """A canary's outcome as streamed; its call's when the error on it is the teardown of a session fixture of the
+    project (project_outcomes counts that error as the project's)."""
+    return streamed.phases[(test, "call")] if test == _teardown_blamed(canary, streamed) else streamed.outcomes.get(test)
+
+
+def _teardown_blamed(canary: Canary, streamed: Streamed) -> str:
+    """The canary whose teardown failed as the stream's last report, its setup and call as planted; "" if none."""
+    test, when = streamed.reports[-1] if streamed.reports else ("", "")
+    planted = {canary.node_id(canary.must_pass): "passed", canary.node_id(canary.must_fail): "failed"}.get(test)
+    phases = streamed.phases
+    if when != "teardown" or planted is None or phases.get((test, "teardown")) != "failed" \
+            or phases.get((test, "setup")) != "passed" or phases.get((test, "call")) != planted:
+        return ""
+    return test
 
 
 def _interrupted(streamed: Streamed, own: list[str]) -> bool:
@@ -116,7 +143,7 @@ def _interrupted(streamed: Streamed, own: list[str]) -> bool:
 def _canary_reasons(canary: Canary, streamed: Streamed) -> list[str]:
     reasons = []
     for name, outcome in ((canary.must_pass, "passed"), (canary.must_fail, "failed")):
-        found = streamed.outcomes.get(canary.node_id(name))
+        found = _canary_outcome(canary, streamed, canary.node_id(name))
         if found is None:
             reasons.append(f"the runner's canary test that must have {outcome} is not reported")
         elif found != outcome:
@@ -151,8 +178,10 @@ def scrubbed(tail: str, canary: Canary, streamed: Streamed) -> str:
     (xdist, a count or classic progress style, colours), what cannot be placed surely is left as it was."""
     lines = tail.splitlines()
     named = _namer(canary)
-    planted = streamed.outcomes.get(canary.node_id(canary.must_pass)) == "passed" and \
-        streamed.outcomes.get(canary.node_id(canary.must_fail)) == "failed"
+    if blamed := _teardown_blamed(canary, streamed):  # the project's session fixture failed there: keep its error
+        lines = [_as_session_teardown(line, blamed) for line in lines]
+    planted = all(_canary_outcome(canary, streamed, canary.node_id(name)) == outcome
+                  for name, outcome in ((canary.must_pass, "passed"), (canary.must_fail, "failed")))
     if planted and (letters := _ran_last(canary, streamed)):
         lines = _progress_without(lines, letters, named)
     lines = _without_entries(lines, named, (canary.must_pass, canary.must_fail))
@@ -165,6 +194,17 @@ def scrubbed(tail: str, canary: Canary, streamed: Streamed) -> str:
                 lines[index] = counted
                 break
     return "\n".join(lines) + "\n"
+
+
+def _as_session_teardown(line: str, blamed: str) -> str:
+    """The head of the error entry (and its summary line) of a teardown that failed on the canary that ran last,
+    renamed for what it is: the project's session-scoped fixture, so that its traceback stays for the reader."""
+    name = blamed.rsplit("::", 1)[-1]
+    if (head := _ENTRY.match(line)) and head.group(1) == f"ERROR at teardown of {name}":
+        return line.replace(head.group(1), "ERROR at teardown of the last test: a session-scoped fixture's")
+    if line.startswith(f"ERROR {blamed} - "):
+        return f"ERROR {SESSION_TEARDOWN} - {line[len(f'ERROR {blamed} - '):]}"
+    return line
 
 
 def _namer(canary: Canary) -> Callable[[str], bool]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import agents.sandbox.isolation as isolation
 import agents.sandbox.slots as slots
-from agents.sandbox.canary import Canary, judged, plant, scrubbed
+from agents.sandbox.canary import Canary, judged, plant, project_outcomes, scrubbed
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import JunitOutcome, TestReport, outcome_of, read_cases, read_untrusted
@@ -367,7 +367,7 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
     run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
-    outcomes = {test: kind for test, kind in streamed.outcomes.items() if not canary.owns(test)}
+    outcomes = project_outcomes(canary, streamed)
     return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary, streamed))), outcome, tampered, \
         outcomes
 

@@ -89,6 +89,7 @@ class Streamed:
     outcomes: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)  # the failure message of each failed test
     reports: list[tuple[str, str]] = field(default_factory=list)  # each line's (node id, phase), in the stream's order
+    phases: dict[tuple[str, str], str] = field(default_factory=dict)  # (node id, phase) → its first outcome
     xfail: set[str] = field(default_factory=set)
     started: bool = False
     finished: bool = False
@@ -100,9 +101,8 @@ def parse(data: bytes, *, overflowed: bool = False) -> Streamed:
     streamed = Streamed()
     if overflowed:
         streamed.forged.append(f"the outcome stream exceeded {MAX_STREAM_BYTES} bytes: the run cannot be judged")
-    seen: dict[tuple[str, str], str] = {}
     for number, raw in enumerate(data.split(b"\n")[:-1], start=1):  # the last piece is "" or a cut-off line
-        problem = _take(_decoded(raw), streamed, seen)
+        problem = _take(_decoded(raw), streamed)
         if problem and len(streamed.forged) < 3:  # a few are enough for whoever looks: it is not believed either way
             streamed.forged.append(f"line {number} of the outcome stream {problem}")
     return streamed
@@ -118,7 +118,7 @@ def _decoded(raw: bytes) -> dict[str, object] | None:
     return line if isinstance(line, dict) else None
 
 
-def _take(line: dict[str, object] | None, streamed: Streamed, seen: dict[tuple[str, str], str]) -> str:
+def _take(line: dict[str, object] | None, streamed: Streamed) -> str:
     """Apply one line; a reason if it cannot have come from the plugin alone."""
     if line is None:
         return "is not what the runner's plugin writes"
@@ -136,8 +136,8 @@ def _take(line: dict[str, object] | None, streamed: Streamed, seen: dict[tuple[s
         streamed.messages[test] = str(line.get("message", ""))
     if line.get("xfail"):
         streamed.xfail.add(test)
-    if seen.setdefault((test, when), outcome) != outcome:
-        return f"reports {test} ({when}) {outcome} after {seen[(test, when)]}: a second, conflicting outcome"
+    if streamed.phases.setdefault((test, when), outcome) != outcome:
+        return f"reports {test} ({when}) {outcome} after {streamed.phases[(test, when)]}: a second, conflicting outcome"
     return ""
 
 

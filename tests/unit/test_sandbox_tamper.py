@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents.sandbox import SandboxLimits, TestReport, run_tests
-from agents.sandbox.canary import CANARY_DIR_PREFIX
+from agents.sandbox.canary import CANARY_DIR_PREFIX, SESSION_TEARDOWN
 
 pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
 LIMITS = SandboxLimits(timeout_s=20, cpu_s=20, memory_bytes=1024**3, max_processes=32, max_output_chars=4000)
@@ -298,6 +298,24 @@ def test_an_honest_passing_run_still_passes(tmp_path):
     report = _run(_project(tmp_path, books=fixed))
     assert report.ok and (report.passed, report.failed, report.tampered, report.exit_code) == (3, 0, [], 0)
     assert report.coverage_percent in (None, 100.0)  # the canaries are not measured either
+
+
+def test_a_session_fixture_failing_at_teardown_is_the_projects_error_not_tampering(tmp_path):
+    """A session-scoped fixture ends in the last test's teardown, which is a canary's: the error is the project's,
+    reported as one, and the canaries still check the run (the must-fail one failed with its nonce first)."""
+    source = _project(tmp_path, books=BOOKS.replace("        self.books[isbn] = title", "        if isbn in self.books:\n"
+                                                    "            raise ValueError(isbn)\n        self.books[isbn] = title"))
+    (source / "tests" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture(scope='session', autouse=True)\ndef database():\n    yield\n"
+        "    raise RuntimeError('the database did not close')\n")
+
+    report = _run(source)
+
+    assert report.tampered == [] and not report.ok
+    assert (report.passed, report.failed, report.errors) == (3, 0, 1)
+    assert report.failing_tests == [SESSION_TEARDOWN]
+    assert "RuntimeError: the database did not close" in report.output_tail  # its cause, for the reader
+    assert CANARY_DIR_PREFIX not in report.output_tail and "3 passed, 1 error in" in report.output_tail
 
 
 def test_an_honest_run_of_every_outcome_kind_agrees_with_its_junit_file(tmp_path):
