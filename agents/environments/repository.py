@@ -22,7 +22,7 @@ from typing import Any
 from agents.environments.baseline import FAILED, Baseline, compare, counts
 from agents.environments.prepare import Environment, PackageSources, prepare_environment, ready_environment
 from agents.environments.run import BaselineRuns, run_baseline, run_repository
-from agents.environments.testcmd import NO_TESTS_YET, TestCommand, detect_test_command
+from agents.environments.testcmd import GIVEN, TestCommand, detect_test_command
 from agents.repo.files import git
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import MAX_TEST_IDS
@@ -91,11 +91,14 @@ def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimi
         if problem := run_problem(report.to_dict(), limits=limits):
             raise BaselineUnusable(f"the base commit's test run ({number} of 2) did not run the repository's tests, "
                                    f"so no change can be judged against them: {problem}", report.output_tail)
-    if not any(runs.outcomes) and command.source != NO_TESTS_YET:  # the canaries ran, so pytest did not exit 5
+    # No test at all: a repository with none yet (a project just started, a Django app's empty tests.py) keeps
+    # an empty baseline, and QC's reproduction test is what judges the change; unless a person wrote the command
+    # down for aiteam, which then names where the tests are.
+    if not any(runs.outcomes) and command.source in GIVEN:  # the canaries ran, so pytest did not exit 5
         raise BaselineUnusable(f"the base commit's test run reported no test of the repository: {_WHAT_TO_DO[5]}",
                                runs.reports[0].output_tail)
-    if not runs.baseline.passing and any(runs.outcomes):
-        tally = counts(runs.baseline.outcomes)
+    tally = counts(runs.baseline.outcomes)
+    if not runs.baseline.passing and tally["failed"] + tally["errors"]:  # all skipped (a database it lacks) is kept
         raise BaselineUnusable(
             f"no test passed in both base runs ({tally['passed']} passed, {tally['failed']} failed, {tally['errors']} "
             f"errors, {tally['skipped']} skipped in the first), so no change can be judged against them. A test "

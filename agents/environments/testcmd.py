@@ -75,6 +75,8 @@ _WHOLE_RUN = ("--maxfail=0", "--continue-on-collection-errors")
 _DJANGO_VALUED = frozenset({"--parallel", "-v", "--verbosity", "--testrunner", "--tag", "--exclude-tag", "-k",
                             "-p", "--pattern", "-t", "--top-level-directory", "--pythonpath", "--settings"})
 NO_TESTS_YET = "no test files yet: pytest over the repository"  # the source of the last resort
+PROJECT_SETTING = "project setting"
+GIVEN = (PROJECT_SETTING, pyconfig.AITEAM_FILE)  # a command a person wrote down for aiteam, not one read from clues
 _PYTHONS = ("python", "python3", "py", "{envpython}", "$(PYTHON)", "$(PY)", "${PYTHON}", "$PYTHON")
 
 
@@ -105,7 +107,7 @@ def detect_test_command(root: Path, *, configured: str | None = None) -> TestCom
     (set for the project or in .aiteam.toml) that aiteam cannot run."""
     ensure_python(root)
     if configured and configured.strip():
-        return parse_command(root, configured, source="project setting")
+        return parse_command(root, configured, source=PROJECT_SETTING)
     try:
         written = pyconfig.aiteam_command(root)
     except ValueError as exc:
@@ -194,8 +196,10 @@ def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCom
                        dropped=(*dropped, *(f"{word} (addopts)" for word in left_out)))
 
 
-def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str], list[str], list[str]]:
-    """(options, paths, what was left out) of pytest's arguments."""
+def _split_pytest(root: Path, words: list[str], source: str, *,
+                  refuse: bool = True) -> tuple[list[str], list[str], list[str]]:
+    """(options, paths, what was left out) of pytest's arguments; an option aiteam cannot run with is refused
+    (BadTestCommand), or left out too when not `refuse`."""
     args: list[str] = []
     paths: list[str] = []
     dropped: list[str] = []
@@ -203,11 +207,12 @@ def _split_pytest(root: Path, words: list[str], source: str) -> tuple[list[str],
     while index < len(words):
         word = words[index]
         option = word.split("=", 1)[0]
-        if option in _REFUSED or (word == "-p" and words[index + 1:index + 2] == ["no:junitxml"]):
+        refused = option in _REFUSED or (word == "-p" and words[index + 1:index + 2] == ["no:junitxml"])
+        if refused and refuse:
             why = _REFUSED.get(option, "turns off the report")
             raise BadTestCommand(f"{source}: pytest option {word} {why}; aiteam needs every test's outcome")
         group = words[index:index + 1 + _value_words(root, words, index)]
-        if option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV or _XDIST_ATTACHED.fullmatch(word) \
+        if refused or option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV or _XDIST_ATTACHED.fullmatch(word) \
                 or any(_UNRESOLVED.search(part) for part in group):
             dropped.append(" ".join(group))
         elif not word.startswith("-"):
@@ -240,15 +245,10 @@ def _names_a_path(root: Path, word: str) -> bool:
 
 
 def _split_addopts(root: Path, addopts: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """The configuration's addopts without the options left out of a command (coverage, --basetemp)."""
-    if not any(word.split("=", 1)[0] in (*_DROPPED_VALUED, *_DROPPED_FLAGS, _COV) or _XDIST_ATTACHED.fullmatch(word)
-               for word in addopts):
-        return list(addopts), []
-    try:
-        args, paths, dropped = _split_pytest(root, list(addopts), "addopts")
-    except BadTestCommand:  # refused options in addopts (-x) are overridden by _WHOLE_RUN, as before
-        return list(addopts), []
-    return [*args, *paths], dropped
+    """The configuration's addopts without the options left out of a command (coverage, --basetemp, xdist), nor
+    those a command may not hold (-x, --junitxml, --lf, ...: a configuration is not refused for them, they go)."""
+    args, paths, dropped = _split_pytest(root, list(addopts), "addopts", refuse=False)
+    return ([*args, *paths], dropped) if dropped else (list(addopts), [])
 
 
 def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:

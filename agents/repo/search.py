@@ -9,6 +9,8 @@ Two rules on top of BM25:
   dropped from the query: the package's own name ("toolz", "six") is in every definition's path. BM25's idf
   already gives it next to no weight (0.012 for "toolz" in 383 of 387 definitions), but it was still listed as
   matched in every hit, which told the reader nothing and cost tokens in each.
+- Of a long query (a pasted traceback), only the MAX_QUERY_TERMS rarest terms count: scoring is one pass over
+  their postings, so a 20,000-character query on a large repository costs little more than a short one.
 - A definition the query names as code (`toolz.groupby(...)`, `ensure_str`, `groupby(`: terms.code_names) comes
   before the others, best first among themselves: a ticket's words about the failure ("raises TypeError") are
   shared by many tests and would otherwise outscore the one function it names.
@@ -28,6 +30,7 @@ logging.getLogger("bm25s").setLevel(logging.NOTSET)  # it sets DEBUG on import: 
 
 MAX_QUERY_CHARS = 20_000  # a ticket pasted whole is still a query; past this it is cut, not refused
 MAX_LIMIT = 500
+MAX_QUERY_TERMS = 256
 COMMON_SHARE = 0.9
 MIN_DOCS_FOR_COMMON = 20  # in a handful of definitions, one term in all of them may still tell them apart
 
@@ -61,12 +64,14 @@ class SymbolSearch:
         wanted = [t for t in dict.fromkeys(terms(query)) if t in self.bm25.vocab_dict]
         if not wanted or not self.symbols:
             return []
-        each = {t: self.bm25.get_scores([t]) for t in wanted}  # a term's score in every definition, 0 where absent
         if len(self.symbols) >= MIN_DOCS_FOR_COMMON:
-            wanted = [t for t in wanted if np.count_nonzero(each[t]) <= COMMON_SHARE * len(self.symbols)]
+            wanted = [t for t in wanted if self._df(t) < COMMON_SHARE * len(self.symbols)]
+        # the rarest terms, at most MAX_QUERY_TERMS of them: a pasted traceback adds thousands that say little
+        rarest = set(sorted(wanted, key=self._df)[:MAX_QUERY_TERMS])
+        wanted = [t for t in wanted if t in rarest]  # in the query's order, as the hits list them
         if not wanted:
             return []
-        scores = np.sum([each[t] for t in wanted], axis=0)
+        scores = self.bm25.get_scores(wanted)  # one pass over the terms' postings, whatever the index's size
         named = np.zeros(len(self.symbols), dtype=bool)
         for name in code_names(query):
             named[self.by_name.get(name, [])] = True
@@ -77,7 +82,14 @@ class SymbolSearch:
             if scores[doc] <= 0:
                 break
             symbol = self.symbols[int(doc)]
-            matched = tuple(t for t in wanted if each[t][doc] > 0)
+            own = set(symbol.terms)
+            matched = tuple(t for t in wanted if t in own)
             hits.append(SearchHit(symbol.path, symbol.qualname, symbol.kind, symbol.line, symbol.end_line,
                                   symbol.signature, round(float(scores[doc]), 4), matched))
         return hits
+
+    def _df(self, term: str) -> int:
+        """How many definitions hold the term: its postings' length in the index's sparse matrix."""
+        column = self.bm25.vocab_dict[term]
+        pointers = self.bm25.scores["indptr"]
+        return int(pointers[column + 1] - pointers[column])

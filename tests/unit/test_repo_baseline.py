@@ -245,3 +245,23 @@ def test_a_repository_with_no_tests_yet_still_has_a_baseline(tmp_path, offline):
     prepared = _prepared(_files(tmp_path, {"tool.py": "print(1)\n"}), offline)
 
     assert prepared["runs"] == [{}, {}] and prepared["test_command"]["source"].startswith("no test files yet")
+
+
+@pytest.mark.parametrize("files", [
+    {"pyproject.toml": '[project]\nname = "calc"\n\n[tool.pytest.ini_options]\naddopts = "-ra"\n',
+     "tests/__init__.py": ""},  # pytest configured, no test written yet
+    {"setup.py": "", "tox.ini": "[testenv]\ncommands = pytest tests\n", "tests/__init__.py": ""},
+])
+def test_a_configured_runner_with_no_tests_yet_keeps_an_empty_baseline(tmp_path, offline, files):
+    prepared = _prepared(_files(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n", **files}), offline)
+
+    assert prepared["runs"] == [{}, {}]
+
+
+def test_a_suite_whose_tests_all_skip_here_keeps_its_baseline(tmp_path, offline):
+    root = _files(tmp_path, {"setup.py": "", "tests/test_db.py": "import pytest\n\n\n@pytest.mark.skip('needs "
+                             "a database')\ndef test_query():\n    pass\n"})
+
+    prepared = _prepared(root, offline)
+
+    assert prepared["runs"][0] == {"tests/test_db.py::test_query": "skipped"}

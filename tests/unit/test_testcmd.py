@@ -131,7 +131,8 @@ def test_coverage_options_in_the_configurations_addopts_are_overridden_not_neede
     assert "-o" not in detect_test_command(clean).args  # nothing to leave out: the configuration stands
 
 
-@pytest.mark.parametrize("addopts", ["-n auto --dist loadscope -ra", "-nauto -ra", "--numprocesses=4 -ra"])
+@pytest.mark.parametrize("addopts", ["-n auto --dist loadscope -ra", "-nauto -ra", "--numprocesses=4 -ra",
+                                     "-n auto --cov=src --junitxml=reports/junit.xml -ra", "-x -n 2 -ra"])
 def test_xdist_in_the_configurations_addopts_is_left_out_so_every_test_streams_its_outcome(tmp_path, addopts):
     """pytest-xdist's workers do not get the outcome stream: spread over them, no test (the canaries included)
     would be reported, and an honest repository would read as forged."""
