@@ -187,13 +187,22 @@ def _first(root: Path, lines: list[str], *, source: str) -> TestCommand | None:
 def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
     args, paths, dropped = _split_pytest(root, words, source)
     config = pyconfig.pytest_config(root)
-    if not paths:
-        paths = [*config.testpaths] if config and config.testpaths else ["."]
+    if not paths:  # as pytest reads testpaths: globs expanded, what matches nothing skipped, "." when none does
+        paths = [found for pattern in (config.testpaths if config else ()) for found in _matching(root, pattern)] \
+            or ["."]
     kept, left_out = _split_addopts(root, config.addopts if config else ())
     if left_out:  # the configuration's own options without coverage: -o replaces them as a whole
         args += ["-o", f"addopts={shlex.join(kept)}"]
     return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root, config), source, shown,
                        dropped=(*dropped, *(f"{word} (addopts)" for word in left_out)))
+
+
+def _matching(root: Path, pattern: str) -> list[str]:
+    """What a testpaths entry (a path or a glob, relative to the configuration) names in the checkout, in order."""
+    try:
+        return sorted(path.relative_to(root).as_posix() for path in root.glob(pattern))
+    except (ValueError, NotImplementedError):  # absolute or otherwise unusable: pytest would find nothing here either
+        return []
 
 
 def _split_pytest(root: Path, words: list[str], source: str, *,

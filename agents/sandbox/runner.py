@@ -359,9 +359,10 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
         return run, (None if cases is None else outcome_of(cases, scratch)), [], {}
     streamed = parse(run.streamed, overflowed=run.overflowed)
     killed = run.timed_out or _signal_number(run.exit_code) > 0
-    # pytest's INTERNALERROR (exit 3, a MemoryError say) ends the session where it was: the junit file and the
-    # canaries are cut short as in a killed run, which is not ok either way (its exit code says why)
-    internal = streamed.finished and streamed.exitstatus == 3
+    # pytest's INTERNALERROR (exit 3, a MemoryError say) or a usage error it finds once the session started (exit 4,
+    # a path that does not exist) ends the session where it was: the junit file and the canaries are cut short as
+    # in a killed run, which is not ok either way (its exit code says why), not a forgery
+    internal = streamed.finished and streamed.exitstatus in (3, 4)
     outcome, tampered = judged(replace(streamed, finished=False) if internal else streamed, cases, canary, expected,
                                ended_by_itself=not (killed or internal))
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"

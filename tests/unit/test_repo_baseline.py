@@ -227,6 +227,8 @@ def test_a_module_that_cannot_import_does_not_hide_the_others_outcomes(tmp_path,
         """}, None, "pytest stopped with an internal error (exit 3): the tests ran out of memory (MemoryError in "
                     "the output): raise AITEAM_SANDBOX_MEMORY_MB (now 1024 MB of address space per process)",
      "INTERNALERROR> MemoryError"),
+    ({"tests/test_a.py": "def test_a():\n    pass\n"}, "pytest no_such_dir",  # found once the session started
+     "exit 4", "file or directory not found: no_such_dir"),
     ({"tests/test_a.py": "def test_a():\n    pass\n", "docs/conf.py": ""}, "pytest docs",
      "the base commit's test run reported no test of the repository: check the test command's paths", "collected"),
 ])

@@ -147,6 +147,14 @@ def test_xdist_in_the_configurations_addopts_is_left_out_so_every_test_streams_i
                                                         "tests/test_a.py": ""})).dropped == ("-n 2",)
 
 
+def test_testpaths_that_match_nothing_are_skipped_as_pytest_skips_them(tmp_path):
+    root = _repo(tmp_path, {"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests", "src/*/tests", "/abs"]\n',
+                            "src/pkg/tests/test_a.py": ""})
+    assert detect_test_command(root).paths == ("src/pkg/tests",)  # a glob is expanded, as pytest does
+    bare = _repo(tmp_path / "bare", {"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n', "a.py": ""})
+    assert detect_test_command(bare).paths == (".",)  # none exists: pytest collects from the root
+
+
 def test_make_variables_in_a_recipe_are_empty_as_make_leaves_them_unless_given(tmp_path):
     root = _repo(tmp_path, {"Makefile": "test:\n\tpython -m unittest -v ${tests}\n", "tests/test_a.py": "",
                             "setup.py": ""})
