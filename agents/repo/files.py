@@ -22,7 +22,7 @@ from pathlib import Path
 MAX_FILE_BYTES = 512 * 1024
 SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 GIT_TIMEOUT_SECONDS = 300
-CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and what str.splitlines() breaks on
 
 
 class RepoIndexError(Exception):
