@@ -39,11 +39,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None, N
     """The runner's canaries, in this file's directory, run after every other test once the installed plugins reordered
     them (pytest-randomly's, pytest-django's; a conftest's own wrapper can still reorder after): a patch
     installed while the tests run is in place when they run, and their letters are the last of pytest's progress
-    (the worker takes them out of the output it shows)."""
-    yield  # every other implementation first
+    (the worker takes them out of the output it shows). A repository's -m or -k (its addopts, its command) selects
+    among its own tests: the canaries, which it deselected too, run all the same."""
     here = os.path.dirname(os.path.realpath(__file__))
     theirs = [item for item in items  # .path from pytest 7, .fspath before
               if os.path.dirname(os.path.realpath(str(getattr(item, "path", None) or item.fspath))) == here]
+    yield  # every other implementation first (pytest's own -k and -m deselection among them)
     if theirs:
         items[:] = [item for item in items if item not in theirs] + theirs
 

@@ -150,6 +150,19 @@ def test_canaries_a_plugin_moved_first_still_run_last_and_leave_the_progress(tmp
     _same_as_alone(report.output_tail, _alone(root, default_command(root), autoload=False), root)
 
 
+@pytest.mark.parametrize("args", [("-m", "unit"), ("-k", "fast")])
+def test_a_repository_selecting_its_tests_by_marker_or_name_still_runs_the_canaries(tmp_path, args):
+    """-m and -k select among the repository's own tests: the canaries, deselected with the rest, run all the same,
+    so an honest repository is not read as forged."""
+    root = _project(tmp_path / "repository", {
+        "pytest.ini": "[pytest]\nmarkers =\n    unit: fast ones\n",
+        "tests/test_a.py": "import pytest\n\n\n@pytest.mark.unit\ndef test_fast():\n    pass\n\n\n"
+                           "def test_slow():\n    assert False\n"})
+    run = run_repository_tests(root, RepoTests(venv=WORKER_VENV, args=args), limits=LIMITS)
+    assert run.report.tampered == [] and run.report.ok
+    assert run.outcomes == {"tests/test_a.py::test_fast": "passed"}
+
+
 # On text: what a real run rarely shows.
 
 CANARY = Canary("~aiteam-0a1b2c", "test_0c", "test_1d", "test_2e", "f00d" * 8, "aiteam_outcomes_3f")
