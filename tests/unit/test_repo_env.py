@@ -199,16 +199,19 @@ def test_a_unittest_repository_reports_each_test_through_pytest(tmp_path, plain_
                             "tests/tests_calc.py::AddTests::test_wrong": "failed"}
 
 
+PASSES_EVERYTHING = """\
+    import pytest
+
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        outcome.get_result().outcome = "passed"
+    """  # a repository's conftest that forges every test's report
+
+
 def test_a_repository_conftest_that_passes_everything_is_caught_by_the_canaries(tmp_path, plain_env, cache, sources):
-    root = _repo(tmp_path, {"conftest.py": """\
-        import pytest
-
-
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_makereport(item, call):
-            outcome = yield
-            outcome.get_result().outcome = "passed"
-        """, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n"})
+    root = _repo(tmp_path, {"conftest.py": PASSES_EVERYTHING, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n"})
 
     run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
                          limits=LIMITS)
@@ -220,15 +223,8 @@ def test_a_repository_conftest_that_passes_everything_is_caught_by_the_canaries(
 def test_the_canaries_still_catch_a_forgery_when_a_module_cannot_be_imported(tmp_path, plain_env, cache, sources):
     # the run goes on past a collection error (--continue-on-collection-errors), so the canaries ran: a module that
     # does not import must not excuse them, as it did when pytest stopped there
-    root = _repo(tmp_path, {"conftest.py": """\
-        import pytest
-
-
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_makereport(item, call):
-            outcome = yield
-            outcome.get_result().outcome = "passed"
-        """, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n", "test_broken.py": "import not_here\n"})
+    root = _repo(tmp_path, {"conftest.py": PASSES_EVERYTHING, "test_it.py": "def test_wrong():\n    assert 1 + 1 == 3\n",
+                            "test_broken.py": "import not_here\n"})
 
     run = run_repository(root, detect_test_command(root), prepare_environment(root, cache_dir=cache, sources=sources),
                          limits=LIMITS)
