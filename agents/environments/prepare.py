@@ -5,6 +5,8 @@ sandbox binds it read-only). Layout under the cache directory, per key::
 
     env-<key>/venv/          the virtual environment (a python of the worker's version, no pip inside)
     env-<key>/install.log    pip's output
+    env-<key>/requirements.txt  what pip installs (-r), as aiteam wrote it
+    env-<key>/constraints.txt   the repository's pins pip is given with -c, when it has any
     env-<key>/.ready         written last: a venv without it (a crashed or failed build) is never reused
     env-<key>.lock           held while building, so two workers do not build the same venv at once
 
@@ -57,6 +59,7 @@ class Environment:
     dependency_files: tuple[str, ...]
     requirements: tuple[str, ...]
     notes: tuple[str, ...]
+    constraints: tuple[str, ...] = ()  # pins given to pip with -c (none installed by being listed)
 
 
 class InstallFailed(RuntimeError):
@@ -73,17 +76,18 @@ def prepare_environment(root: Path, *, cache_dir: Path, sources: PackageSources,
     runner_packages: what the test command needs (testcmd.TestCommand.plugins, plus pytest)."""
     started = time.monotonic()
     files = dependency_files(root)
-    requirements, notes = collect_requirements(root, files)
-    key = environment_key(root, files, extra=tuple(sorted(runner_packages)), requirements=tuple(requirements))
+    requirements, constraints, notes = collect_requirements(root, files)
+    key = environment_key(root, files, extra=tuple(sorted(runner_packages)), requirements=tuple(requirements),
+                          constraints=tuple(constraints))
     home = _cache(cache_dir) / f"env-{key[:24]}"
     reused = (home / READY).is_file()
     if not reused:
         with _locked(home.with_suffix(".lock")):
             reused = (home / READY).is_file()  # another worker built it while this one waited
             if not reused:
-                _build(home, requirements, sources, runner_packages, timeout_s)
+                _build(home, requirements, constraints, sources, runner_packages, timeout_s)
     return Environment(home / "venv", key, reused, round(time.monotonic() - started, 3), tuple(files),
-                       tuple(requirements), tuple(notes))
+                       tuple(requirements), tuple(notes), tuple(constraints))
 
 
 def ready_environment(cache_dir: Path, recorded: Environment) -> Environment | None:
@@ -93,11 +97,11 @@ def ready_environment(cache_dir: Path, recorded: Environment) -> Environment | N
     if not (home / READY).is_file():
         return None
     return Environment(home / "venv", recorded.key, True, 0.0, recorded.dependency_files, recorded.requirements,
-                       recorded.notes)
+                       recorded.notes, recorded.constraints)
 
 
-def _build(home: Path, requirements: list[str], sources: PackageSources, runner_packages: Sequence[str],
-           timeout_s: float) -> None:
+def _build(home: Path, requirements: list[str], constraints: list[str], sources: PackageSources,
+           runner_packages: Sequence[str], timeout_s: float) -> None:
     shutil.rmtree(home, ignore_errors=True)  # what a crashed build left: never reused, started over
     home.mkdir()
     venv, log = home / "venv", home / "install.log"
@@ -110,12 +114,17 @@ def _build(home: Path, requirements: list[str], sources: PackageSources, runner_
                             "configured", "")
     listed = home / "requirements.txt"
     listed.write_text("\n".join([*requirements, *extra]) + "\n")
+    args = ["-r", str(listed)]
+    if constraints:  # they pin the repository's requirements and the runner's packages alike
+        pinned = home / "constraints.txt"
+        pinned.write_text("\n".join(constraints) + "\n")
+        args += ["-c", str(pinned)]
     # one pip run: the repository's requirements and the runner's packages are resolved together
     # the runner's wheelhouse is a source even when the repository names pytest itself (tox's `deps = pytest`,
     # unpinned): offline, it is the only one that has it
     links = (*sources.find_links, *([sources.runner_wheels] if sources.runner_wheels else []))
     both = PackageSources(sources.index_url, links)
-    _step("installing the requirements", _pip(venv, both, ["-r", str(listed)]), log, deadline)
+    _step("installing the requirements", _pip(venv, both, args), log, deadline)
     missing = [name for name in runner_packages if not installed(venv, name)]
     if missing:
         raise InstallFailed(f"the install left out {', '.join(missing)}, which the test command needs", _tail(log))

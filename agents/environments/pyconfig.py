@@ -7,6 +7,8 @@ the next clue, as pytest itself would not find a broken section either.
 from __future__ import annotations
 
 import configparser
+import json
+import os
 import re
 import shlex
 import tomllib
@@ -51,8 +53,10 @@ def read_toml(path: Path) -> dict[str, Any] | None:
 
 def read_ini(path: Path) -> configparser.ConfigParser | None:
     text = read_text(path)
-    if text is None:
-        return None
+    return _parse_ini(text) if text is not None else None
+
+
+def _parse_ini(text: str) -> configparser.ConfigParser | None:
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
@@ -113,7 +117,26 @@ def tox_commands(root: Path) -> list[str]:
 def tox_setting(root: Path, key: str) -> list[str]:
     """A multi-line setting of tox.ini's [testenv] (commands, deps, extras), one entry per line, continuations
     joined and `{[section]key}` references to another section's setting inlined (one level, as written)."""
-    parser = read_ini(root / "tox.ini")
+    return _testenv_setting(read_ini(root / "tox.ini"), key)
+
+
+def tox_run_base(root: Path, key: str) -> tuple[str, list[str]]:
+    """(where, entries) of a setting of tox's base run environment (deps, extras), from the file tox itself takes
+    its configuration from: tox.ini's [testenv]; else pyproject.toml's [tool.tox], its native `env_run_base` table
+    or its `legacy_tox_ini` text read as tox.ini; else tox.toml's `env_run_base`. ("", []) without any."""
+    if os.path.lexists(root / "tox.ini"):  # tox takes tox.ini when it is there, whatever it holds
+        return "tox.ini [testenv]", tox_setting(root, key)
+    tool = ((read_toml(root / "pyproject.toml") or {}).get("tool") or {}).get("tox")
+    if isinstance(tool, dict):
+        if "env_run_base" not in tool and isinstance(tool.get("legacy_tox_ini"), str):
+            return ("pyproject.toml [tool.tox] legacy_tox_ini [testenv]",
+                    _testenv_setting(_parse_ini(tool["legacy_tox_ini"]), key))
+        return "pyproject.toml [tool.tox.env_run_base]", _toml_entries(tool, key)
+    table = read_toml(root / "tox.toml")
+    return ("tox.toml [env_run_base]", _toml_entries(table, key)) if table is not None else ("", [])
+
+
+def _testenv_setting(parser: configparser.ConfigParser | None, key: str) -> list[str]:
     if parser is None or not parser.has_section("testenv"):
         return []
     lines = []
@@ -124,6 +147,19 @@ def tox_setting(root: Path, key: str) -> list[str]:
         else:
             lines.append(line)
     return lines
+
+
+def _toml_entries(config: dict[str, Any], key: str) -> list[str]:
+    """`env_run_base`'s list under key, one entry per item. An item that is a table (`{replace = "ref", ...}`)
+    comes out as its JSON, braces and all, for the reader to leave out as a substitution it cannot know."""
+    base = config.get("env_run_base")
+    value = base.get(key) if isinstance(base, dict) else None
+    if isinstance(value, str):
+        return _lines(value)
+    if not isinstance(value, list):
+        return []
+    return [item.strip() if isinstance(item, str) else json.dumps(item, default=str) for item in value
+            if not isinstance(item, str) or item.strip()]
 
 
 def _lines(raw: str) -> list[str]:

@@ -152,7 +152,7 @@ def recorded_environment(prepared: Mapping[str, Any], *, cache_dir: Path, source
     base commit's files when the cache lost it."""
     data = prepared["environment"]
     recorded = Environment(Path(), data["key"], True, 0.0, tuple(data["dependency_files"]), tuple(data["requirements"]),
-                           tuple(data["notes"]))
+                           tuple(data["notes"]), tuple(data.get("constraints", ())))  # older records have none
     command = recorded_command(prepared)
     return ready_environment(cache_dir, recorded) or prepare_environment(
         base_tree(), cache_dir=cache_dir, sources=sources, runner_packages=("pytest", *command.plugins))

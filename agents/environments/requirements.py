@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -22,17 +22,25 @@ from agents.environments.wheels import normalized
 
 KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
 _ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "pdm.lock",
-               "uv.lock", "tox.ini")
+               "uv.lock", "tox.ini", "tox.toml")
 _ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "constraints*.txt", "requirements/*.txt")
 _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
 # Read only when the project has none of those: idna's test dependencies (hypothesis) are in its `all` extra only.
 _FALLBACK_GROUPS = ("all",)
 _TOX_FACTOR = re.compile(r"^!?[\w.]+(?:[-,]!?[\w.]+)*:\s")  # "py311: pkg", "!pypy,django42: pkg": other environments'
-_TOX_SELF = re.compile(r"^(-e\s*|--editable\s+)?(\.|\./|\{toxinidir\}/?)(\[(?P<extras>[\w,\s-]*)\])?$")
+_TOX_SELF = re.compile(r"^(-e\s*|--editable\s+)?(\.|\./|\{(?:toxinidir|tox_root)\}/?)(\[(?P<extras>[\w,\s-]*)\])?$")
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
 _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  # "-e .", ".[dev]": the repo itself
 _INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
+_CONSTRAINT_OPTIONS = ("-c", "--constraint")
+_TOX_ROOT = ("{toxinidir}/", "{tox_root}/")  # -r{toxinidir}/requirements/test.txt: the root, where paths start
+
+
+class Dependencies(NamedTuple):
+    requirements: list[str]  # installed
+    constraints: list[str]  # given to pip with -c: they pin what something else asks for, never install
+    notes: list[str]  # for a human
 
 
 class BadDependencies(ValueError):
@@ -47,36 +55,47 @@ def dependency_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = (), requirements: tuple[str, ...] = ()) -> str:
+def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = (), requirements: tuple[str, ...] = (),
+                    constraints: tuple[str, ...] = ()) -> str:
     """sha256 of the dependency files' names and bytes, the interpreter, `extra` (the runner's own needs) and the
-    requirements collected from them (what `-r` includes brought in, which the files' own bytes do not show: two
-    repositories whose requirements.txt only includes differing files must not share a venv)."""
+    requirements and constraints collected from them (what `-r` and `-c` includes brought in, which the files' own
+    bytes do not show: two repositories whose requirements.txt only includes differing files must not share a
+    venv)."""
     digest = hashlib.sha256()
     interpreter = [KEY_VERSION, platform.python_implementation(), platform.machine(), *map(str, sys.version_info[:3])]
-    for part in [*interpreter, *extra, "requirements:", *requirements]:
+    # "constraints:" is no requirement, so it cannot be confused with one; left out when there are none, so the
+    # keys of venvs built without constraints stay what they were
+    pinned = ["constraints:", *constraints] if constraints else []
+    for part in [*interpreter, *extra, "requirements:", *requirements, *pinned]:
         digest.update(part.encode() + b"\0")
     for name in files:
         digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def collect_requirements(root: Path, files: list[str]) -> tuple[list[str], list[str]]:
-    """(requirement lines for one pip install, notes for a human): requirements files (their -r/-c includes
-    inlined, the repository itself left out), pyproject.toml's and setup.cfg's dependencies with their test and
-    dev extras (else their `all` extra), the extras and deps of tox.ini's [testenv], poetry.lock's and
-    Pipfile.lock's pins."""
+def collect_requirements(root: Path, files: list[str]) -> Dependencies:
+    """What one pip install is given: requirements files (their -r includes inlined, the repository itself left
+    out), pyproject.toml's and setup.cfg's dependencies with their test and dev extras (else their `all` extra), the
+    extras and deps of tox's base run environment, poetry.lock's and Pipfile.lock's pins; and apart, the constraints:
+    a file whose name says it is one (constraints.txt, requirements/constraints-dev.txt) and whatever a `-c` names, in
+    a requirements file or tox's deps. A constraint pins a package something else asks for: installing its lines
+    would bring in packages the project never asked for."""
     lines: list[str] = []
+    pins: list[str] = []
     notes: list[str] = []
     for name in files:
         if name.endswith((".txt", ".in")):
-            lines += _requirements_file(root, root / name, seen=set())
-    tox_lines, extras = _tox(root, notes)
+            wanted, pinned = _requirements_file(root, root / name, seen=set(),
+                                                constraint="constraint" in Path(name).name.lower())
+            lines, pins = lines + wanted, pins + pinned
+    tox_lines, tox_pins, extras = _tox(root, notes)
     lines += _pyproject(root, extras) + _setup_cfg(root, extras) + tox_lines + _poetry_lock(root) + _pipfile_lock(root)
     lines = [checked for line in lines if (checked := _requirement(line))]
+    pins = [_without_extras(checked) for line in pins + tox_pins if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
         notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
                      "requirements file")
-    return list(dict.fromkeys(lines)), notes
+    return Dependencies(list(dict.fromkeys(lines)), list(dict.fromkeys(pins)), notes)
 
 
 def _requirement(line: str) -> str:
@@ -102,17 +121,32 @@ def _requirement(line: str) -> str:
     return text
 
 
-def _requirements_file(root: Path, path: Path, *, seen: set[Path]) -> list[str]:
+def _without_extras(line: str) -> str:
+    """A constraint as pip takes one: pip refuses a constraint with extras (`pkg[x]==1`, as pip-compile wrote them
+    before --strip-extras), while the pin is what counts."""
+    requirement = Requirement(line)
+    if not requirement.extras:
+        return line
+    requirement.extras = set()
+    return str(requirement)
+
+
+def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]],
+                       constraint: bool = False) -> tuple[list[str], list[str]]:
+    """(requirements, constraints) of a requirements file: its -r includes inlined as what it is, its -c includes
+    as constraints, and all a constraints file includes as constraints (pip would install the -r of a constraints
+    file; a file that pins does not ask for packages here)."""
     resolved = path.resolve()
     if not resolved.is_relative_to(root.resolve()):
         raise BadDependencies(f"{path.relative_to(root)} includes a file outside the repository")
-    if resolved in seen:
-        return []
-    seen.add(resolved)
+    if (resolved, constraint) in seen:
+        return [], []
+    seen.add((resolved, constraint))
     text = pyconfig.read_text(path)
     if text is None:
         raise BadDependencies(f"{path.relative_to(root)} is not a readable file of the repository")
     lines: list[str] = []
+    pins: list[str] = []
     for raw in text.splitlines():
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#") or _SELF.match(line):
@@ -121,13 +155,15 @@ def _requirements_file(root: Path, path: Path, *, seen: set[Path]) -> list[str]:
             raise BadDependencies(f"{path.relative_to(root)} names its own package source ({line.split()[0]}): "
                                   "packages come only from the sources the operator configured")
         if include := _INCLUDE.match(line):
-            lines += _requirements_file(root, path.parent / include.group(2), seen=seen)
+            wanted, pinned = _requirements_file(root, path.parent / include.group(2), seen=seen,
+                                                constraint=constraint or include.group(1) in _CONSTRAINT_OPTIONS)
+            lines, pins = lines + wanted, pins + pinned
         elif line.startswith(("-e", "--editable", ".", "/", "file:")):
             raise BadDependencies(f"{path.relative_to(root)}: {line!r} installs from a local path, which aiteam "
                                   "does not support yet (the repository itself, '.', is skipped)")
         else:
-            lines.append(line)
-    return lines
+            (pins if constraint else lines).append(line)
+    return lines, pins
 
 
 def _pyproject(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
@@ -196,36 +232,49 @@ def _setup_cfg(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
     return lines
 
 
-def _tox(root: Path, notes: list[str]) -> tuple[list[str], tuple[str, ...]]:
-    """(requirement lines, the project's extras) of tox.ini's [testenv]: its `deps` (what the tests need beyond the
-    project, pytest-cov or hypothesis say; `-r` files inlined) and its `extras` and `.[extra]` deps, read from the
-    project's own metadata. Lines for other environments (`py311: pkg`), with tox substitutions aiteam cannot
-    know, or that are not a plain requirement are left out, said in the notes: the tox line is not the
-    repository's only word on its dependencies, so it does not refuse the repository."""
+def _tox(root: Path, notes: list[str]) -> tuple[list[str], list[str], tuple[str, ...]]:
+    """(requirement lines, constraint lines, the project's extras) of tox's base run environment (tox.ini's
+    [testenv], pyproject.toml's [tool.tox], tox.toml's [env_run_base]): its `deps` (what the tests need beyond the
+    project, pytest-cov or hypothesis say; `-r` files inlined, `-c` files as constraints) and its `extras` and
+    `.[extra]` deps, read from the project's own metadata. Lines for other environments (`py311: pkg`), with tox
+    substitutions aiteam cannot know, or that are not a plain requirement are left out, said in the notes: the tox
+    line is not the repository's only word on its dependencies, so it does not refuse the repository."""
     lines: list[str] = []
-    extras = [extra for line in pyconfig.tox_setting(root, "extras") for extra in re.split(r"[,\s]+", line) if extra]
+    pins: list[str] = []
+    _, listed = pyconfig.tox_run_base(root, "extras")
+    extras = [extra for line in listed for extra in re.split(r"[,\s]+", line) if extra]
     skipped: list[str] = []
-    for raw in pyconfig.tox_setting(root, "deps"):
+    where, deps = pyconfig.tox_run_base(root, "deps")
+    for raw in deps:
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
             continue
         own = _TOX_SELF.match(line)
-        include = _INCLUDE.match(line.replace("{toxinidir}/", ""))  # -r{toxinidir}/requirements/test.txt
+        include = _INCLUDE.match(_from_tox_root(line))  # -r{toxinidir}/requirements/test.txt
         if own:
             extras += [extra.strip() for extra in (own.group("extras") or "").split(",") if extra.strip()]
         elif include:
             try:
-                lines += _requirements_file(root, root / include.group(2), seen=set())
+                wanted, pinned = _requirements_file(root, root / include.group(2), seen=set(),
+                                                    constraint=include.group(1) in _CONSTRAINT_OPTIONS)
             except BadDependencies as exc:
                 skipped.append(f"{line} ({exc})")
+            else:
+                lines, pins = lines + wanted, pins + pinned
         elif _TOX_FACTOR.match(line) or "{" in line or not _plain(line):
             skipped.append(line)
         else:
             lines.append(line)
     if skipped:
-        notes.append(f"tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a "
+        notes.append(f"{where} deps not installed (another environment's, a tox substitution, or not a "
                      f"plain requirement): {', '.join(skipped[:10])}")
-    return lines, tuple(dict.fromkeys(extras))
+    return lines, pins, tuple(dict.fromkeys(extras))
+
+
+def _from_tox_root(line: str) -> str:
+    for prefix in _TOX_ROOT:
+        line = line.replace(prefix, "")
+    return line
 
 
 def _plain(line: str) -> bool:

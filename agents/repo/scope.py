@@ -27,7 +27,7 @@ DEPENDENCIES = ("requirements*.txt", "requirements*.in", "constraints*.txt", "py
                 "Cargo.lock", "Gemfile", "Gemfile.lock")
 DEPENDENCY_DIRS = ("requirements/",)  # requirements/base.txt and the like
 # How the repository is run, tested, owned and configured: a change here can change what every other check means.
-SETTINGS = (".gitattributes", ".gitmodules", ".gitconfig", "CODEOWNERS", "tox.ini", "pytest.ini", "noxfile.py",
+SETTINGS = (".gitattributes", ".gitmodules", ".gitconfig", "CODEOWNERS", "tox.ini", "tox.toml", "pytest.ini", "noxfile.py",
             ".coveragerc", "conftest.py", "Makefile", "Dockerfile", "docker-compose.yml", ".pre-commit-config.yaml",
             "settings.py", "local_settings.py", ".env", ".env.*", "*.env", "MANIFEST.in", ".aiteam.toml")
 # CODEOWNERS, dependabot.yml ...; a Django settings package; other forges' CI and settings folders

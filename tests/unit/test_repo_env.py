@@ -20,7 +20,7 @@ from agents.environments import (
     prepare_environment,
     run_repository,
 )
-from agents.environments.prepare import READY, _pip
+from agents.environments.prepare import READY, _pip, installed
 from agents.environments.requirements import collect_requirements, dependency_files, environment_key
 from agents.environments.wheels import repack_installed, write_wheel
 from agents.sandbox import SandboxLimits, bwrap_available
@@ -48,6 +48,8 @@ def sources(tmp_path_factory) -> PackageSources:
         # a pytest plugin, as pytest-django is one: the repository's tests rely on what it provides
         "tinydep/plugin.py": b"import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n",
         "tinydep-1.0.dist-info/entry_points.txt": b"[pytest11]\ntinydep = tinydep.plugin\n"})
+    write_wheel(base / "deps", "tinydep", "2.0", {"tinydep/__init__.py": b""})  # what an unpinned tinydep gets
+    write_wheel(base / "deps", "unasked", "1.0", {"unasked/__init__.py": b""})  # only ever a constraint's
     repack_installed(base / "runner", ["pytest"])
     return PackageSources(find_links=(base / "deps",), runner_wheels=base / "runner")
 
@@ -166,6 +168,22 @@ def test_a_second_prepare_reuses_the_venv_without_installing(src_repo, src_env, 
 
     assert again.reused and again.venv == src_env.venv and again.duration_s < 0.5
     assert log.stat().st_mtime_ns == before
+
+
+def test_constraints_pin_what_is_asked_for_and_install_nothing_else(tmp_path, cache, sources):
+    # pip's constraints: a root constraints.txt and a `-c` include pin versions; installed as requirements, their lines
+    # brought in `unasked`, which nothing asks for
+    root = _repo(tmp_path, {"requirements.txt": "tinydep\n-c pins/tiny.txt\n", "pins/tiny.txt": "tinydep==1.0\n",
+                            "constraints.txt": "unasked==1.0\n", "test_it.py": "def test_it():\n    pass\n"})
+
+    environment = prepare_environment(root, cache_dir=cache, sources=sources)
+
+    assert environment.requirements == ("tinydep",)
+    assert environment.constraints == ("unasked==1.0", "tinydep==1.0")
+    assert (environment.venv.parent / "constraints.txt").read_text() == "unasked==1.0\ntinydep==1.0\n"
+    assert not installed(environment.venv, "unasked")
+    site = next(environment.venv.glob("lib/python*/site-packages"))
+    assert [info.name for info in site.glob("tinydep-*.dist-info")] == ["tinydep-1.0.dist-info"]  # 2.0 is there too
 
 
 def test_a_crashed_build_is_not_reused(plain_env):
@@ -318,8 +336,13 @@ def test_a_failed_install_gives_the_log_tail_without_secrets_and_is_not_marked_r
     assert not list(cache.glob(f"env-{key[:24]}/{READY}"))
 
 
-def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, sources):
-    root = _repo(tmp_path, {"requirements.txt": "--extra-index-url https://example.invalid/simple\nrequests\n"})
+@pytest.mark.parametrize("files", [
+    {"requirements.txt": "--extra-index-url https://example.invalid/simple\nrequests\n"},
+    {"constraints.txt": "--index-url https://example.invalid/simple\n"},
+    {"requirements.txt": "-c pins.txt\nrequests\n", "pins.txt": "--find-links /srv/wheels\nrequests==2.0\n"},
+])
+def test_a_requirements_or_constraints_file_naming_its_own_index_is_refused(files, tmp_path, cache, sources):
+    root = _repo(tmp_path, files)
 
     with pytest.raises(BadDependencies, match="names its own package source"):
         prepare_environment(root, cache_dir=cache, sources=sources)
@@ -333,6 +356,9 @@ def test_a_requirements_file_naming_its_own_index_is_refused(tmp_path, cache, so
     {"requirements.txt": "--no-binary :all:\nevil-sdist\n"},
     {"requirements.txt": "--find /srv/wheels\nevil\n"},
     {"setup.cfg": "[options]\ninstall_requires =\n    ok\n    --index-url=https://example.invalid\n"},
+    {"constraints.txt": "evil @ https://example.invalid/evil-1.0.tar.gz\n"},
+    {"requirements.txt": "-c pins.txt\n", "pins.txt": "--no-binary :all:\nevil\n"},
+    {"requirements.txt": "-c pins.txt\n", "pins.txt": "-r more.txt\n", "more.txt": "git+https://example.invalid/e.git\n"},
 ])
 def test_only_names_versions_and_markers_are_installed(files, tmp_path, cache, sources):
     root = _repo(tmp_path, files)
@@ -358,13 +384,13 @@ def test_requirements_are_read_from_every_dependency_file_without_running_any(tm
         "setup.py": "raise SystemExit('never run')\n"})
     files = dependency_files(root)
 
-    requirements, notes = collect_requirements(root, files)
+    requirements, constraints, notes = collect_requirements(root, files)
 
     assert files == ["poetry.lock", "pyproject.toml", "requirements.txt", "requirements/test.txt", "setup.cfg",
                      "setup.py"]
     assert requirements == ["hypothesis", "attrs>=23", "click", "pytest-mock", "six; python_version < '3.12'",
                             "idna==3.7"]
-    assert notes == []
+    assert constraints == [] and notes == []
 
 
 def test_toxs_deps_and_extras_are_the_tests_dependencies_too(tmp_path):
@@ -389,12 +415,99 @@ def test_toxs_deps_and_extras_are_the_tests_dependencies_too(tmp_path):
                           'testing = ["freezegun"]\nspeed = ["ujson"]\ndocs = ["sphinx"]\n'})
     files = dependency_files(root)
 
-    requirements, notes = collect_requirements(root, files)
+    requirements, constraints, notes = collect_requirements(root, files)
 
-    assert "tox.ini" in files  # its bytes key the venv
+    assert "tox.ini" in files and constraints == []  # its bytes key the venv
     assert requirements == ["pytest-mock", "click", "freezegun", "ujson", "pytest-cov", "hypothesis"]
     assert notes == ["tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a plain "
                      "requirement): py38: old-backport, -e git+https://example.invalid/x.git#egg=x, {env:EXTRA_DEP}"]
+
+
+def test_constraints_are_collected_apart_from_requirements_and_key_the_venv(tmp_path):
+    root = _repo(tmp_path / "repo", {
+        "requirements.txt": "attrs\n-c pins/base.txt\n",
+        # all a constraints file includes pins; pip refuses extras on a constraint, the pin stays
+        "pins/base.txt": "attrs==23.1 --hash=sha256:0123\n-r more.txt\n",
+        "pins/more.txt": "idna[codec]==3.7\n",
+        "requirements/constraints-dev.txt": "hypothesis==6.0\n",  # a constraints file by its name
+        "tox.ini": "[testenv]\ndeps =\n    pytest-mock\n    -c{toxinidir}/pins/tox.txt\n",
+        "pins/tox.txt": "pytest-mock==3.12\n"})
+    files = dependency_files(root)
+
+    requirements, constraints, notes = collect_requirements(root, files)
+
+    assert files == ["requirements.txt", "requirements/constraints-dev.txt", "tox.ini"]
+    assert requirements == ["attrs", "pytest-mock"] and notes == []
+    assert constraints == ["attrs==23.1", "idna==3.7", "hypothesis==6.0", "pytest-mock==3.12"]
+    key = environment_key(root, files, requirements=tuple(requirements), constraints=tuple(constraints))
+    (root / "pins/more.txt").write_text("idna==3.8\n")  # no dependency file's bytes change
+    again = collect_requirements(root, files)
+    assert environment_key(root, files, requirements=tuple(again.requirements),
+                           constraints=tuple(again.constraints)) != key
+    assert environment_key(root, [], requirements=("a", "b")) != environment_key(root, [], requirements=("a",),
+                                                                                 constraints=("b",))
+
+
+def test_a_constraints_include_outside_the_repository_is_refused(tmp_path):
+    (tmp_path / "outside.txt").write_text("evil==1.0\n")
+    root = _repo(tmp_path / "repo", {"requirements.txt": "-c ../outside.txt\nattrs\n"})
+
+    with pytest.raises(BadDependencies, match="includes a file outside the repository"):
+        collect_requirements(root, dependency_files(root))
+
+
+PROJECT = """\
+    [project]
+    name = "calc"
+    dependencies = ["click"]
+    [project.optional-dependencies]
+    testing = ["freezegun"]
+    speed = ["ujson"]
+    docs = ["sphinx"]
+    """
+RUN_BASE = """\
+    [env_run_base]
+    extras = ["testing"]
+    deps = ["pytest-cov", "-r {tox_root}/requirements/test.txt", "-c constraints/tox.txt", ".[speed]",
+            "{env:EXTRA_DEP}", { replace = "ref", of = ["env", "lint", "deps"], extend = true }]
+    """
+LEGACY = '''\
+    [tool.tox]
+    legacy_tox_ini = """
+    [testenv]
+    extras = testing
+    deps =
+        pytest-cov
+        -r{toxinidir}/requirements/test.txt
+        -c constraints/tox.txt
+        .[speed]
+        {env:EXTRA_DEP}
+    """
+    '''
+
+
+@pytest.mark.parametrize(("files", "where"), [
+    ({"pyproject.toml": PROJECT, "tox.toml": RUN_BASE}, "tox.toml [env_run_base]"),
+    ({"pyproject.toml": PROJECT + RUN_BASE.replace("[env_run_base]", "[tool.tox.env_run_base]")},
+     "pyproject.toml [tool.tox.env_run_base]"),
+    ({"pyproject.toml": PROJECT + LEGACY}, "pyproject.toml [tool.tox] legacy_tox_ini [testenv]"),
+])
+def test_toxs_toml_configuration_is_read_as_tox_ini_is(files, where, tmp_path):
+    root = _repo(tmp_path, {**files, "requirements/test.txt": "pytest-mock\n", "constraints/tox.txt": "pytest-cov==5.0\n"})
+    names = dependency_files(root)
+
+    requirements, constraints, notes = collect_requirements(root, names)
+
+    assert ("tox.toml" in names) == ("tox.toml" in files)  # its bytes key the venv
+    assert requirements == ["pytest-mock", "click", "freezegun", "ujson", "pytest-cov"]
+    assert constraints == ["pytest-cov==5.0"]
+    assert len(notes) == 1 and notes[0].startswith(f"{where} deps not installed") and "{env:EXTRA_DEP}" in notes[0]
+
+
+def test_tox_ini_is_read_before_tox_toml_as_tox_reads_it(tmp_path):
+    root = _repo(tmp_path, {"tox.ini": "[testenv]\ndeps = hypothesis\n", "tox.toml": RUN_BASE})
+
+    assert collect_requirements(root, dependency_files(root)).requirements == ["hypothesis"]
 
 
 def test_an_all_extra_is_read_only_when_no_test_extra_says_what_the_tests_need(tmp_path):
