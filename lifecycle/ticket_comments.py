@@ -3,10 +3,11 @@
 An outbox subscriber turns an event into one Notification row on the `ticket` channel, keyed by the event
 (`outbox:<id>:ticket`: relaying the event again adds none), in the relay's transaction; once that commits the row
 is sent like any notification (lifecycle/notifications/sending.py): claimed once, retried with backoff while the
-host's failure is transient (no answer, 429, 5xx), failed for good when it is not (a token refused, an issue not
-found), and queued again by the beat if its message is lost. The row holds the comment's text as structured parts
-(the untrusted ones without control or format characters: agents/delivery/rich_text.py's block and literal),
-never a token: the host's settings and token are read when sending (lifecycle/services/host_settings.py).
+host's failure is transient (no answer, 429, 5xx; after the host's Retry-After when that is longer), failed for
+good when it is not (a token refused, an issue not found), and queued again by the beat if its message is lost. The
+row holds the comment's text as structured parts (the untrusted ones without control or format characters:
+agents/delivery/rich_text.py's block and literal), never a token: the host's settings and token are read when
+sending (lifecycle/services/host_settings.py).
 
 What is said, and when: work started (`RepositoryPrepared`), the pull or merge request's link (`Deployed`), the
 Product Owner's answer or refusal (`TicketAnswered`, `TicketRefused`), and the real reason when the run stops for a
@@ -66,8 +67,10 @@ def send(note: Notification) -> None:
     except DomainError as exc:
         raise ChannelRefused(f"the project's ticket host is not usable: {exc}") from None
     result = comments.post_comment(settings, note.recipient, parts_from_json(note.body))
+    if not result.ok and result.retryable:  # waited for as the host asked, when longer than the backoff
+        raise ChannelError(result.error, retry_after_s=result.retry_after_s)
     if not result.ok:
-        raise (ChannelError if result.retryable else ChannelRefused)(result.error)
+        raise ChannelRefused(result.error)
 
 
 def _row_for(event: OutboxEvent) -> Notification | None:

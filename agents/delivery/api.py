@@ -170,11 +170,12 @@ def _error(call: str, response: httpx.Response, secrets: tuple[str, ...]) -> Hos
         status, RequestRefused if status in (400, 409, 422) else HostError)
     if status == 429 or (status == 403 and _rate_limited(response.headers)):
         kind = RateLimited
+    after = retry_after(response.headers) if kind is RateLimited or status >= 500 else None  # a 503's too
+    wait = "retry later" if after is None else f"retry after {after:.0f}s"
     hint = {TokenRefused: " (the token was refused, or lacks the scope this call needs)",
             NotFound: " (no such resource, or the token may not see it)",
-            RateLimited: _retry_hint(response.headers)}.get(kind, "")
+            RateLimited: f" (rate limited; {wait})"}.get(kind, "" if after is None else f" ({wait})")
     text = scrub(_host_message(response), *secrets)[:MESSAGE_MAX_CHARS]
-    after = retry_after(response.headers) if kind is RateLimited else None
     return kind(f"{call}: {status} {text}{hint}", status=status, retry_after_s=after)
 
 
@@ -182,11 +183,6 @@ def retry_after(headers: httpx.Headers) -> float | None:
     """Retry-After in seconds (the delta form every host here sends), or None when absent or a date."""
     after = headers.get("retry-after", "").strip()
     return float(after) if re.fullmatch(r"[0-9]{1,9}", after) else None  # not str.isdigit: "²" is a digit to it
-
-
-def _retry_hint(headers: httpx.Headers) -> str:
-    after = retry_after(headers)
-    return f" (rate limited; retry after {after:.0f}s)" if after is not None else " (rate limited; retry later)"
 
 
 def _rate_limited(headers: httpx.Headers) -> bool:

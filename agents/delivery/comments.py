@@ -3,8 +3,9 @@ pull request's link, and with the real reason when the run stops.
 
 A comment is a courtesy to the people watching the ticket, not a step of the run: `post_comment` never raises.
 It returns a CommentResult that says whether the comment landed and, if not, why (scrubbed of the token) and
-whether trying again later may help (no answer, 429, 5xx), for the caller's retry policy; a token refused, an
-issue not found or a body refused will fail the same way again. Every outcome is logged, without the token.
+whether trying again later may help (no answer, 429, 5xx) and how long the host asked to wait (its Retry-After),
+for the caller's retry policy; a token refused, an issue not found or a body refused will fail the same way again.
+Every outcome is logged, without the token.
 """
 from __future__ import annotations
 
@@ -34,9 +35,11 @@ class CommentResult:
     error: str = ""
     retryable: bool = False
     status: int | None = None  # the host's HTTP status of a refusal; None when it did not answer
+    retry_after_s: float | None = None  # the host's Retry-After, when it said how long to wait
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "url": self.url, "error": self.error, "retryable": self.retryable, "status": self.status}
+        return {"ok": self.ok, "url": self.url, "error": self.error, "retryable": self.retryable, "status": self.status,
+                "retry_after_s": self.retry_after_s}
 
 
 def started(requirement_id: int | UUID, branch: str) -> list[Part]:
@@ -82,7 +85,8 @@ def post_comment(settings: HostSettings, ticket_key: str, parts: list[Part]) -> 
     except NoAnswer as exc:
         result = CommentResult(ok=False, error=str(exc), retryable=True)
     except HostError as exc:
-        result = CommentResult(ok=False, error=str(exc), retryable=exc.retryable, status=exc.status)
+        result = CommentResult(ok=False, error=str(exc), retryable=exc.retryable, status=exc.status,
+                               retry_after_s=exc.retry_after_s)
     except DeliveryError as exc:  # refused before any call (a bad key or URL): a person must change something
         result = CommentResult(ok=False, error=str(exc))
     except Exception as exc:  # a bug here must not stop a run that is otherwise fine: logged, reported

@@ -6,7 +6,8 @@ Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state
 can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation, or
 create the pull request and answer too late (`stall_next_create_reply(seconds)`): the reply lost.
 Issues exist once a test adds them (`add_issue`); a comment on one is kept in `comments`, one on an
-unknown issue is a 404 and an empty one a 422, as on GitHub.
+unknown issue is a 404 and an empty one a 422, as on GitHub. `busy_next` answers the next calls 429 or 503 with a
+Retry-After.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.json_api import RecordedRequest, json_handler_for
+from tests.fakes.json_api import Busy, RecordedRequest, json_handler_for
 from tests.fakes.local_server import LocalServer
 
 _PULLS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls(?:/(?P<number>\d+))?$")
@@ -23,7 +24,7 @@ _COMMENTS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/co
 BODY_MAX_CHARS = 65_536  # GitHub's limit for a pull request's or a comment's body
 
 
-class FakeGitHubServer(LocalServer):
+class FakeGitHubServer(Busy, LocalServer):
     """Start with `start()` (or `with`); point GitHubSettings.api_url at `url`; inspect `pulls`, `creations`, `requests`."""
 
     def __init__(self, token: str, *, html_url: str = "https://github.example") -> None:
@@ -37,6 +38,7 @@ class FakeGitHubServer(LocalServer):
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}  # id(request) -> seconds its reply waits
         self._lock = threading.Lock()
+        self._busy: list[tuple[int, str]] = []  # busy_next: 429 or 503 with a Retry-After
         super().__init__(json_handler_for(self), "fake-github")
 
     def fail_next_create(self, status: int, message: str = "fake failure") -> None:
@@ -62,6 +64,8 @@ class FakeGitHubServer(LocalServer):
     def handle(self, request: RecordedRequest) -> tuple[int, Any]:
         with self._lock:
             self.requests.append(request)
+            if busy := self.busy_answer(lambda m: {"message": m}):
+                return busy
             if request.headers.get("authorization") not in (f"Bearer {self.token}", f"token {self.token}"):
                 return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
             split = urlsplit(request.path)

@@ -5,7 +5,8 @@ It speaks GitLab's wire protocol: `/api/v4/projects/:id/...` where :id is a numb
 `Authorization: Bearer`), 401 `{"message": "401 Unauthorized"}` without one, 404 `{"message": "404 Project Not
 Found"}`, 400 `{"error": "title is missing"}` for a missing parameter, 409 with GitLab's message for a second
 open merge request from the same source branch, and a title starting with `Draft:` (or `[Draft]`, `(Draft)`)
-makes a draft. A test can hold the next reply past the client's timeout (`stall_next_reply`).
+makes a draft. A test can hold the next reply past the client's timeout (`stall_next_reply`), or answer the next
+calls 429 or 503 with a Retry-After (`busy_next`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.fakes.json_api import RecordedRequest, json_handler_for
+from tests.fakes.json_api import Busy, RecordedRequest, json_handler_for
 from tests.fakes.local_server import LocalServer
 
 _ROUTE = re.compile(r"^/api/v4/projects/(?P<id>[^/]+)/(?P<rest>.+)$")
@@ -24,7 +25,7 @@ _DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s)", re.IGNORECAS
 DESCRIPTION_MAX_CHARS = 1_048_576
 
 
-class FakeGitLabServer(LocalServer):
+class FakeGitLabServer(Busy, LocalServer):
     """Projects exist once added (`add_project("acme/shop", issues=[3])`); inspect `merge_requests`, `notes`."""
 
     def __init__(self, token: str) -> None:
@@ -36,6 +37,7 @@ class FakeGitLabServer(LocalServer):
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}
         self._lock = threading.Lock()
+        self._busy: list[tuple[int, str]] = []  # busy_next: 429 or 503 with a Retry-After
         super().__init__(json_handler_for(self), "fake-gitlab")
 
     def add_fork_merge_request(self, path: str, source_branch: str, *, fork_id: int = 999) -> dict[str, Any]:
@@ -65,6 +67,8 @@ class FakeGitLabServer(LocalServer):
     def handle(self, request: RecordedRequest) -> tuple[int, Any]:
         with self._lock:
             self.requests.append(request)
+            if busy := self.busy_answer(lambda m: {"message": m}):
+                return busy
             if self._stalls:
                 self._late[id(request)] = self._stalls.pop(0)
             token = request.headers.get("private-token") or request.headers.get("authorization", "").removeprefix("Bearer ")

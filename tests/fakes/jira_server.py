@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from tests.fakes.json_api import RecordedRequest, json_handler_for
+from tests.fakes.json_api import Busy, RecordedRequest, json_handler_for
 from tests.fakes.local_server import LocalServer
 
 _COMMENT = re.compile(r"^/rest/api/3/issue/(?P<key>[^/?]+)/comment$")
@@ -22,8 +22,9 @@ _NOT_FOUND = "Issue does not exist or you do not have permission to see it."
 COMMENT_MAX_CHARS = 32_767  # Jira's default limit for a text field
 
 
-class FakeJiraServer(LocalServer):
-    """Issues exist once added (`add_issue("PROJ-7")`); inspect `comments`; `stall_next_reply` holds a reply."""
+class FakeJiraServer(Busy, LocalServer):
+    """Issues exist once added (`add_issue("PROJ-7")`); inspect `comments`; `stall_next_reply` holds a reply;
+    `busy_next` answers 429 or 503 with a Retry-After."""
 
     def __init__(self, email: str, token: str) -> None:
         self.expected = "Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()
@@ -33,6 +34,7 @@ class FakeJiraServer(LocalServer):
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}
         self._lock = threading.Lock()
+        self._busy: list[tuple[int, str]] = []  # busy_next: 429 or 503 with a Retry-After
         super().__init__(json_handler_for(self), "fake-jira")
 
     def add_issue(self, key: str) -> None:
@@ -50,6 +52,8 @@ class FakeJiraServer(LocalServer):
     def handle(self, request: RecordedRequest) -> tuple[int, Any]:
         with self._lock:
             self.requests.append(request)
+            if busy := self.busy_answer(lambda m: {"errorMessages": [m], "errors": {}}):
+                return busy
             if self._stalls:
                 self._late[id(request)] = self._stalls.pop(0)
             if request.headers.get("authorization") != self.expected:

@@ -7,8 +7,11 @@ fake can answer 400 to them as the real hosts do.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
@@ -26,6 +29,26 @@ class JsonFake(Protocol):
     def handle(self, request: RecordedRequest) -> tuple[Any, ...]: ...  # (status, body) or (status, body, headers)
 
     def reply_delay(self, request: RecordedRequest) -> float: ...
+
+
+class Busy:
+    """A host that is busy for its next calls, as each real host can be: 429 (rate limited) or 503 (unavailable)
+    with a Retry-After, before it looks at the request. A fake sets `_busy = []` and `_lock`, and asks
+    `busy_answer` first in its `handle`, under its lock."""
+
+    _lock: threading.Lock
+    _busy: list[tuple[int, str]]
+
+    def busy_next(self, status: int = 429, *, retry_after: str = "1", times: int = 1) -> None:
+        with self._lock:
+            self._busy += [(status, retry_after)] * times
+
+    def busy_answer(self, shape: Callable[[str], Any]) -> tuple[int, Any, dict[str, str]] | None:
+        """The busy host's answer, its body `shape(message)` (the host's own error shape), or None when not busy."""
+        if not self._busy:
+            return None
+        status, after = self._busy.pop(0)
+        return status, shape(HTTPStatus(status).phrase), {"Retry-After": after}
 
 
 def json_handler_for(fake: JsonFake) -> type[BaseHTTPRequestHandler]:

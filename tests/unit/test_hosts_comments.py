@@ -125,6 +125,27 @@ def test_a_comment_that_fails_returns_why_and_whether_to_retry_and_never_raises(
     assert "ticket comment on '#99' failed: GitLab POST" in caplog.text
 
 
+def test_a_busy_host_says_how_long_it_asked_to_wait_in_ascii_digits_only(github, gitlab, jira):
+    github.busy_next(429, retry_after="120")
+    gitlab.busy_next(503, retry_after="30")
+    jira.busy_next(429, retry_after="\u00b2")  # a superscript two: a digit to str.isdigit, not to HTTP
+    jira.busy_next(503, retry_after="Wed, 21 Oct 2015 07:28:00 GMT")  # the date form: no wait named
+    on_github = post_comment(GitHubSettings(repository="acme/shop", token=TOKEN, api_url=github.url, timeout_s=5),
+                             "#12", started(7, "b"))
+    on_gitlab = post_comment(GitLabSettings(project="acme/shop", token=TOKEN, url=gitlab.url, timeout_s=5), "#12",
+                             started(7, "b"))
+    not_ascii, dated = (post_comment(jira_settings(jira), "PROJ-7", started(7, "b")) for _ in range(2))
+
+    assert (on_github.status, on_github.retryable, on_github.retry_after_s) == (429, True, 120.0)
+    assert "429 Too Many Requests (rate limited; retry after 120s)" in on_github.error
+    assert (on_gitlab.status, on_gitlab.retryable, on_gitlab.retry_after_s) == (503, True, 30.0)
+    assert "503 Service Unavailable (retry after 30s)" in on_gitlab.error
+    assert (not_ascii.status, not_ascii.retryable, not_ascii.retry_after_s) == (429, True, None)
+    assert (dated.status, dated.retryable, dated.retry_after_s) == (503, True, None)
+    assert not github.comments and not gitlab.notes and not jira.comments
+    assert post_comment(jira_settings(jira), "PROJ-7", started(7, "b")).ok  # no longer busy
+
+
 def test_a_bug_inside_posting_is_a_failed_result_logged_without_the_token(github, jira, monkeypatch, caplog):
     credential = base64.b64encode(f"{EMAIL}:{TOKEN}".encode()).decode()
 

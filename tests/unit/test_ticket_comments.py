@@ -146,6 +146,40 @@ def test_a_host_that_does_not_answer_is_retried_and_the_comment_lands_once(acme_
     assert (row.state, row.attempts) == ("sent", 2) and len(github.comments) == 1
 
 
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_busy_host_is_asked_again_after_its_retry_after_when_that_is_longer_than_the_backoff(
+        status, acme_project, github, settings):
+    settings.AITEAM_NOTIFY_BACKOFF_S = 30
+    req = ticket_requirement(on_github(acme_project, github.url))
+    github.busy_next(status, retry_after="600")
+    before = timezone.now()
+    emitted(req, "RepositoryPrepared", PREPARED)
+    row = Notification.objects.get(channel="ticket")
+    assert (row.state, row.attempts) == ("pending", 1) and "retry after 600s" in row.last_error
+    assert timedelta(seconds=600) <= row.next_attempt_at - before < timedelta(seconds=660)  # not the 30 s backoff
+
+    notification_send(row.pk, now=before + timedelta(seconds=300))  # not due: nothing is sent
+    assert github.comments == []
+    notification_send(row.pk, now=row.next_attempt_at)
+    row.refresh_from_db()
+    assert (row.state, row.attempts) == ("sent", 2) and len(github.comments) == 1
+
+
+def test_a_retry_after_shorter_than_the_backoff_or_not_in_ascii_digits_keeps_the_backoff(acme_project, github,
+                                                                                         settings):
+    settings.AITEAM_NOTIFY_BACKOFF_S = 300
+    project = on_github(acme_project, github.url)
+    github.busy_next(429, retry_after="5")
+    github.busy_next(503, retry_after="\u00b2")  # a digit to str.isdigit, not to HTTP
+    before = timezone.now()
+    for key in ("#12", "#13"):
+        github.add_issue("acme/shop", int(key[1:]))
+        emitted(ticket_requirement(project, key=key), "RepositoryPrepared", PREPARED)
+    for row in Notification.objects.filter(channel="ticket"):
+        assert row.state == "pending" and github.comments == []
+        assert timedelta(seconds=300) <= row.next_attempt_at - before < timedelta(seconds=360), row.last_error
+
+
 def test_a_refused_token_fails_the_comment_for_good_without_repeating_it(acme_project, github, monkeypatch, caplog):
     caplog.set_level(logging.DEBUG)
     wrong = "ghp_wrongTOKEN0123456789abcdef"
