@@ -3,9 +3,10 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from lifecycle import playbooks
-from lifecycle.errors import echoed
+from lifecycle.errors import ECHO_MAX_NAMES, echoed
 from lifecycle.failure_rules import Route, Source
 from lifecycle.models import (
     Artifact,
@@ -46,11 +47,16 @@ class CappedChoiceField(serializers.ChoiceField):
 
 
 def unknown_fields(data: object, fields) -> dict[str, list[str]]:
-    """The refusal of each name in `data` that is not one of `fields`, each name as echoed (at most ECHO_MAX_CHARS
-    of it)."""
+    """The refusal of the names in `data` that are not `fields`: the first ECHO_MAX_NAMES, each as echoed (at most
+    ECHO_MAX_CHARS of it), and how many more under non_field_errors (100,000 unknown keys came back one by one)."""
     if not isinstance(data, dict):
         return {}
-    return {echoed(name): ["unknown field"] for name in sorted(set(data) - set(fields))}
+    names = sorted(set(data) - set(fields))
+    refused = {echoed(name): ["unknown field"] for name in names[:ECHO_MAX_NAMES]}
+    if len(names) > ECHO_MAX_NAMES:
+        refused.setdefault(api_settings.NON_FIELD_ERRORS_KEY, []).append(
+            f"and {len(names) - ECHO_MAX_NAMES} more unknown fields")
+    return refused
 
 
 class StrictSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ from django.test import Client
 
 from lifecycle import playbooks
 from lifecycle.api.parsers import json_problem
-from lifecycle.errors import ECHO_MAX_CHARS, DomainError
+from lifecycle.errors import ECHO_MAX_CHARS, ECHO_MAX_NAMES, DomainError
 from lifecycle.models import (
     Conversation,
     ConversationChannelBinding,
@@ -166,6 +166,27 @@ def test_an_unknown_field_name_is_repeated_cut(alice, body):
     shown = f"{'n' * ECHO_MAX_CHARS}… (cut: 5000 characters)"
     assert errors in ({shown: ["unknown field"]}, {"ticket": {shown: ["unknown field"]}})
     assert len(json.dumps(errors)) < 300
+
+
+@pytest.mark.parametrize("body", [
+    lambda names: {"brief": "b", **names},
+    lambda names: {"ticket": {"key": "K-1", "body": "b", **names}},
+], ids=["top-level", "in ticket"])
+def test_a_hundred_thousand_unknown_fields_name_the_first_few_and_count_the_rest(alice, body):
+    names = {f"k{i:06d}": 1 for i in range(100_000)}
+    errors = assert_400(api_for(alice).post("/api/v1/requirements/", body(names), format="json"))
+    errors = errors.get("ticket", errors)
+    assert list(errors) == [f"k{i:06d}" for i in range(ECHO_MAX_NAMES)] + ["non_field_errors"]
+    assert errors["k000000"] == ["unknown field"]
+    assert errors["non_field_errors"] == [f"and {100_000 - ECHO_MAX_NAMES} more unknown fields"]
+
+
+def test_unknown_fields_beside_a_known_fields_error_are_capped_too(task, rita):
+    body = {"decision": "maybe", **{f"x{i:02d}": 1 for i in range(ECHO_MAX_NAMES + 5)}}
+    errors = assert_400(api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/", body, format="json"))
+    assert errors.pop("decision") == ['"maybe" is not a valid choice.']
+    assert errors == {**{f"x{i:02d}": ["unknown field"] for i in range(ECHO_MAX_NAMES)},
+                      "non_field_errors": ["and 5 more unknown fields"]}
 
 
 @pytest.mark.parametrize(("url", "body", "field"), [
