@@ -32,7 +32,7 @@ from lifecycle.models import (
     ReviewTask,
     ToolCall,
 )
-from lifecycle.services.assignment import decide_refusal
+from lifecycle.services.assignment import decide_refusal, lock_task_requirement
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import review_decide
@@ -114,6 +114,7 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
                         if proposed.project is not None else None)
     held = _held(proposed) if preauthorization is not None else ""
     with transaction.atomic():
+        _lock_still_to_do(proposed)
         approval = ActionApproval.objects.create(
             organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
             tool_call=tool_call, action=proposed.action, arguments=proposed.arguments, summary=proposed.summary,
@@ -126,6 +127,22 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
                  reason="pre-authorized for the project")
     approval.refresh_from_db()
     return approval
+
+
+def _lock_still_to_do(proposed: Proposed) -> None:
+    """Lock the requirement the action is about (ADR 12: the requirement first) and refuse, under that lock, a
+    request that could no longer do anything. Whatever decides a task or ends a requirement holds this lock until
+    it commits, and approvals_supersede runs after that commit: a request is committed before that sweep reads,
+    or refused here; none is created in between to stay pending until pressed."""
+    if proposed.action == CANCEL:
+        requirement = Requirement.objects.select_for_update(of=("self",)).get(pk=proposed.arguments["requirement_id"])
+        if requirement.state in TERMINAL_STATES:
+            raise IllegalTransition(f"the requirement is already {requirement.state}")
+        return
+    lock_task_requirement(proposed.arguments["task_id"])
+    task = ReviewTask.objects.get(pk=proposed.arguments["task_id"])
+    if not task.is_pending:
+        raise IllegalTransition(f"review task {task.pk} is already {task.state}")
 
 
 def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: str = "") -> ActionApproval:

@@ -244,6 +244,7 @@ def _bound(tool: AssistantTool, scope: Scope) -> Tool:
             call.result = f"bad arguments: {exc.errors(include_url=False)[:5]}"
         except (ToolRefused, DomainError, IllegalTransition, NotPermitted) as exc:
             call.result = str(exc)
+        call.status = ToolCall.Status.REFUSED  # also when the request was refused after it was marked as asked
         call.save()
         raise ToolRefused(call.result)
 

@@ -4,11 +4,21 @@ from __future__ import annotations
 import pytest
 
 from lifecycle.actors import Actor
-from lifecycle.errors import NotPermitted
-from lifecycle.models import ActionApproval, ActionPreauthorization, LLMCall, Message, ReviewTask, ToolCall
-from lifecycle.services import answering
+from lifecycle.errors import IllegalTransition, NotPermitted
+from lifecycle.models import (
+    ActionApproval,
+    ActionPreauthorization,
+    Conversation,
+    LLMCall,
+    Message,
+    ReviewTask,
+    ToolCall,
+)
+from lifecycle.services import answering, approvals
 from lifecycle.services.approvals import approval_decide
+from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import conversation_start, message_post, visible_conversations
+from lifecycle.services.decisions import review_decide
 from tests.conversations import script_answer
 from tests.review_tasks import open_review
 
@@ -208,6 +218,41 @@ def test_an_approval_is_decided_once(scripted, acme, acme_project, rita):
     approval.refresh_from_db()
     assert (approval.state, approval.result) == ("done", "review task decided: approve")
     assert ReviewTask.objects.get(pk=task.pk).decided_via == "api"
+
+
+def test_a_request_checked_before_its_task_was_decided_and_created_after_is_refused(scripted, acme, acme_project,
+                                                                                   rita, monkeypatch):
+    """The task is decided (and its sweep has run, closing nothing) in the instant between the tool's check and the
+    request's creation: the creation checks again under the requirement's lock and refuses, so no request is left
+    pending that nothing would ever close."""
+    task = open_review(acme_project, kind="step_failed", title="Reading list")
+    checked = approvals.propose_review_decision
+
+    def decided_right_after_the_check(**kwargs):
+        proposed = checked(**kwargs)  # the task was pending here
+        review_decide(task_id=task.pk, actor=Actor.human(rita, "api"), decision="reject", reason="not worth it")
+        return proposed
+
+    monkeypatch.setattr(approvals, "propose_review_decision", decided_right_after_the_check)
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="It was decided already.")
+    _, answer = ask(rita, acme, "Run the failed step again", requirement=task.requirement)
+
+    assert not ActionApproval.objects.exists()
+    call = ToolCall.objects.get(message=answer)
+    assert call.status == "refused" and call.result == f"review task {task.pk} is already resolved"
+    assert ReviewTask.objects.get(pk=task.pk).decision == "reject"
+
+
+def test_a_cancel_checked_before_its_requirement_ended_and_created_after_is_refused(acme, acme_project, rita):
+    task = open_review(acme_project, title="Reading list")
+    proposed = approvals.propose_cancel(organization_id=acme.pk, requirement_id=task.requirement_id, reason="dropped")
+    requirement_cancel_request(requirement_id=task.requirement_id, actor=Actor.human(rita, "api"), reason="gone")
+    conversation = Conversation.objects.create(organization=acme, title="q", started_by=rita)
+
+    with pytest.raises(IllegalTransition, match="the requirement is already cancelled"):
+        approvals.approval_request(proposed=proposed, asker=rita, conversation=conversation)
+    assert not ActionApproval.objects.exists()
 
 
 def test_a_member_who_left_neither_reads_nor_is_answered(scripted, acme, rita):
