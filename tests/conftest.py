@@ -28,13 +28,15 @@ def pytest_addoption(parser):
 
 def pytest_collection_modifyitems(config, items):
     """With --database-tests-only, tests that never touch the database (the sandbox, edits, the repository index,
-    environments, host clients) are deselected: running them again against PostgreSQL tests nothing new."""
+    environments, host clients) are deselected: running them again against PostgreSQL tests nothing new. So are
+    the cases marked sqlite_only: more cases of a parametrized end-to-end run whose queries an earlier case
+    already ran there (their time is the sandbox's and git's, the same on either database)."""
     if not config.getoption("--database-tests-only"):
         return
     kept, dropped = [], []
     for item in items:
         uses_db = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        (kept if uses_db else dropped).append(item)
+        (kept if uses_db and not item.get_closest_marker("sqlite_only") else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -2,6 +2,7 @@
 (a brief the cassette never recorded, a missing or empty file, a bad option) ending in one line, not a traceback."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,8 +46,9 @@ def test_the_printed_token_works_on_the_api():
     assert client.get("/api/v1/requirements/").status_code == 200
 
 
-def test_make_demo_runs_offline_without_a_key_from_a_clean_state(tmp_path):
-    """The demo as `make demo` runs it, in a network namespace with no network at all where possible."""
+def test_make_demo_runs_offline_without_a_key_from_a_clean_state_and_replays_the_same(tmp_path):
+    """The demo as `make demo` runs it, then `manage.py aiteam_replay <id>` on it, each in a network namespace with
+    no network at all where possible."""
     demo = _demo_in_a_clean_state(tmp_path, "--approve-deployment")
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert "state: deployed" in demo.stdout
@@ -60,6 +62,12 @@ def test_make_demo_runs_offline_without_a_key_from_a_clean_state(tmp_path):
     assert "attempt 1: 13 passed, 1 failed" in demo.stdout and "attempt 2: 14 passed, 0 failed" in demo.stdout
     assert "T2: fix (attempt 2)" in demo.stdout and str(tmp_path / "workspaces") in demo.stdout
     assert "--- Delivered: yes" in demo.stdout and f"remote: {tmp_path / 'remotes'}" in demo.stdout
+    source = re.search(r"=== Requirement (\S+)", demo.stdout).group(1)
+    replay = _manage(tmp_path, "aiteam_replay", source)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    assert re.search(r"transitions: source (\d+), replay \1, identical", replay.stdout)
+    assert "identical hashes" in replay.stdout and "verdict: matched" in replay.stdout
+    assert "steps asked differently than recorded: none" in replay.stdout
 
 
 def test_a_brief_the_cassette_never_recorded_ends_in_one_line_saying_how_to_run_it(tmp_path):
@@ -176,14 +184,19 @@ def test_aiteam_replay_says_what_a_bad_argument_or_an_unknown_requirement_should
 
 def _demo_in_a_clean_state(var: Path, *options: str) -> subprocess.CompletedProcess:
     """`make demo` from a clean state, in a network namespace with no network at all where possible."""
+    migrated = _manage(var, "migrate", "-v0")
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    return _manage(var, "aiteam_demo", *options)
+
+
+def _manage(var: Path, *args: str) -> subprocess.CompletedProcess:
+    """manage.py on the embedded default under `var`, offline: no key, an unroutable API, no network namespace."""
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "ANTHROPIC_API_KEY", "DJANGO_SETTINGS_MODULE"}}
     env |= {"AITEAM_VAR_DIR": str(var), "ANTHROPIC_BASE_URL": "http://192.0.2.1:9"}  # unroutable if ever used
     isolate = ["unshare", "-n"] if shutil.which("unshare") and _unshare_works() else []
-    manage = [sys.executable, "manage.py"]
-    subprocess.run(isolate + manage + ["migrate", "-v0"], env=env, cwd=settings.BASE_DIR, check=True, timeout=120)
-    return subprocess.run(isolate + manage + ["aiteam_demo", *options], env=env, cwd=settings.BASE_DIR,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([*isolate, sys.executable, "manage.py", *args], env=env, cwd=settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=180)
 
 
 def _file(directory: Path, text: str) -> Path:
