@@ -65,7 +65,7 @@ class Requirement(FSMModelMixin, models.Model):
     ticket_url = models.URLField(max_length=500, blank=True, editable=False)
     branch = models.CharField(
         max_length=255, blank=True, editable=False,
-        help_text="the git branch its work on an existing repository goes on: named when first needed, then kept "
+        help_text="the git branch its work goes on: named when first needed, then kept "
                   "(lifecycle/services/repositories.py)")
     ticket_via_webhook = models.BooleanField(
         default=False, editable=False,

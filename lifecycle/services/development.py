@@ -7,7 +7,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils.text import slugify
 
 from agents.edits import named_paths
 from agents.lost_tests import defined_tests, lost_tests, ran
@@ -22,7 +21,7 @@ from lifecycle.services.artifacts import NewArtifact, artifact_store, artifacts_
 from lifecycle.services.failures import failure_route_record, failure_with_history
 from lifecycle.services.leases import Lease, lock_for_apply, step_applying, step_finish
 from lifecycle.services.outbox import emit
-from lifecycle.services.repositories import repository_workspace
+from lifecycle.services.repositories import repository_workspace, requirement_branch
 from lifecycle.services.reviews import review_open
 from lifecycle.services.scheduling import step_schedule
 from lifecycle.services.transitions import transition
@@ -37,11 +36,10 @@ MAX_LOST_LISTED = 50  # lost tests kept on the report and shown to the reviewer
 
 def workspace_for(requirement: Requirement) -> Workspace:
     """A new project's workspace (history from empty), or on an existing repository the requirement's clone of
-    its mirror at the base commit it recorded (lifecycle/services/repositories.py)."""
+    its mirror at the base commit it recorded: either on the branch the requirement keeps (requirement_branch)."""
     if requirement.base_sha:
         return repository_workspace(requirement)
-    branch = f"aiteam/{str(requirement.pk)[:8]}-{slugify(requirement.title or 'requirement')[:40]}"
-    return Workspace(Path(settings.AITEAM_WORKSPACE_ROOT) / str(requirement.pk), branch)
+    return Workspace(Path(settings.AITEAM_WORKSPACE_ROOT) / str(requirement.pk), requirement_branch(requirement))
 
 
 def schedule_ready_tasks(requirement: Requirement, *, attempt: int) -> None:

@@ -73,11 +73,12 @@ def mirror_for(project: Project) -> Mirror:
 
 
 def requirement_branch(requirement: Requirement) -> str:
-    """The requirement's branch, named the first time it is needed and kept (a running requirement never moves to
-    another): aiteam/<ticket key>-<slug> for a ticket the tracker's signed webhook delivered or the operator typed
-    at the terminal (aiteam_ticket; the API refuses "cli"), so the ticket's next run delivers onto its last one;
-    aiteam/<id prefix>-<slug> for anything else, a brief or a member's ticket whatever key it names (ADR 42: a
-    member cannot take the branch the tracker's delivery of an issue pushes)."""
+    """The requirement's branch, on a new project as on an existing repository, named the first time it is needed
+    and kept (a running requirement never moves to another, whatever its title becomes): aiteam/<ticket key>-<slug>
+    for a ticket the tracker's signed webhook delivered or the operator typed at the terminal (aiteam_ticket; the
+    API refuses "cli"), so the ticket's next run delivers onto its last one; aiteam/<id prefix>-<slug> for anything
+    else, a brief or a member's ticket whatever key it names (ADR 42: a member cannot take the branch the tracker's
+    delivery of an issue pushes)."""
     if not requirement.branch:
         keyed = requirement.ticket_via_webhook or requirement.ticket_source == TicketSource.CLI
         key = requirement.ticket_key if keyed else str(requirement.pk)[:8]
