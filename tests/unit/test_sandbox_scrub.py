@@ -127,10 +127,10 @@ def test_a_default_run_reads_as_pytest_on_the_project_alone(tmp_path, files, fig
     _same_as_alone(report.output_tail, _alone(root, default_command(root), autoload=False), root)
 
 
-@pytest.mark.parametrize("files, args", [
-    (MIXED, ()), (MIXED, ("-v",)), (MIXED, ("-q",)), (MIXED, ("-rA",)), (MIXED, ("--tb=short", "-rfEs")),
-    (MIXED, ("-vv", "--tb=line")), (_passing(3), ()), (_passing(3), ("-v",)),
-], ids=["no options", "-v", "-q", "-rA", "--tb=short -rfEs", "-vv --tb=line", "all pass", "all pass -v"])
+@pytest.mark.parametrize("files, args", [  # each verbosity once, with a summary and a traceback style beside it
+    (MIXED, ()), (MIXED, ("-v", "-rA")), (MIXED, ("-q", "--tb=short", "-rfEs")), (MIXED, ("-vv", "--tb=line")),
+    (_passing(3), ()),
+], ids=["no options", "-v -rA", "-q --tb=short -rfEs", "-vv --tb=line", "all pass"])
 def test_a_repository_run_reads_as_pytest_on_the_project_alone_in_its_style(tmp_path, files, args):
     """A repository's options decide the style (not -q: a line per file, a junit line after the failures)."""
     root = _project(tmp_path / "repository", files)
