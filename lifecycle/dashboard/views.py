@@ -1,6 +1,7 @@
 """The staff dashboard and the evaluation runs page: numbers from selectors, charts drawn as SVG by the templates."""
 from __future__ import annotations
 
+import re
 from datetime import date, timedelta
 from typing import Any
 
@@ -77,8 +78,10 @@ def _on(per_day: dict[Any, dict[str, int]], day: date, key: str) -> int:
 @staff_member_required
 def eval_runs(request: HttpRequest) -> HttpResponse:
     compare = request.GET.get("run", "")
+    # not str.isdigit: "²" is a digit to it, and int() refuses thousands of digits
+    run = int(compare) if re.fullmatch(r"[0-9]{1,18}", compare) else None
     context = {**admin.site.each_context(request), "title": "Evaluation runs",
-               "suites": evals.suites(q.Scope.of(request.user), int(compare) if compare.isdigit() else None)}
+               "suites": evals.suites(q.Scope.of(request.user), run)}
     return TemplateResponse(request, "dashboard/evals.html", context)
 
 

@@ -95,6 +95,15 @@ def test_an_older_run_can_be_compared_with_the_one_before_it(two_runs, admin_use
     assert f"Run #{second.pk} against #{first.pk}" in client.get(f"{URL}?run={second.pk}").content.decode()
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0661", "9" * 5000, "1" * 19, "-1", "1.0", " 1", "abc"])
+def test_a_run_parameter_that_is_not_a_plain_run_id_compares_the_newest_run(two_runs, admin_user, client, value):
+    first, second = two_runs  # "²" and Arabic-Indic "١" are digits to str.isdigit; int() refuses 5000 digits
+    client.force_login(admin_user)
+    response = client.get(URL, {"run": value})
+    assert response.status_code == 200
+    assert f"Run #{second.pk} against #{first.pk}" in response.content.decode()
+
+
 def test_the_export_is_what_aiteam_eval_export_prints(two_runs, admin_user, client):
     first, _ = two_runs
     client.force_login(admin_user)
