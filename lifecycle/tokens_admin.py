@@ -1,20 +1,39 @@
 """API tokens in the admin: a staff member issues and revokes their own (a superuser anyone's).
 
 A new token's value is shown on the page that answers the form, and nowhere else: not in a message (stored
-in a cookie or the session until shown), not on the change page, not in the admin's history.
+in a cookie or the session until shown), not on the change page, not in the admin's history. An expiry given
+here is at most AITEAM_TOKEN_TTL_DAYS away (ADR 23): a later one is a form error, not silently shortened.
 """
 from __future__ import annotations
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from lifecycle.models import ApiToken
-from lifecycle.services.tokens import token_issue, token_revoke
+from lifecycle.services.tokens import default_expiry, token_issue, token_revoke
+
+
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name", "expires_at"]
+        help_texts = {"expires_at": "empty: AITEAM_TOKEN_TTL_DAYS from now, which is also the latest allowed"}
+
+    def clean_expires_at(self):
+        expires_at, latest = self.cleaned_data["expires_at"], default_expiry()
+        if expires_at is not None and expires_at > latest:
+            raise ValidationError(f"A token expires at most {settings.AITEAM_TOKEN_TTL_DAYS} days after it is issued "
+                                  f"(AITEAM_TOKEN_TTL_DAYS): {timezone.localtime(latest):%Y-%m-%d %H:%M} at the latest.")
+        return expires_at
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    form = ApiTokenForm
     list_display = ["name", "user", "shown_prefix", "status", "created_at", "expires_at", "last_used_at"]
     list_select_related = ["user"]
     search_fields = ["name", "prefix", "user__username"]

@@ -2,8 +2,9 @@
 plaintext tokens of rest_framework.authtoken converted at upgrade so their clients keep working."""
 import hashlib
 import importlib
+import re
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -15,7 +16,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from lifecycle.api.authentication import ApiTokenAuthentication
 from lifecycle.models import ApiToken
-from lifecycle.services.tokens import token_issue
+from lifecycle.services.tokens import default_expiry, token_issue
 from tests.conftest import api_for, staff_client
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +137,33 @@ def test_a_staff_member_sees_a_new_tokens_value_once_in_the_admin(alice, rita):
     for url in ("/admin/lifecycle/apitoken/", f"/admin/lifecycle/apitoken/{token.pk}/change/",
                 f"/admin/lifecycle/apitoken/{token.pk}/history/"):
         assert value not in client.get(url).content.decode()
+
+
+def add_in_admin(client, user, expires_at):
+    when = timezone.localtime(expires_at)  # a superuser's form has the user field; a staff member's does not
+    return client.post("/admin/lifecycle/apitoken/add/", {"name": "ci", "user": user.pk,
+                                                          "expires_at_0": f"{when:%Y-%m-%d}",
+                                                          "expires_at_1": f"{when:%H:%M:%S}"})
+
+
+@pytest.mark.parametrize("persona", ["alice", "admin_user"])
+def test_the_admin_refuses_an_expiry_beyond_the_ttl_with_an_error(persona, request, settings):
+    settings.AITEAM_TOKEN_TTL_DAYS = 7
+    user = request.getfixturevalue(persona)
+    client = staff_client(user)  # a superuser too: the TTL is the operator's setting
+    now = timezone.now()
+    for too_late in (now + timedelta(days=7, minutes=5), now.replace(year=9999, month=12, day=31)):
+        page = add_in_admin(client, user, too_late)
+        assert page.status_code == 200 and "value" not in page.context
+        [error] = page.context["adminform"].form.errors["expires_at"]
+        latest = re.fullmatch(r"A token expires at most 7 days after it is issued \(AITEAM_TOKEN_TTL_DAYS\): "
+                              r"(.+) at the latest\.", error).group(1)
+        shown = timezone.make_aware(datetime.strptime(latest, "%Y-%m-%d %H:%M"))
+        assert abs(shown - default_expiry(now)) < timedelta(minutes=2)
+    assert not ApiToken.objects.exists()
+    page = add_in_admin(client, user, now + timedelta(days=6))
+    token = ApiToken.objects.get(user=user)
+    assert token.matches(page.context["value"]) and token.expires_at == (now + timedelta(days=6)).replace(microsecond=0)
 
 
 def test_staff_see_and_revoke_only_their_own_tokens(alice, rita):
