@@ -18,10 +18,10 @@ from lifecycle.services.promotions import (
     MODIFY,
     REASON_MAX_CHARS,
     REJECT,
-    bundle_with,
     eval_runs_visible_to,
     promotion_decide,
     promotion_propose,
+    promotion_propose_prompts,
     promotion_rollback,
     promotions_visible_to,
 )
@@ -115,15 +115,14 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                                     pk=given["project"])
         runs = eval_runs_visible_to(request.user)
         current_run, candidate_run = (get_object_or_404(runs, pk=given[key]) for key in ("current_run", "candidate_run"))
-        candidate = given["candidate"]
-        if given["artifact"] == PromotedArtifact.PROMPTS:
-            if not isinstance(candidate, dict):
-                raise serializers.ValidationError({"candidate": ["an object of prompt name → text"]})
-            candidate = bundle_with(project, candidate).pk
-        row = promotion_propose(project=project, artifact=given["artifact"], candidate=candidate,
-                                current_run=current_run, candidate_run=candidate_run,
-                                actor=Actor.human(request.user, "api"), expected_effect=given["expected_effect"],
-                                justification=given["justification"])
+        proposal = {"current_run": current_run, "candidate_run": candidate_run, "actor": Actor.human(request.user, "api"),
+                    "expected_effect": given["expected_effect"], "justification": given["justification"]}
+        if given["artifact"] != PromotedArtifact.PROMPTS:
+            row = promotion_propose(project=project, artifact=given["artifact"], candidate=given["candidate"], **proposal)
+        elif isinstance(given["candidate"], dict):
+            row = promotion_propose_prompts(project=project, changed=given["candidate"], **proposal)
+        else:
+            raise serializers.ValidationError({"candidate": ["an object of prompt name → text"]})
         return Response(PromotionOut(row).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=PromotionDecisionIn, responses={200: PromotionOut, 409: CONFLICT})

@@ -181,6 +181,18 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
     return decision
 
 
+def promotion_propose_prompts(*, project: Project, changed: dict[str, str], current_run: EvalRun,
+                              candidate_run: EvalRun, actor: Actor, expected_effect: str, justification: str = ""
+                              ) -> PromotionDecision:
+    """A proposal of the project's prompts with `changed` replaced, over runs made already (the API's case): the
+    candidate bundle is written in the proposal's transaction, so a refused proposal leaves no bundle behind."""
+    with transaction.atomic():
+        return promotion_propose(project=project, artifact=PromotedArtifact.PROMPTS,
+                                 candidate=bundle_with(project, changed).pk, current_run=current_run,
+                                 candidate_run=candidate_run, actor=actor, expected_effect=expected_effect,
+                                 justification=justification)
+
+
 def proposal_check(project: Project, artifact: str, candidate: Any, actor: Actor,
                    expected_effect: str) -> tuple[Any, str]:
     """Who may propose, a valid candidate that changes something, an expected effect, no open proposal of the same

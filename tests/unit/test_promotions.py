@@ -314,6 +314,25 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
 
 
 @pytest.mark.django_db
+def test_a_prompt_proposal_the_api_refuses_leaves_no_bundle_behind(alice, acme_project):
+    Membership.objects.create(user=alice, organization=evaluator()[1], role="reviewer")  # reads the eval runs
+    current = current_version(acme_project, "prompts")[0]
+    another = bundle_with(acme_project, {"qc_engineer": prompt_files()["qc_engineer"] + "\nAnother constraint."}).pk
+    not_of_the_candidate = (evidence(acme_project, "budgets", {}, {"requirement": {"steps": 10}}),
+                            evidence(acme_project, "prompts", current, another))
+    bundles = set(PromptBundle.objects.values_list("sha256", flat=True))
+    body = {"project": str(acme_project.pk), "artifact": "prompts",
+            "candidate": {"qc_engineer": prompt_files()["qc_engineer"] + CONSTRAINT}, "expected_effect": "QC is stricter"}
+
+    for before, after in not_of_the_candidate:
+        refused = api_for(alice).post("/api/v1/promotions/", {**body, "current_run": before.pk,
+                                                              "candidate_run": after.pk}, format="json")
+        assert refused.status_code == 400 and "did not run the candidate" in refused.json()["candidate_run"][0]
+        assert set(PromptBundle.objects.values_list("sha256", flat=True)) == bundles
+    assert not PromotionDecision.objects.exists()
+
+
+@pytest.mark.django_db
 def test_the_owners_page_shows_both_runs_side_by_side_and_decides(alice, owner, acme_project):
     proposal = propose_prompt(acme_project, alice)
     client = staff_client(owner)
