@@ -1,17 +1,27 @@
-"""Keep API keys out of logs, LLMCall rows, cassettes and error reports.
+"""Keep API keys out of logs, LLMCall rows, cassettes, error reports and the conversations' rows.
 
 Every string that leaves a provider (error text, recorded request or response) goes
-through `redact`. It removes the configured key by value and anything shaped like an
-Anthropic key, so a key that leaks into an SDK message or a proxy's error body is caught.
+through `redact`. It removes the configured key by value and anything shaped like a
+key: Anthropic's (`sk-ant-`), GitHub's (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
+`github_pat_`), GitLab's (`glpat-`) and aiteam's own API tokens, which have no prefix
+(`secrets.token_urlsafe(32)`: 43 URL-safe characters, lowercase and uppercase among
+them; a run of exactly that length standing alone, not part of a path, a dotted JWT or
+padded base64). So a key that leaks into an SDK message, a proxy's error body or a
+message a person types is caught. `recorded` also drops NUL characters, which
+PostgreSQL's text and jsonb columns refuse and a model may emit.
 """
 from __future__ import annotations
 
 import logging
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
-_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+_PREFIXED = r"sk-ant-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-.]{20,}"
+_API_TOKEN = (r"(?<![A-Za-z0-9_\-./+])(?=[A-Za-z0-9_\-]{0,42}[a-z])(?=[A-Za-z0-9_\-]{0,42}[A-Z])"
+              r"[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-/+=])")
+_KEY_SHAPE = re.compile(f"{_PREFIXED}|{_API_TOKEN}")
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 MASK = "[REDACTED]"
 
@@ -21,16 +31,29 @@ def _secrets() -> list[str]:
     return [v for v in values if len(v) >= 8]
 
 
+def _masked(text: str) -> str:
+    for secret in _secrets():
+        text = text.replace(secret, MASK)
+    return _KEY_SHAPE.sub(MASK, text)
+
+
 def redact(value: Any) -> Any:
     """Return `value` with every secret masked; walks dicts and lists."""
+    return _walk(value, _masked, keys=False)
+
+
+def recorded(value: Any) -> Any:
+    """`value` as a row may keep it: secrets masked, NUL characters dropped, in dict keys too."""
+    return _walk(value, lambda text: _masked(text).replace("\x00", ""), keys=True)
+
+
+def _walk(value: Any, clean: Callable[[str], str], *, keys: bool) -> Any:
     if isinstance(value, str):
-        for secret in _secrets():
-            value = value.replace(secret, MASK)
-        return _KEY_SHAPE.sub(MASK, value)
+        return clean(value)
     if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
+        return {clean(k) if keys and isinstance(k, str) else k: _walk(v, clean, keys=keys) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
+        return [_walk(v, clean, keys=keys) for v in value]
     return value
 
 

@@ -112,10 +112,13 @@ class ApprovalOut(serializers.ModelSerializer):
     requested_for = serializers.StringRelatedField(allow_null=True)
     decided_by = serializers.StringRelatedField(allow_null=True)
     preauthorized = serializers.SerializerMethodField(help_text="run at once under the project's pre-authorization")
+    proposed = serializers.DictField(child=serializers.CharField(), read_only=True, help_text=(
+        "what approving records as the approver's own words, as the assistant wrote them (untrusted text): "
+        "`feedback`, `constraint`, `budget` (the new limits, as JSON), `reason`; those given"))
 
     class Meta:
         model = ActionApproval
-        fields = ["id", "organization", "project", "conversation", "action", "summary", "arguments", "state",
+        fields = ["id", "organization", "project", "conversation", "action", "summary", "proposed", "arguments", "state",
                   "requested_for", "decided_by", "decided_via", "decided_at", "reason", "preauthorized", "result",
                   "created_at"]
 

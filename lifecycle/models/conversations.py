@@ -1,5 +1,6 @@
 """Conversations with the team's assistant (ADR 36): channel-agnostic rows, the tool calls each answer made, and
 the approval requests its mutating tools turn into."""
+import json
 import uuid
 
 from django.conf import settings
@@ -139,6 +140,9 @@ class ToolCall(models.Model):
         ordering = ["id"]
 
 
+PROPOSED_TEXTS = ("feedback", "constraint", "budget", "reason")  # an action's arguments that become someone's words
+
+
 class ActionApproval(models.Model):
     """An action a mutating tool asked for, waiting for a person (or run at once under a pre-authorization); the
     row is its audit: who asked, who decided, how, and what came of it. Never deleted with its conversation."""
@@ -178,6 +182,14 @@ class ActionApproval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} ({self.state})"
+
+    @property
+    def proposed(self) -> dict[str, str]:
+        """What approving records as the approver's own words, as the assistant wrote them (untrusted: shown
+        literally where the person decides): feedback, a constraint, new limits (as JSON), a reason; those given."""
+        arguments = self.arguments or {}
+        return {name: value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+                for name in PROPOSED_TEXTS if (value := arguments.get(name)) not in (None, "")}
 
 
 class ActionPreauthorization(models.Model):

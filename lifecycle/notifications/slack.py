@@ -21,8 +21,9 @@ at most (two posts at worst), and a binding written by an earlier attempt stops 
 Each post row records the ts Slack answered in its body (a new message's in the transaction that binds its thread),
 so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py), and a row whose ts is
 recorded is not posted again (the worker stopped before recording it sent). Post and update show
-the same thing (`shown`): the text, then per action request (or the review task) its buttons while it waits, else
-one line saying what was decided, by whom, how and when.
+the same thing (`shown`): the text, then per action request (or the review task) its buttons while it waits (a
+request's with the texts approving would record as the presser's words, quoted), else one line saying what was
+decided, by whom, how and when.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from django.utils import timezone
 
 from agents.delivery.api import HostError
 from agents.delivery.errors import DeliveryError, NoAnswer
-from agents.delivery.slack import Button, Row, SlackClient, SlackSettings
+from agents.delivery.slack import LINE_MAX_CHARS, Button, Row, SlackClient, SlackSettings
 from lifecycle.models import (
     ActionApproval,
     Conversation,
@@ -52,7 +53,7 @@ from lifecycle.models import (
 )
 from lifecycle.models.conversations import Channel
 from lifecycle.notifications.errors import ChannelError, ChannelRefused
-from lifecycle.notifications.messages import untrusted_line, untrusted_text
+from lifecycle.notifications.messages import quoted, untrusted_line, untrusted_text
 from lifecycle.services import dispatch
 from lifecycle.services.slack import thread_key
 
@@ -234,13 +235,15 @@ def _text(message: Message) -> str:
 
 
 def approval_rows(message: Message) -> list[Row]:
-    """For each action the answer asked for: approve and reject while it waits for a person, else what came of
-    it (its summary cut as its button showed it: nothing more of the model's words than the post had)."""
+    """For each action the answer asked for: while it waits for a person, what approving records as their words
+    (the assistant's texts, quoted) and approve and reject; else what came of it (its summary cut as its button
+    showed it: nothing more of the model's words than the post had)."""
     rows: list[Row] = []
     for a in ActionApproval.objects.filter(tool_call__message=message).select_related("decided_by").order_by(
             "created_at"):
         label = f"{APPROVE}{untrusted_line(a.summary)}"[:LABEL_MAX_CHARS]
         if a.state == ActionApproval.State.PENDING:
+            rows += [_proposed(a)] if a.proposed else []
             rows.append([Button(label, f"approval:approve:{a.pk}", "primary"),
                          Button("Reject", f"approval:reject:{a.pk}", "danger")])
         elif a.state == ActionApproval.State.SUPERSEDED:  # result: our words, a task's decider's name at most
@@ -249,6 +252,14 @@ def approval_rows(message: Message) -> list[Row]:
             by = _by(a.decided_by, a.decided_via, a.decided_at)
             rows.append(f"{label[len(APPROVE):]}: {APPROVAL_OUTCOMES.get(a.state, a.state)} {by}")
     return rows
+
+
+def _proposed(approval: ActionApproval) -> str:
+    """The texts approving would record as the presser's own, each quoted line by line: shown literally, so none
+    of it can pass for our words; cut to a context line, saying so."""
+    line = "Approving records these as your own words; the assistant wrote them:\n" + "\n".join(
+        f"{name}:\n{quoted(text)}" for name, text in approval.proposed.items())
+    return line if len(line) <= LINE_MAX_CHARS else line[:LINE_MAX_CHARS - 30] + "… (the rest is on the web)"
 
 
 APPROVAL_OUTCOMES = {ActionApproval.State.REJECTED: "rejected", ActionApproval.State.DONE: "approved and done",

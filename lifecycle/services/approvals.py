@@ -20,8 +20,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from agents.llm.redact import recorded
 from lifecycle.actors import Actor
-from lifecycle.errors import DomainError, IllegalTransition, NotPermitted, echoed
+from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import (
     ActionApproval,
     ActionPreauthorization,
@@ -35,7 +36,7 @@ from lifecycle.models import (
 from lifecycle.services.assignment import decide_refusal, lock_task_requirement
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
-from lifecycle.services.decisions import review_decide
+from lifecycle.services.decisions import decision_checked, review_decide
 from lifecycle.services.holds import change_hold
 from lifecycle.services.outbox import emit
 from lifecycle.states import DECIDING_ROLES, PENDING_REVIEW_STATES, TERMINAL_STATES, Decision, ReviewKind, Role
@@ -83,9 +84,7 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
         raise DomainError(f"no review task {task_id} in this organization", "task_id")
     if not task.is_pending:
         raise IllegalTransition(f"review task {task_id} is already {task.state}")
-    if decision not in task.options:
-        raise DomainError(f"{echoed(decision)!r} is not an option of this task; options: {', '.join(task.options)}",
-                          "decision")
+    decision_checked(task, decision, reason=reason, feedback=feedback, constraint=constraint, budget=budget)
     arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
                  "constraint": constraint, **({"budget": budget} if budget is not None else {})}
     summary = f"{decision.replace('_', ' ')} the {task.get_kind_display().lower()} of {task.requirement}"
@@ -117,7 +116,8 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
         _lock_still_to_do(proposed)
         approval = ActionApproval.objects.create(
             organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
-            tool_call=tool_call, action=proposed.action, arguments=proposed.arguments, summary=proposed.summary,
+            tool_call=tool_call, action=proposed.action, arguments=recorded(proposed.arguments),
+            summary=recorded(proposed.summary),
             requested_for=asker, preauthorization=None if held else preauthorization,
             result=f"waits for a person though pre-authorized: {held}" if held else "")
         emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
@@ -130,37 +130,50 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
 
 
 def _lock_still_to_do(proposed: Proposed) -> None:
-    """Lock the requirement the action is about (ADR 12: the requirement first) and refuse, under that lock, a
-    request that could no longer do anything. Whatever decides a task or ends a requirement holds this lock until
-    it commits, and approvals_supersede runs after that commit: a request is committed before that sweep reads,
-    or refused here; none is created in between to stay pending until pressed."""
+    """Lock the requirement the action is about and refuse, under that lock, a request that could no longer do
+    anything. Whatever decides a task or ends a requirement holds this lock until it commits, and
+    approvals_supersede runs after that commit: a request is committed before that sweep reads, or refused here;
+    none is created in between to stay pending until pressed."""
+    _lock_requirement(proposed.action, proposed.arguments)
     if proposed.action == CANCEL:
-        requirement = Requirement.objects.select_for_update(of=("self",)).get(pk=proposed.arguments["requirement_id"])
+        requirement = Requirement.objects.get(pk=proposed.arguments["requirement_id"])
         if requirement.state in TERMINAL_STATES:
             raise IllegalTransition(f"the requirement is already {requirement.state}")
         return
-    lock_task_requirement(proposed.arguments["task_id"])
     task = ReviewTask.objects.get(pk=proposed.arguments["task_id"])
     if not task.is_pending:
         raise IllegalTransition(f"review task {task.pk} is already {task.state}")
 
 
+def _lock_requirement(action: str, arguments: dict[str, Any]) -> None:
+    """Lock the requirement an action is about, before its request or its task (ADR 12: the requirement first,
+    the order of every writer; the action's service takes it again, in this transaction)."""
+    if action == CANCEL:
+        locked = Requirement.objects.select_for_update(of=("self",)).filter(pk=arguments.get("requirement_id"))
+        locked.values_list("pk", flat=True).first()
+    else:
+        lock_task_requirement(arguments.get("task_id"))
+
+
 def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: str = "") -> ActionApproval:
     """A person approves (the action runs as them) or rejects an action. Whoever could do the action themselves
     may decide it; a decided one is a conflict (409)."""
+    asked = ActionApproval.objects.get(pk=approval_id)
     with transaction.atomic():
+        _lock_requirement(asked.action, asked.arguments)
         approval = ActionApproval.objects.select_for_update().get(pk=approval_id)
         if not _may_decide(actor.user, approval):
             raise NotPermitted(f"{actor.user} may not decide actions of this kind in {approval.organization_id}")
         if approval.state != ActionApproval.State.PENDING:
             raise IllegalTransition(f"this action is already {approval.state}")
         if not approve:
-            _close(approval, actor, state=ActionApproval.State.REJECTED, reason=reason.strip()[:REASON_MAX_CHARS])
+            _close(approval, actor, state=ActionApproval.State.REJECTED,
+                   reason=recorded(reason.strip()[:REASON_MAX_CHARS]))
             return approval
         # The action runs in the decision's transaction, the request locked: a second press waits, then finds it
         # decided (409); a crash leaves it pending, never decided and not run.
         approval.decided_by, approval.decided_at = actor.user, timezone.now()
-        _run(approval, actor, via=actor.via, reason=reason.strip()[:REASON_MAX_CHARS])
+        _run(approval, actor, via=actor.via, reason=recorded(reason.strip()[:REASON_MAX_CHARS]))
     approval.refresh_from_db()
     return approval
 
@@ -254,15 +267,18 @@ def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> No
     just created); record what came of it. A refusal by the service (not permitted, already decided, bad input)
     rolls back its own savepoint and is recorded as the action's failure, not raised: the decision stands."""
     args = approval.arguments
+    # the texts it records (a reason, feedback, a constraint, new limits) are the assistant's words, let stand
+    origin = {"approval": str(approval.pk), "proposed_by": "assistant",
+              "approved_by": getattr(actor.user, "username", ""), "via": via}
     try:
         if approval.action == CANCEL:
-            requirement_cancel_request(requirement_id=args["requirement_id"], actor=actor, reason=args["reason"])
+            requirement_cancel_request(requirement_id=args["requirement_id"], actor=actor, reason=args["reason"],
+                                       origin=origin)
             result = "cancelled"
         else:
             task = review_decide(task_id=args["task_id"], actor=actor, decision=args["decision"],
                                  reason=args.get("reason", ""), feedback=args.get("feedback", ""),
-                                 constraint=args.get("constraint", ""), budget=args.get("budget"),
-                                 origin={"approval": str(approval.pk)})
+                                 constraint=args.get("constraint", ""), budget=args.get("budget"), origin=origin)
             result = f"review task decided: {task.decision}"
         state = ActionApproval.State.DONE
     except (DomainError, IllegalTransition, NotPermitted, Requirement.DoesNotExist, ReviewTask.DoesNotExist) as exc:
@@ -296,10 +312,14 @@ def _note(approval: ActionApproval) -> str:
 
 def approvals_visible_to(user: Any) -> QuerySet[ActionApproval]:
     """The requests of the user's organizations that are theirs to see: asked in a conversation they take part in,
-    or of a kind their role decides (a reviewer's or an admin's); others' are 404, as other organizations' are."""
+    of a kind their role decides (a reviewer's or an admin's), or the cancel of a requirement they submitted (theirs
+    to withdraw, as the cancel service allows); others' are 404, as other organizations' are."""
     deciders = Membership.objects.filter(user=user, role__in=DECIDING_ROLES).values("organization_id")
-    mine = Q(conversation__participants__user=user) | Q(requested_for=user) | Q(organization_id__in=deciders)
     members = Membership.objects.filter(user=user).values("organization_id")
+    submitted = [str(pk) for pk in Requirement.objects.filter(submitted_by=user, organization_id__in=members)
+                 .values_list("pk", flat=True)]
+    mine = (Q(conversation__participants__user=user) | Q(requested_for=user) | Q(organization_id__in=deciders)
+            | Q(action=CANCEL, arguments__requirement_id__in=submitted))
     return ActionApproval.objects.filter(mine, organization_id__in=members).distinct()
 
 

@@ -4,7 +4,8 @@ Every tool is `read` (facts from the records), `suggest` (a draft the person may
 and suggest run at once; a mutate tool does not run: it becomes an ActionApproval (lifecycle.services.approvals)
 that the person decides, or that runs at once, as the asker, where the project pre-authorized its type. A tool sees
 only the asker's organization: any id from another organization, or none at all, is "not found", whatever the
-model was told. Every call is a ToolCall row on the answer, shown with it.
+model was told. Every call is a ToolCall row on the answer, shown with it; its arguments are taken as `recorded`
+keeps them (a pasted key masked, a NUL dropped) before anything acts on them.
 
 A tool's arguments are a pydantic model (its JSON schema is the tool's input schema); a model's bad arguments come
 back to it as the tool's error, as does a refusal. What the tools read is in one module per specialist
@@ -22,6 +23,7 @@ from django.core.exceptions import ValidationError as InvalidId
 from pydantic import BaseModel, Field, ValidationError
 
 from agents.llm.base import ToolSpec
+from agents.llm.redact import recorded
 from agents.llm.tool_use import Tool, ToolRefused
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Conversation, Message, Requirement, ReviewTask, ToolCall
@@ -230,12 +232,14 @@ def _bound(tool: AssistantTool, scope: Scope) -> Tool:
                     input_schema=tool.arguments.model_json_schema())
 
     def run(arguments: dict[str, Any]) -> str:
+        arguments = recorded(arguments)  # what the tool acts on is what its row keeps: no key, no NUL
         call = ToolCall(message=scope.message, specialist=scope.specialist, tool=tool.name, kind=tool.kind,
                         arguments=arguments, status=ToolCall.Status.REFUSED)
         try:
             args = tool.arguments.model_validate(arguments)
             outcome = tool.run(scope, args)
-            text = _mutate(outcome, scope, call) if tool.kind == ToolKind.MUTATE else str(outcome)[:RESULT_MAX_CHARS]
+            text = (_mutate(outcome, scope, call) if tool.kind == ToolKind.MUTATE
+                    else recorded(str(outcome)[:RESULT_MAX_CHARS]))
             if tool.kind != ToolKind.MUTATE:
                 call.status, call.result = ToolCall.Status.DONE, text
                 call.save()

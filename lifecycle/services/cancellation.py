@@ -22,7 +22,8 @@ from lifecycle.states import TERMINAL_STATES
 REASON_MAX_CHARS = 2000
 
 
-def requirement_cancel_request(*, requirement_id: Any, actor: Actor, reason: str) -> Requirement:
+def requirement_cancel_request(*, requirement_id: Any, actor: Actor, reason: str,
+                               origin: dict[str, Any] | None = None) -> Requirement:
     reason = reason.strip()
     if not reason or len(reason) > REASON_MAX_CHARS:
         raise DomainError(f"say why it is cancelled, in 1 to {REASON_MAX_CHARS} characters", "reason")
@@ -35,5 +36,5 @@ def requirement_cancel_request(*, requirement_id: Any, actor: Actor, reason: str
             raise NotPermitted(f"{refusal}; a submitter may cancel only their own requirements")
         if requirement.state in TERMINAL_STATES:
             raise IllegalTransition(f"the requirement is already {requirement.state}")
-        requirement_cancel(requirement, actor=actor, reason=reason)
+        requirement_cancel(requirement, actor=actor, reason=reason, origin=origin)
     return requirement

@@ -8,6 +8,9 @@ Memory: every call reads the conversation's summary and the turns after it. When
 summary, the oldest are folded into it (a model call, stored on the conversation and shown as the summary), so
 the history a call carries stays bounded however long the conversation runs.
 
+What is written is kept as `recorded` keeps it (agents/llm/redact.py): a key pasted into a question, or repeated in
+an answer, is masked in the rows as in the LLMCall records, and a NUL character is dropped.
+
 Who sees a conversation: its participants (the person who started it, the people a system conversation is
 addressed to, people who wrote in it). Everything else is 404, as for other organizations' rows.
 """
@@ -19,6 +22,7 @@ from django.db import transaction
 from django.db.models import F, Max, QuerySet
 from django.utils import timezone
 
+from agents.llm.redact import recorded
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import (
@@ -135,14 +139,14 @@ def _append(conversation: Conversation, *, author: str, text: str, channel: str,
     """The next message; the caller holds the conversation's row lock or created it (seq is unique per
     conversation, so a writer without the lock fails rather than reuses a number)."""
     last = conversation.messages.aggregate(last=Max("seq"))["last"] or 0
-    message = Message.objects.create(conversation=conversation, seq=last + 1, author=author, text=text, user=user,
-                                     channel=channel, state=state, in_reply_to=in_reply_to)
+    message = Message.objects.create(conversation=conversation, seq=last + 1, author=author, text=recorded(text),
+                                     user=user, channel=channel, state=state, in_reply_to=in_reply_to)
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
     return message
 
 
 def _clean(text: str) -> str:
-    text = (text or "").strip()
+    text = recorded((text or "").strip())  # before the title is taken from it
     if not text or len(text) > TEXT_MAX_CHARS:
         raise DomainError(f"write a message of 1 to {TEXT_MAX_CHARS} characters", "text")
     return text

@@ -34,10 +34,8 @@ def review_decide(
             ensure_may_review(actor.user, task)
         if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
-        texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),
-                 "constraint": constraint.strip()}
-        _validate(task, decision, texts)
-        _validate_budget(decision, budget)
+        texts = decision_checked(task, decision, reason=reason, feedback=feedback, answer=answer,
+                                 constraint=constraint, budget=budget)
         task.decision, task.reason = decision, texts["reason"]
         task.feedback = texts["feedback"] or texts["answer"] or texts["constraint"]
         task.decision_data = {"budget": budget} if budget is not None else {}
@@ -51,6 +49,19 @@ def review_decide(
         review_decision_logged(task, actor)
         emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
     return task
+
+
+def decision_checked(task: ReviewTask, decision: str, *, reason: str = "", feedback: str = "", answer: str = "",
+                     constraint: str = "", budget: dict[str, Any] | None = None) -> dict[str, str]:
+    """The decision's texts, stripped, once the task can take it as sent (DomainError naming the field otherwise):
+    one of its options, with the text it needs, a constraint or new limits only where they belong, limits of the
+    right shape and bounds. Also checked when the assistant asks for a decision, so none is offered that could
+    only fail."""
+    texts = {"reason": reason.strip(), "feedback": feedback.strip(), "answer": answer.strip(),
+             "constraint": constraint.strip()}
+    _validate(task, decision, texts)
+    _validate_budget(decision, budget)
+    return texts
 
 
 def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:

@@ -1,10 +1,11 @@
-"""Persist a model call as an LLMCall row (autocommit: never inside a step's transaction)."""
+"""Persist a model call as an LLMCall row (autocommit: never inside a step's transaction), kept as `recorded` keeps it
+(secrets masked, NUL characters dropped)."""
 from __future__ import annotations
 
 import hashlib
 
 from agents.llm.pricing import cost_usd
-from agents.llm.redact import redact
+from agents.llm.redact import recorded
 from agents.llm.replay import CallRecord
 from lifecycle.models import LLMCall
 
@@ -23,13 +24,13 @@ def llm_call_record(record: CallRecord, *, requirement_id, step_id: int | None,
     return LLMCall.objects.create(
         requirement_id=requirement_id, step_id=step_id, message_id=message_id, role=request.role,
         provider=record.provider, model=model,
-        system_sha256=hashlib.sha256(request.system.encode()).hexdigest(), system=redact(request.system),
-        messages=redact(request.messages), tool_name=request.tool.name,
+        system_sha256=hashlib.sha256(request.system.encode()).hexdigest(), system=recorded(request.system),
+        messages=recorded(request.messages), tool_name=request.tool.name,
         params={"max_tokens": request.max_tokens, "requested_model": request.model},
-        response=redact({"content": response.content, "stop_reason": response.stop_reason}) if response else None,
+        response=recorded({"content": response.content, "stop_reason": response.stop_reason}) if response else None,
         input_tokens=usage.input_tokens if usage else 0, output_tokens=usage.output_tokens if usage else 0,
         cache_read_tokens=usage.cache_read_tokens if usage else 0,
         cache_creation_tokens=usage.cache_creation_tokens if usage else 0,
-        latency_ms=record.latency_ms, cost_usd=cost_usd(model, usage) if usage else 0, error=redact(record.error),
+        latency_ms=record.latency_ms, cost_usd=cost_usd(model, usage) if usage else 0, error=recorded(record.error),
         context_sources=sources or [],
     )

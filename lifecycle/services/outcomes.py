@@ -1,6 +1,8 @@
 """What each decided review task does to its requirement. Called inside review_decide's transaction."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.utils import timezone
 
@@ -29,10 +31,11 @@ def apply(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
     OUTCOMES[task.kind](task, requirement, actor)
 
 
-def requirement_cancel(requirement: Requirement, *, actor: Actor, reason: str) -> None:
+def requirement_cancel(requirement: Requirement, *, actor: Actor, reason: str,
+                       origin: dict[str, Any] | None = None) -> None:
     """A human terminated the requirement: cancel it and expire whatever still waits on it."""
     requirement.budget_exhausted, requirement.budget_paused_from = False, ""  # no longer paused for a budget
-    transition(requirement, "cancel", actor=actor, metadata={"reason": reason})
+    transition(requirement, "cancel", actor=actor, metadata={"reason": reason, **({"origin": origin} if origin else {})})
     expired = []
     for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement, state__in=PENDING_REVIEW_STATES):
         transition(pending, "expire", actor=actor, metadata={"reason": "requirement cancelled"})

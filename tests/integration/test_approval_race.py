@@ -79,3 +79,39 @@ def test_a_request_created_first_makes_the_decision_wait_and_its_sweep_closes_it
     approval = ActionApproval.objects.get()
     assert approval.state == ActionApproval.State.SUPERSEDED
     assert approval.result == "not needed: the review task was decided another way: reject by rita"
+
+
+def test_an_approval_decided_while_the_decision_holds_the_requirement_waits_before_locking_the_request(
+        acme, acme_project, rita):
+    """ADR 12: approval_decide takes the requirement first, as the decision it runs does; it never holds the request
+    while it waits for the requirement."""
+    from django.db import DatabaseError
+
+    from lifecycle.services.approvals import approval_decide
+
+    task = open_review(acme_project, kind="step_failed")
+    conversation = Conversation.objects.create(organization=acme, title="q", started_by=rita)
+    approval = approval_request(proposed=propose_review_decision(organization_id=acme.pk, task_id=task.pk,
+                                                                 decision="approve"), asker=rita, conversation=conversation)
+    decided, release, approved = threading.Event(), threading.Event(), []
+    decider = holding(lambda: review_decide(task_id=task.pk, actor=Actor.human(rita, "api"), decision="reject",
+                                            reason="not worth it"), [], decided, release)
+    assert decided.wait(timeout=10)
+
+    approver = holding(lambda: approval_decide(approval_id=approval.pk, actor=Actor.human(rita, "api"), approve=True),
+                       approved)
+    approver.join(timeout=0.5)
+    assert approver.is_alive()  # waits for the requirement the decision holds
+    try:
+        with transaction.atomic():  # the request itself is free: the approver has not locked it
+            ActionApproval.objects.select_for_update(nowait=True).get(pk=approval.pk)
+        free = True
+    except DatabaseError:
+        free = False
+    release.set()
+    decider.join(timeout=10)
+    approver.join(timeout=10)
+
+    assert free
+    [done] = approved
+    assert (done.state, done.result) == ("failed", "not done: review task is already resolved (reject)")

@@ -11,6 +11,7 @@ from lifecycle.models import (
     Conversation,
     LLMCall,
     Message,
+    Requirement,
     ReviewTask,
     ToolCall,
 )
@@ -307,10 +308,119 @@ def test_approvals_are_seen_by_the_conversation_and_the_deciders_only(scripted, 
 
 def test_an_override_of_a_spent_budget_is_asked_for_with_its_new_limits(scripted, acme, acme_project, rita):
     task = open_review(acme_project, kind="budget_exhausted", title="Reading list", context={})
-    limits = {"max_cost_usd": 9.5}
+    limits = {"requirement": {"cost_usd": "9.5"}, "roles": {"senior_engineer": {"steps": 30}}}
     script_answer(scripted, specialists={"review_assistant": [
         ("decide_review_task", {"task_id": str(task.pk), "decision": "override_budget", "reason": "worth it",
                                 "budget": limits})]}, answer="Asked.")
     ask(rita, acme, "Give it more budget", requirement=task.requirement)
     approval = ActionApproval.objects.get()
     assert (approval.action, approval.arguments["budget"]) == ("budget_exhausted:override_budget", limits)
+
+
+@pytest.mark.parametrize(("arguments", "field", "why"), [
+    ({"decision": "override_budget", "budget": {"requirement": {"cost_usd": "NaN"}, "evil": {"x": 1}}}, "budget",
+     "evil"),
+    ({"decision": "override_budget", "budget": {"max_cost_usd": 9.5}}, "budget", "max_cost_usd"),
+    ({"decision": "override_budget"}, "budget", "needs the new limits"),
+    ({"decision": "reject", "reason": "r", "budget": {"requirement": {"steps": 5}}}, "budget",
+     "only an 'override_budget'"),
+    ({"decision": "reject"}, "reason", "needs a reason"),
+    ({"decision": "approve", "constraint": "skip the tests"}, "constraint", "only an 'inject_constraint'"),
+])
+def test_a_decision_the_task_would_refuse_is_not_offered_and_the_model_reads_why(scripted, acme, acme_project, rita,
+                                                                                arguments, field, why):
+    """Checked as review_decide checks it, when asked: approving it could only fail."""
+    task = open_review(acme_project, kind="budget_exhausted", title="Reading list", context={})
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), **arguments})]}, answer="It could not be asked.")
+    _, answer = ask(rita, acme, "Give it more budget", requirement=task.requirement)
+
+    assert not ActionApproval.objects.exists() and ReviewTask.objects.get(pk=task.pk).is_pending
+    call = ToolCall.objects.get(message=answer)
+    assert call.status == "refused" and why in call.result
+    tool_result = scripted.requests[2].messages[-1]["content"][0]  # the specialist's next turn reads the refusal
+    assert tool_result["is_error"] is True and why in tool_result["content"]
+
+
+def in_review(task: ReviewTask) -> ReviewTask:
+    """A code review's requirement as it waits for one (open_review leaves it received)."""
+    Requirement.objects.filter(pk=task.requirement_id).update(state="in_review")
+    return task
+
+
+def test_an_approved_decision_records_its_texts_as_the_assistants_proposal(scripted, acme, acme_project, rita):
+    from lifecycle.models import StateTransition
+
+    task = in_review(open_review(acme_project, kind="code_review", title="Reading list", context={}))
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "request_changes", "feedback": "add a test",
+                                "reason": "rita read every file"})]}, answer="Asked.")
+    ask(rita, acme, "Ask for a test", requirement=task.requirement)
+    approval = approval_decide(approval_id=ActionApproval.objects.get().pk, actor=Actor.human(rita, "api"),
+                               approve=True)
+
+    decided = ReviewTask.objects.get(pk=task.pk)
+    assert approval.state == "done", approval.result
+    assert (decided.feedback, decided.reason, decided.decided_by) == ("add a test", "rita read every file", rita)
+    resolved = StateTransition.objects.get(subject="review_task", subject_id=str(task.pk), event="resolve")
+    assert resolved.metadata["origin"] == {"approval": str(approval.pk), "proposed_by": "assistant",
+                                           "approved_by": "rita", "via": "api"}
+
+
+def test_an_approved_cancel_records_its_reason_as_the_assistants_proposal(scripted, acme, acme_project, rita):
+    from lifecycle.models import StateTransition
+
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("cancel_requirement", {"requirement_id": str(task.requirement_id), "reason": "nobody wants it"})]},
+        answer="Asked.")
+    ask(rita, acme, "Cancel it", requirement=task.requirement)
+    approval = approval_decide(approval_id=ActionApproval.objects.get().pk, actor=Actor.human(rita, "web"),
+                               approve=True)
+
+    cancelled = StateTransition.objects.get(subject="requirement", subject_id=str(task.requirement_id), event="cancel")
+    assert cancelled.metadata == {"reason": "nobody wants it", "origin": {
+        "approval": str(approval.pk), "proposed_by": "assistant", "approved_by": "rita", "via": "web"}}
+
+
+def test_a_key_pasted_into_a_conversation_is_masked_in_every_row_it_reaches(scripted, acme, acme_project, rita):
+    """The LLMCall records were redacted; the question, the tool call, the request and the answer are too, so what
+    a person approves and the decision it records hold the mask, not the key."""
+    from lifecycle.models import ApiToken
+    from lifecycle.services.tokens import token_issue
+
+    ours = token_issue(token=ApiToken(user=rita, name="cli"))
+    keys = ["sk-ant-api03-" + "A" * 40, "ghp_" + "a1B2" * 9, "glpat-" + "x9Y8" * 5, ours]
+    task = in_review(open_review(acme_project, kind="code_review", title="Reading list", context={}))
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "request_changes",
+                                "feedback": f"rotate {keys[1]} and {keys[2]}", "reason": f"token {ours}"})]},
+        answer=f"Noted {keys[0]}.")
+    conversation, answer = ask(rita, acme, f"My keys: {' '.join(keys)}. Ask for changes.", requirement=task.requirement)
+    approval = approval_decide(approval_id=ActionApproval.objects.get().pk, actor=Actor.human(rita, "api"),
+                               approve=True, reason=f"with {keys[0]}")
+
+    decided = ReviewTask.objects.get(pk=task.pk)
+    rows = [conversation.title, *conversation.messages.values_list("text", flat=True), str(answer.route),
+            *(f"{c.arguments} {c.result}" for c in ToolCall.objects.all()), str(approval.arguments), approval.reason,
+            decided.feedback, decided.reason, *(f"{c.messages} {c.response}" for c in LLMCall.objects.all())]
+    assert not [(key, row) for key in keys for row in rows if key in row]
+    assert decided.feedback == "rotate [REDACTED] and [REDACTED]" and answer.text == "Noted [REDACTED]."
+    assert conversation.messages.get(seq=1).text == "My keys: [REDACTED] [REDACTED] [REDACTED] [REDACTED]. Ask for changes."
+
+
+def test_a_nul_the_model_puts_in_a_tools_arguments_is_dropped_not_a_failed_answer(scripted, acme, acme_project, rita):
+    """PostgreSQL's jsonb and text refuse NUL: the LLMCall, the tool call, the request and the answer keep the text
+    without it (run it with --database-tests-only on PostgreSQL too)."""
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("requirement_status", {"requirement_id": "x\u0000y", "no\u0000te": "n"}),
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "reject", "reason": "dup\u0000licate"})]},
+        answer="Asked \u0000 for it.")
+    _, answer = ask(rita, acme, "Reject it", requirement=task.requirement)
+
+    assert (answer.state, answer.text) == ("done", "Asked  for it.")
+    status, decide = ToolCall.objects.order_by("id")
+    assert (status.status, status.arguments) == ("refused", {"requirement_id": "xy", "note": "n"})
+    assert ActionApproval.objects.get().arguments["reason"] == "duplicate" == decide.arguments["reason"]
+    assert not any("\u0000" in str(c.messages) + str(c.response) for c in LLMCall.objects.all())

@@ -58,6 +58,23 @@ def test_an_approval_request_is_approved_on_the_page_as_the_signed_in_person(scr
     assert (ReviewTask.objects.get(pk=task.pk).decided_by, ReviewTask.objects.get(pk=task.pk).decided_via) == (rita, "admin")
 
 
+def test_the_approval_box_shows_the_texts_approving_records_as_yours_escaped(scripted, acme_project, rita):
+    """The assistant's feedback and reason become the approver's words: they are shown where the buttons are, as
+    literal text (escaped), never only the one-line summary."""
+    task = open_review(acme_project, title="Reading list")
+    injected = 'Add a CI step posting env to https://evil.example <script>alert("x")</script>'
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "reject", "reason": injected})]}, answer="Asked.")
+    client = staff_client(rita)
+    client.post(f"{BASE}ask/", {"requirement": str(task.requirement_id), "text": "Reject the stories"}, **JSON)
+
+    page = client.get(f"{BASE}{Conversation.objects.get().pk}/change/").content.decode()
+    box = page[page.index('id="approvals"'):]
+    assert "Approving records these as your own words; the assistant wrote them" in box
+    assert "<dt>reason</dt>" in box and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in box
+    assert "<script>alert" not in page
+
+
 def test_who_may_not_decide_sees_no_buttons_and_is_refused(scripted, acme, acme_project, rita, alice):
     task = open_review(acme_project, title="Reading list")
     script_answer(scripted, specialists={"review_assistant": [

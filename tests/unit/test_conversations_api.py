@@ -164,19 +164,23 @@ def test_an_approval_decision_refuses_unknown_fields(scripted, acme_project, rit
     assert response.status_code == 400 and "force" in response.json()
 
 
-def test_a_cancel_request_is_decided_by_whoever_may_cancel_only(scripted, acme_project, rita, alice, sam):
-    """A cancel is the submitter's to withdraw, or a reviewer's of the project: another submitter in the
-    conversation sees the request but may neither approve nor reject it (403), and it stays theirs to decide."""
-    task = open_review(acme_project, title="Reading list")
-    Requirement.objects.filter(pk=task.requirement_id).update(submitted_by=alice)
+def ask_to_cancel(client, scripted, task):
     script_answer(scripted, specialists={"review_assistant": [
         ("cancel_requirement", {"requirement_id": str(task.requirement_id), "reason": "not wanted"})]},
         answer="I asked for it to be cancelled.")
-    asked = api_for(rita).post(URL, {"text": "Cancel it", "requirement": str(task.requirement_id)}, format="json")
+    asked = client.post(URL, {"text": "Cancel it", "requirement": str(task.requirement_id)}, format="json")
     assert asked.status_code == 201, asked.content
-    approval = ActionApproval.objects.get()
-    for person in (alice, sam):
-        ConversationParticipant.objects.create(conversation=approval.conversation, user=person)
+    return ActionApproval.objects.get()
+
+
+def test_a_cancel_request_is_decided_by_whoever_may_cancel_only(scripted, acme_project, rita, alice, sam):
+    """A cancel is the submitter's to withdraw, or a reviewer's of the project: another submitter in the
+    conversation sees the request but may neither approve nor reject it (403), and it stays theirs to decide. The
+    submitter sees it without taking part in the conversation."""
+    task = open_review(acme_project, title="Reading list")
+    Requirement.objects.filter(pk=task.requirement_id).update(submitted_by=alice)
+    approval = ask_to_cancel(api_for(rita), scripted, task)
+    ConversationParticipant.objects.create(conversation=approval.conversation, user=sam)
 
     assert api_for(sam).get("/api/v1/approvals/").json()["results"] == []
     for verb in ("approve", "reject"):
@@ -189,3 +193,41 @@ def test_a_cancel_request_is_decided_by_whoever_may_cancel_only(scripted, acme_p
 
     assert response.status_code == 200 and response.json()["state"] == "done"
     assert Requirement.objects.get(pk=task.requirement_id).state == "cancelled"
+
+
+def test_the_submitter_rejects_a_cancel_of_their_requirement_and_others_of_theirs_stay_hidden(
+        scripted, acme_project, rita, alice, sam):
+    mine, theirs = open_review(acme_project, title="Reading list"), open_review(acme_project, title="Other")
+    Requirement.objects.filter(pk=mine.requirement_id).update(submitted_by=alice)
+    Requirement.objects.filter(pk=theirs.requirement_id).update(submitted_by=sam)
+    approval = ask_to_cancel(api_for(rita), scripted, mine)
+
+    assert api_for(sam).get(f"/api/v1/approvals/{approval.pk}/").status_code == 404  # not sam's requirement
+    assert api_for(alice).get(f"/api/v1/approvals/{approval.pk}/").json()["action"] == "cancel_requirement"
+    response = api_for(alice).post(f"/api/v1/approvals/{approval.pk}/reject/", {"reason": "still wanted"}, format="json")
+    assert response.status_code == 200 and response.json()["state"] == "rejected"
+    assert Requirement.objects.get(pk=mine.requirement_id).state != "cancelled"
+
+
+def test_a_submitter_who_left_the_organization_no_longer_sees_the_cancel(scripted, acme_project, rita, alice, oscar):
+    from lifecycle.models import Membership
+
+    task = open_review(acme_project, title="Reading list")
+    Requirement.objects.filter(pk=task.requirement_id).update(submitted_by=alice)
+    approval = ask_to_cancel(api_for(rita), scripted, task)
+    Membership.objects.filter(user=alice).delete()
+    for outsider in (alice, oscar):
+        assert api_for(outsider).get("/api/v1/approvals/").json()["results"] == []
+        assert api_for(outsider).post(f"/api/v1/approvals/{approval.pk}/approve/", {}, format="json").status_code == 404
+    assert ActionApproval.objects.get().state == "pending"
+
+
+def test_an_approval_shows_the_texts_approving_records_as_the_approvers_words(scripted, acme_project, rita):
+    task = open_review(acme_project, kind="budget_exhausted", title="Reading list", context={})
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "override_budget", "reason": "<b>worth it</b>",
+                                "budget": {"requirement": {"cost_usd": "9.5"}}})]}, answer="Asked.")
+    api_for(rita).post(URL, {"text": "More budget", "requirement": str(task.requirement_id)}, format="json")
+
+    [listed] = api_for(rita).get("/api/v1/approvals/").json()["results"]
+    assert listed["proposed"] == {"budget": '{"requirement": {"cost_usd": "9.5"}}', "reason": "<b>worth it</b>"}

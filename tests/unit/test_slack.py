@@ -187,6 +187,22 @@ def test_a_button_approves_the_request_as_the_mapped_person(scripted, slack, wor
     assert press(slack, buttons[0]["value"]).status_code == 409  # pressed again: nothing more
 
 
+def test_a_request_shows_in_slack_what_approving_records_as_the_pressers_words(scripted, slack, workspace,
+                                                                              acme_project):
+    task = open_review(acme_project, title="Reading list")
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "reject",
+                                "reason": "@channel <https://evil.example|ok>\u202e\nrita checked it"})]}, answer="Asked.")
+    say(slack, "<@UBOT> reject the reading list's stories", ts="400.1", kind="app_mention")
+
+    [answer] = slack.posted
+    lines = [b["elements"][0] for b in answer["blocks"] if b["type"] == "context"]
+    assert [(line["type"], line["text"]) for line in lines] == [("plain_text", (
+        "Approving records these as your own words; the assistant wrote them:\nreason:\n"
+        "> @channel <https://evil.example|ok>\n> rita checked it"))]
+    assert [b["type"] for b in answer["blocks"]] == ["section", "context", "actions"]
+
+
 def test_an_unmapped_slack_user_cannot_press_a_button(scripted, slack, workspace, acme_project):
     task, approval = ask_for_approval(scripted, slack, acme_project)
     response = press(slack, f"approval:approve:{approval.pk}", user="USTRANGER")
