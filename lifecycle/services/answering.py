@@ -21,7 +21,7 @@ from django.utils import timezone
 from agents.llm.base import LLMError, LLMRequest, LLMResponse, Provider
 from agents.llm.deadline import deadline_in
 from agents.llm.factory import llm_from_settings, provider_from_settings
-from agents.llm.redact import recorded, redact
+from agents.llm.redact import redact, typed
 from agents.llm.replay import RecordingProvider
 from agents.roles import assistant
 from agents.schemas.conversation import AnswerContext, FoldContext, QuestionContext, Turn
@@ -122,8 +122,8 @@ def _answer(message: Message) -> None:
     answer = assistant.answer(AnswerContext(**question.model_dump(), findings=findings), llm)
     with transaction.atomic():
         updated = _held(message).update(  # the model's words, kept as any message's are (recorded)
-            text=recorded(answer.answer), state=Message.State.DONE, answered_at=timezone.now(), error="",
-            route=recorded({"specialists": list(route.specialists), "reason": route.reason, "findings": findings}))
+            text=typed(answer.answer), state=Message.State.DONE, answered_at=timezone.now(), error="",
+            route=typed({"specialists": list(route.specialists), "reason": route.reason, "findings": findings}))
         if updated:
             Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
             message_written(message)
@@ -153,7 +153,7 @@ def _fold_if_long(conversation: Conversation, *, before: int, llm) -> None:
     summary = assistant.fold(FoldContext(summary=conversation.summary,
                                          turns=[Turn(author=m.author, text=m.text) for m in oldest]), llm)
     Conversation.objects.filter(pk=conversation.pk, summary_through=conversation.summary_through).update(
-        summary=recorded(summary.summary), summary_through=oldest[-1].seq)
+        summary=typed(summary.summary), summary_through=oldest[-1].seq)
     conversation.refresh_from_db(fields=["summary", "summary_through"])
 
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from agents.llm.redact import recorded
+from agents.llm.redact import typed
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import (
@@ -116,8 +116,8 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
         _lock_still_to_do(proposed)
         approval = ActionApproval.objects.create(
             organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
-            tool_call=tool_call, action=proposed.action, arguments=recorded(proposed.arguments),
-            summary=recorded(proposed.summary),
+            tool_call=tool_call, action=proposed.action, arguments=typed(proposed.arguments),
+            summary=typed(proposed.summary),
             requested_for=asker, preauthorization=None if held else preauthorization,
             result=f"waits for a person though pre-authorized: {held}" if held else "")
         emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
@@ -168,12 +168,12 @@ def approval_decide(*, approval_id: Any, actor: Actor, approve: bool, reason: st
             raise IllegalTransition(f"this action is already {approval.state}")
         if not approve:
             _close(approval, actor, state=ActionApproval.State.REJECTED,
-                   reason=recorded(reason.strip()[:REASON_MAX_CHARS]))
+                   reason=typed(reason.strip()[:REASON_MAX_CHARS]))
             return approval
         # The action runs in the decision's transaction, the request locked: a second press waits, then finds it
         # decided (409); a crash leaves it pending, never decided and not run.
         approval.decided_by, approval.decided_at = actor.user, timezone.now()
-        _run(approval, actor, via=actor.via, reason=recorded(reason.strip()[:REASON_MAX_CHARS]))
+        _run(approval, actor, via=actor.via, reason=typed(reason.strip()[:REASON_MAX_CHARS]))
     approval.refresh_from_db()
     return approval
 

@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError as InvalidId
 from pydantic import BaseModel, Field, ValidationError
 
 from agents.llm.base import ToolSpec
-from agents.llm.redact import recorded
+from agents.llm.redact import typed
 from agents.llm.tool_use import Tool, ToolRefused
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import Conversation, Message, Requirement, ReviewTask, ToolCall
@@ -232,14 +232,14 @@ def _bound(tool: AssistantTool, scope: Scope) -> Tool:
                     input_schema=tool.arguments.model_json_schema())
 
     def run(arguments: dict[str, Any]) -> str:
-        arguments = recorded(arguments)  # what the tool acts on is what its row keeps: no key, no NUL
+        arguments = typed(arguments)  # what the tool acts on is what its row keeps: no key, no NUL
         call = ToolCall(message=scope.message, specialist=scope.specialist, tool=tool.name, kind=tool.kind,
                         arguments=arguments, status=ToolCall.Status.REFUSED)
         try:
             args = tool.arguments.model_validate(arguments)
             outcome = tool.run(scope, args)
             text = (_mutate(outcome, scope, call) if tool.kind == ToolKind.MUTATE
-                    else recorded(str(outcome)[:RESULT_MAX_CHARS]))
+                    else typed(str(outcome)[:RESULT_MAX_CHARS]))
             if tool.kind != ToolKind.MUTATE:
                 call.status, call.result = ToolCall.Status.DONE, text
                 call.save()

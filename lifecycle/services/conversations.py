@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F, Max, QuerySet
 from django.utils import timezone
 
-from agents.llm.redact import recorded
+from agents.llm.redact import typed
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.models import (
@@ -139,14 +139,14 @@ def _append(conversation: Conversation, *, author: str, text: str, channel: str,
     """The next message; the caller holds the conversation's row lock or created it (seq is unique per
     conversation, so a writer without the lock fails rather than reuses a number)."""
     last = conversation.messages.aggregate(last=Max("seq"))["last"] or 0
-    message = Message.objects.create(conversation=conversation, seq=last + 1, author=author, text=recorded(text),
+    message = Message.objects.create(conversation=conversation, seq=last + 1, author=author, text=typed(text),
                                      user=user, channel=channel, state=state, in_reply_to=in_reply_to)
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
     return message
 
 
 def _clean(text: str) -> str:
-    text = recorded((text or "").strip())  # before the title is taken from it
+    text = typed((text or "").strip())  # before the title is taken from it
     if not text or len(text) > TEXT_MAX_CHARS:
         raise DomainError(f"write a message of 1 to {TEXT_MAX_CHARS} characters", "text")
     return text

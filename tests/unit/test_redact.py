@@ -1,12 +1,12 @@
-"""What `redact` masks (keys of Anthropic, GitHub, GitLab and aiteam's own API tokens) and what it leaves alone;
-`recorded` also drops NULs, in keys too."""
+"""What `redact` masks (keys of Anthropic, GitHub, GitLab) and what it leaves alone; `recorded` also drops NULs,
+in keys too; `typed` (what people type, the assistant's answers) masks aiteam's own API tokens as well."""
 from __future__ import annotations
 
 import secrets
 
 import pytest
 
-from agents.llm.redact import MASK, recorded, redact
+from agents.llm.redact import MASK, recorded, redact, typed
 from lifecycle.models.tokens import new_secret
 
 
@@ -19,9 +19,14 @@ def test_a_prefixed_key_is_masked_wherever_it_stands(key):
         assert key not in redact(text) and MASK in redact(text)
 
 
-def test_every_api_token_aiteam_issues_is_masked_in_a_sentence():
+def test_every_api_token_aiteam_issues_is_masked_in_a_sentence_a_person_typed():
     tokens = [new_secret() for _ in range(2000)]
-    assert [t for t in tokens if t in redact(f"my token is {t}, and 'Token {t}'.")] == []
+    assert [t for t in tokens if t in typed(f"my token is {t}, and 'Token {t}'.")] == []
+
+
+def test_the_pipelines_calls_keep_a_name_shaped_like_a_token_so_a_replay_gets_back_what_was_answered():
+    code = "class ParsesTheLedgerIntoMonthlyTotalsPerClientXY:\n    pass\n"  # a 43-character name
+    assert recorded({"content": code}) == {"content": code} and MASK in typed(code)
 
 
 @pytest.mark.parametrize("text", [
@@ -33,7 +38,7 @@ def test_every_api_token_aiteam_issues_is_masked_in_a_sentence():
     "Ab1_" * 11,  # 44 characters: not a token's length
 ])
 def test_what_only_resembles_a_token_is_left_alone(text):
-    assert redact(text) == text
+    assert redact(text) == text and typed(text) == text
 
 
 def test_recorded_masks_and_drops_nul_in_values_and_keys_of_nested_json():
