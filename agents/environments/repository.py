@@ -29,7 +29,7 @@ from agents.sandbox.report import MAX_TEST_IDS
 from agents.sandbox.runner import RepoRun
 
 _REPORT_KEYS = ("passed", "failed", "errors", "skipped", "duration_s", "exit_code", "timed_out", "killed_reason",
-                "isolation", "tampered", "output_tail")
+                "isolation", "tampered", "unjudged", "output_tail")
 
 
 class BaselineUnusable(ValueError):
@@ -55,6 +55,8 @@ _WHAT_TO_DO = {
     5: "check the test command's paths and the pytest configuration's testpaths, markers and python_files (or set "
        "the project's test_command setting, or [tests] command in .aiteam.toml)",
 }
+_TOO_LARGE = ("Set the project's test_command setting, or [tests] command in the repository's .aiteam.toml, to a "
+              "part of the suite (some of its test directories, or -m or -k) that covers the code tickets change")
 
 
 def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, sources: Callable[[TestCommand], PackageSources],
@@ -84,6 +86,9 @@ def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimi
     for number, report in enumerate(runs.reports, start=1):
         if report.timed_out:
             return  # the caller's to retry
+        if report.unjudged:
+            raise BaselineUnusable(f"the base commit's test run ({number} of 2) cannot be judged: {report.unjudged}. "
+                                   f"{_TOO_LARGE}", report.output_tail)
         if report.tampered:
             raise BaselineUnusable("the repository's own tests forged their report at the base commit, so no change "
                                    f"can be judged against them: {'; '.join(sorted(set(report.tampered)))}",
@@ -186,7 +191,7 @@ def judged_report(after: RepoRun, prepared: Mapping[str, Any], *, reproductions:
     report = after.report.to_dict()
     not_run = _not_run(report, at_base, limits)
     ok = (not failing and not missing and all(r.ok for r in comparison.reproductions) and not report["tampered"]
-          and not report["timed_out"] and not not_run)
+          and not report["unjudged"] and not report["timed_out"] and not not_run)
     report.update(ok=ok, failing_tests=failing[:MAX_TEST_IDS], failing_tests_total=len(failing), comparison={
         **comparison.to_dict(), "ok": ok, "not_run": not_run, "added_failing": added_failing,
         "flaky": list(baseline.flaky),

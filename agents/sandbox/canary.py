@@ -96,7 +96,7 @@ def judged(streamed: Streamed, cases: list[Case] | None, canary: Canary, expecte
     own = list(project)
     reasons = list(streamed.forged)
     if not streamed.finished:
-        if streamed.started and ended_by_itself:
+        if streamed.started and ended_by_itself and not streamed.overflowed:  # a stream cut by its bound: too large
             reasons.append("the run exited by itself in the middle of pytest's session: the outcome stream was cut "
                            f"after {len(streamed.outcomes)} test(s) and never reached the end of the session")
         return outcome_of(replace(streamed, outcomes=project), own), reasons

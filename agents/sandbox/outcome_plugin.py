@@ -15,6 +15,9 @@ import pytest
 
 FD_VARIABLE = "AITEAM_OUTCOME_FD"
 _MESSAGE_CHARS = 300  # enough for the canary's nonce; the output tail has the rest
+# A subtest's report (unittest's subTest, the subtests fixture) carries its test's node id and "call": pytest 9's
+# own, and the pytest-subtests plugin's before it. One test has as many of them as it ran subtests.
+_SUBTEST_REPORTS = ("SubtestReport", "SubTestReport")
 
 # Taken at load, before the project's code runs: a test's child process does not inherit the pipe (it would keep the
 # worker reading after the run), and a later patch of json.dumps or os.write does not reach the bound names.
@@ -59,8 +62,16 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _send(id=report.nodeid, when=report.when, outcome=report.outcome, xfail=hasattr(report, "wasxfail"),
-          message=_message(report) if report.failed else "")
+    # Only what differs from a plain pass is written (xfail, sub, message): an honest suite of tens of thousands of
+    # tests must fit the worker's bound on the stream.
+    fields: dict[str, object] = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
+    if hasattr(report, "wasxfail"):
+        fields["xfail"] = True
+    if type(report).__name__ in _SUBTEST_REPORTS:
+        fields["sub"] = True
+    if report.failed:
+        fields["message"] = _message(report)
+    _send(**fields)
 
 
 @pytest.hookimpl(trylast=True)  # after the junit file is written: a run that dies writing it has not finished

@@ -42,6 +42,7 @@ class TestReport:
     output_tail: str = ""
     isolation: str = ""
     tampered: list[str] = field(default_factory=list)  # why the run's own report cannot be believed (canary.py)
+    unjudged: str = ""  # why its outcomes cannot be judged though not forged: a suite too large for the stream
 
     def __post_init__(self) -> None:
         """Cap both lists at MAX_TEST_IDS (a junit file of up to MAX_READ_BYTES can name ~10^5 tests), counting
@@ -55,7 +56,7 @@ class TestReport:
     @property
     def ok(self) -> bool:
         return (self.exit_code == 0 and self.failed == 0 and self.errors == 0 and self.passed > 0 and not self.timed_out
-                and not self.tampered)
+                and not self.tampered and not self.unjudged)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}  # "ok" is for readers of the JSON; from_dict ignores it

@@ -28,7 +28,7 @@ from agents.sandbox.canary import Canary, judged, plant, project_outcomes, scrub
 from agents.sandbox.expected import expected_tests
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import JunitOutcome, TestReport, outcome_of, read_cases, read_untrusted
-from agents.sandbox.stream import OutcomePipe, Streamed, parse
+from agents.sandbox.stream import OutcomePipe, Streamed, parse, too_large
 
 REPORT_NAME = ".report.xml"
 _TRASH = "trash"  # finished runs' scratch copies, until empty_trash
@@ -51,6 +51,7 @@ class _Run:
     isolation: str
     streamed: bytes = b""  # what the run's outcome plugin wrote to the worker's pipe (stream.py)
     overflowed: bool = False
+    unjudged: str = ""  # why its outcomes cannot be judged, though nothing says they were forged
 
 
 def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, command: list[str] | None = None) -> TestReport:
@@ -367,7 +368,7 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
                                ended_by_itself=not (killed or internal))
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
-    run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed))
+    run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed), unjudged=too_large(streamed))
     outcomes = project_outcomes(canary, streamed)
     return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary, streamed))), outcome, tampered, \
         outcomes
@@ -390,7 +391,7 @@ def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | N
         failing_tests=outcome.failing_tests, tests_run=outcome.tests_run, duration_s=run.duration_s,
         coverage_percent=coverage_percent,
         exit_code=run.exit_code, timed_out=run.timed_out, killed_reason=_killed_reason(run),
-        output_tail=run.output_tail, isolation=run.isolation, tampered=tampered,
+        output_tail=run.output_tail, isolation=run.isolation, tampered=tampered, unjudged=run.unjudged,
     )
 
 

@@ -6,7 +6,8 @@ be rewritten: what the plugin wrote when a test finished is in the worker's buff
 under test can write lines of its own, never remove the real ones, so a test reported twice with different
 outcomes, or a junit file that disagrees with the stream, is forgery. A stream that stops before pytest's end of
 session while the run exited by itself means the channel was cut. The worker reads in a thread into a bounded
-buffer, so the writer never blocks on a full pipe; a run that overflows it cannot be judged.
+buffer, so the writer never blocks on a full pipe; a run that overflows it cannot be judged (too large, which is
+not forgery: ``too_large``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from agents.sandbox.report import Case, JunitOutcome
 
 FD_VARIABLE = "AITEAM_OUTCOME_FD"  # outcome_plugin.py reads it (that file runs only in the sandbox: never imported here)
-MAX_STREAM_BYTES = 16 * 1024**2  # ~40,000 tests at three reports each: more than a generated project has
+MAX_STREAM_BYTES = 16 * 1024**2  # ~60,000 passing tests at three ~90-byte reports each: more than most suites
 MAX_LINE_BYTES = 64 * 1024
 _DRAIN_S = 1.0  # after the run is killed, how long its last bytes may take to arrive
 # Stronger last, as junit reads them: a test that failed and then errored in teardown counts as an error.
@@ -95,17 +96,24 @@ class Streamed:
     finished: bool = False
     exitstatus: int | None = None  # pytest's own, from the end-of-session line
     forged: list[str] = field(default_factory=list)  # evidence that something else wrote to the stream
+    overflowed: bool = False  # more than MAX_STREAM_BYTES: the run cannot be judged (too large, not forged)
 
 
 def parse(data: bytes, *, overflowed: bool = False) -> Streamed:
-    streamed = Streamed()
-    if overflowed:
-        streamed.forged.append(f"the outcome stream exceeded {MAX_STREAM_BYTES} bytes: the run cannot be judged")
+    streamed = Streamed(overflowed=overflowed)
     for number, raw in enumerate(data.split(b"\n")[:-1], start=1):  # the last piece is "" or a cut-off line
         problem = _take(_decoded(raw), streamed)
         if problem and len(streamed.forged) < 3:  # a few are enough for whoever looks: it is not believed either way
             streamed.forged.append(f"line {number} of the outcome stream {problem}")
     return streamed
+
+
+def too_large(streamed: Streamed) -> str:
+    """Why an overflowed run cannot be judged, with the figures; "" if it did not overflow."""
+    if not streamed.overflowed:
+        return ""
+    return (f"the outcome stream passed its bound of {round(MAX_STREAM_BYTES / 1024**2, 1):g} MiB after "
+            f"{len(streamed.outcomes)} test(s) had reported: the suite is too large to be judged in one run")
 
 
 def _decoded(raw: bytes) -> dict[str, object] | None:
@@ -128,10 +136,10 @@ def _take(line: dict[str, object] | None, streamed: Streamed) -> str:
     if not (isinstance(test, str) and when in ("collect", "setup", "call", "teardown")
             and outcome in ("passed", "failed", "skipped")):
         return "is not what the runner's plugin writes"
+    if line.get("sub") is True:
+        return _subtest(test, when, outcome, line, streamed)
     streamed.reports.append((test, when))
-    kind = _kind(when, outcome)
-    if _RANK[kind] >= _RANK.get(streamed.outcomes.get(test, "passed"), 0):  # of conflicting lines, the worst counts
-        streamed.outcomes[test] = kind
+    _worst(streamed, test, _kind(when, outcome))
     if outcome == "failed" and test not in streamed.messages:
         streamed.messages[test] = str(line.get("message", ""))
     if line.get("xfail"):
@@ -139,6 +147,20 @@ def _take(line: dict[str, object] | None, streamed: Streamed) -> str:
     if streamed.phases.setdefault((test, when), outcome) != outcome:
         return f"reports {test} ({when}) {outcome} after {streamed.phases[(test, when)]}: a second, conflicting outcome"
     return ""
+
+
+def _subtest(test: str, when: str, outcome: str, line: dict[str, object], streamed: Streamed) -> str:
+    """A subtest's report: one of many under its test's id and phase, so not a second outcome of that phase. A
+    failed one fails its test (as pytest counts it); a passed or skipped one leaves the test's own outcome."""
+    if outcome == "failed":
+        _worst(streamed, test, _kind(when, outcome))
+        streamed.messages.setdefault(test, str(line.get("message", "")))
+    return ""
+
+
+def _worst(streamed: Streamed, test: str, kind: str) -> None:
+    if _RANK[kind] >= _RANK.get(streamed.outcomes.get(test, "passed"), 0):  # of conflicting lines, the worst counts
+        streamed.outcomes[test] = kind
 
 
 def _session(line: dict[str, object], streamed: Streamed) -> str:

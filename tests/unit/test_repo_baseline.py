@@ -19,7 +19,7 @@ from agents.environments import (
 )
 from agents.environments.repository import BaselineUnusable, prepare_repository
 from agents.environments.wheels import repack_installed, write_wheel
-from agents.sandbox import SandboxLimits
+from agents.sandbox import SandboxLimits, stream
 
 pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
 LIMITS = SandboxLimits(timeout_s=60, cpu_s=30, memory_bytes=1024**3, max_output_chars=8000)
@@ -267,3 +267,46 @@ def test_a_suite_whose_tests_all_skip_here_keeps_its_baseline(tmp_path, offline)
     prepared = _prepared(root, offline)
 
     assert prepared["runs"][0] == {"tests/test_db.py::test_query": "skipped"}
+
+
+def test_failing_subtests_fail_their_test_and_the_baseline_keeps_it(tmp_path, offline):
+    # the audit's shape: a failing unittest subTest read before as a forged report
+    root = _files(tmp_path, {"setup.py": "", "calc.py": CALC, "tests/test_calc.py": """\
+        import unittest
+
+
+        class T(unittest.TestCase):
+            def test_parts(self):
+                for i in range(3):
+                    with self.subTest(i=i):
+                        self.assertNotEqual(i, 1)
+
+            def test_fine(self):
+                for i in range(3):
+                    with self.subTest(i=i):
+                        self.assertTrue(True)
+        """})
+
+    prepared = _prepared(root, offline)
+
+    assert prepared["runs"][0] == {"tests/test_calc.py::T::test_parts": F, "tests/test_calc.py::T::test_fine": P}
+    assert [report["tampered"] for report in prepared["reports"]] == [[], []]
+
+
+def test_a_suite_too_large_for_the_outcome_stream_is_refused_as_such_not_as_forged(tmp_path, offline, monkeypatch):
+    monkeypatch.setattr(stream, "MAX_STREAM_BYTES", 2000)  # ~30 reports; the canaries' alone are 6
+    root = _files(tmp_path, {"setup.py": "", "tests/test_many.py": """\
+        import pytest
+
+
+        @pytest.mark.parametrize("n", range(40))
+        def test_n(n):
+            pass
+        """})
+
+    with pytest.raises(BaselineUnusable) as refused:
+        _prepared(root, offline)
+
+    assert "cannot be judged: the outcome stream passed its bound of" in str(refused.value)
+    assert "too large" in str(refused.value) and "test_command" in str(refused.value)
+    assert "forged" not in str(refused.value), refused.value

@@ -40,7 +40,12 @@ def test_the_writer_never_blocks_and_everything_up_to_the_bound_is_kept(monkeypa
         assert len(pipe.collected()) == 100_000 and pipe.overflowed
     finally:
         pipe.close()
-    assert parse(b"", overflowed=True).forged == ["the outcome stream exceeded 100000 bytes: the run cannot be judged"]
+    streamed = parse(_lines({"event": "start"}, {"id": "tests/test_a.py::test_x", "when": "call", "outcome": "passed"}),
+                     overflowed=True)
+    assert streamed.forged == []  # too large is not forged: the report says so apart (runner's unjudged)
+    assert stream.too_large(streamed) == ("the outcome stream passed its bound of 0.1 MiB after 1 test(s) had reported: "
+                                          "the suite is too large to be judged in one run")
+    assert stream.too_large(parse(b"")) == ""
 
 
 def test_a_straggler_holding_the_pipe_open_does_not_hold_the_worker():
@@ -88,3 +93,25 @@ def test_a_teardown_error_outranks_the_call_and_ids_map_to_junit_names():
     assert streamed.reports == [(test, "call"), (test, "teardown")]  # every line, in order: canary.scrubbed's
     assert junit_address(test) == ("tests.test_a.TestX", "test_y[a::b-1]")
     assert junit_address("tests/test_a.py") == ("", "tests.test_a")  # a module that failed to import
+
+
+def test_a_failed_subtest_fails_its_test_and_passed_ones_do_not_conflict_with_it():
+    # pytest 9's unittest subTest: the subtests' reports carry their test's id and "call", then the test's own
+    parts, fine = "tests/test_sub.py::T::test_parts", "tests/test_sub.py::T::test_fine"
+    data = _lines({"event": "start"}, {"id": parts, "when": "setup", "outcome": "passed"},
+                  {"id": parts, "when": "call", "outcome": "passed", "sub": True},
+                  {"id": parts, "when": "call", "outcome": "failed", "sub": True, "message": "AssertionError: 1 == 1"},
+                  {"id": parts, "when": "call", "outcome": "skipped", "sub": True},
+                  {"id": parts, "when": "call", "outcome": "passed"},
+                  {"id": fine, "when": "call", "outcome": "passed", "sub": True},
+                  {"id": fine, "when": "call", "outcome": "skipped", "sub": True},
+                  {"id": fine, "when": "call", "outcome": "passed"},
+                  {"event": "finish", "exitstatus": 1})
+    streamed = parse(data)
+    assert streamed.forged == []
+    assert streamed.outcomes == {parts: "failed", fine: "passed"}
+    assert streamed.messages == {parts: "AssertionError: 1 == 1"}
+    assert streamed.reports == [(parts, "setup"), (parts, "call"), (fine, "call")]  # the tests' own reports
+    forged = parse(data + _lines({"id": fine, "when": "call", "outcome": "failed"}))  # its own call, a second time
+    assert forged.forged == [f"line 11 of the outcome stream reports {fine} (call) failed after passed: a second, "
+                             "conflicting outcome"]
