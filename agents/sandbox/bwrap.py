@@ -3,8 +3,9 @@
 The run's root is an empty tmpfs. Into it go, read-only, the operating system's programs and libraries (``/usr``
 and the merged-/usr links ``/bin``, ``/lib``...), the dynamic loader's cache, the interpreter's prefix and the venv;
 read-write, the run's scratch copy; a private, size-bounded tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``; a
-minimal ``/dev`` and a ``/proc`` of the run's own PID namespace; and an ``/etc`` holding only the loader's cache and
-an ``/etc/hosts`` of our own naming localhost. Nothing else of the host exists in there: not ``/etc/passwd`` (the
+minimal ``/dev`` and a ``/proc`` of the run's own PID namespace; and an ``/etc`` holding only the loader's cache,
+the host's time zone (``localtime``, ``timezone``: a test of local time reads as on the host) and an ``/etc/hosts``
+of our own naming localhost. Nothing else of the host exists in there: not ``/etc/passwd`` (the
 run's uid has no name: ``getpass.getuser()`` needs ``USER``), not other checkouts, not every tenant's workspaces,
 not other runs' scratch dirs.
 
@@ -53,7 +54,7 @@ def argv(*, scratch: Path, read_only: list[Path], hosts: Path, tmp_size: int, dr
     args = ["bwrap", *_system()]
     # The loader finds multiarch libraries (/usr/lib/x86_64-linux-gnu) only through its cache.
     args += [*_parents(Path("/etc/ld.so.cache"), made), "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    args += ["--ro-bind", str(hosts), "/etc/hosts"]
+    args += ["--ro-bind", str(hosts), "/etc/hosts", *_time_zone()]
     for tmp in map(Path, _PRIVATE_TMP):
         args += [*_parents(tmp, made), "--perms", "1777", "--size", str(tmp_size), "--tmpfs", str(tmp)]
         made.add(tmp)
@@ -86,6 +87,16 @@ def _system() -> list[str]:
         elif link.is_dir():
             args += ["--ro-bind", str(link), str(link)]
     return [*args, "--dev", "/dev", "--proc", "/proc"]
+
+
+def _time_zone() -> list[str]:
+    """/etc/localtime as the host has it: a link into /usr/share/zoneinfo stays a link (libraries such as tzlocal read
+    the zone's name from it), any other is bound read-only; and Debian's /etc/timezone, if there is one."""
+    args = ["--ro-bind-try", "/etc/timezone", "/etc/timezone"]
+    target = os.path.realpath("/etc/localtime")
+    if os.path.islink("/etc/localtime") and target.startswith("/usr/share/zoneinfo/") and os.path.isfile(target):
+        return [*args, "--symlink", os.readlink("/etc/localtime"), "/etc/localtime"]
+    return [*args, "--ro-bind-try", "/etc/localtime", "/etc/localtime"]
 
 
 def _parents(path: Path, made: set[Path]) -> list[str]:

@@ -5,7 +5,7 @@ Layers, each applied only where the host allows it (probed once per process):
 - **bubblewrap** (``bwrap.py``; root and Debian's ``bubblewrap``): new network, PID, IPC and UTS namespaces and a
   file system built from an allow-list: the OS's ``/usr``, the interpreter and the venv read-only, the scratch copy
   read-write, private tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (bounded in size), a minimal ``/dev``, the
-  run's own ``/proc``, the loader's cache and an ``/etc/hosts`` of our own. What is not on the list does not
+  run's own ``/proc``, the loader's cache, the host's time zone and an ``/etc/hosts`` of our own. What is not on the list does not
   exist for the run: ``/etc/passwd``, other checkouts, every tenant's workspaces, the host's processes.
 - **Privilege drop** (root + ``setpriv``): the command runs as the run slot's uid (``slots.py``) with no groups,
   no capabilities and no-new-privs. Its scratch dir is its own; everything else it sees is root's and read-only,
@@ -237,7 +237,7 @@ def _describe(contained: bool, read_only: list[Path], drop: bool, uid: int) -> s
     if contained:
         shown = " ".join(str(p) for p in read_only if not p.is_relative_to("/usr"))
         parts = ["bwrap netns+pidns+ipcns+utsns", f"allow-list fs (ro /usr {shown}; rw scratch; private tmpfs "
-                 "/tmp /var/tmp /dev/shm; /etc: ld.so.cache, own hosts)"]
+                 "/tmp /var/tmp /dev/shm; /etc: ld.so.cache, localtime, own hosts)"]
     else:
         parts = ["no bwrap (bubblewrap missing, not root, or namespaces forbidden): network NOT isolated, host files "
                  "readable, host /tmp, process-group kill + /proc sweep"]

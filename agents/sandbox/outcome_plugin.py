@@ -52,6 +52,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None, N
         items[:] = [item for item in items if item not in theirs] + theirs
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A test's own python (``subprocess.run([sys.executable, ...])``) imports the checkout as pytest does: its
+    importable roots, which the runner gives pytest's pythonpath setting (pytest 7 on), become PYTHONPATH here, once
+    pytest itself is imported (on the run's own PYTHONPATH a project module could stand in for it)."""
+    try:
+        roots = config.getini("pythonpath")
+    except ValueError:  # pytest before 7 knows no such setting
+        return
+    os.environ["PYTHONPATH"] = os.pathsep.join(map(str, roots))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     _send(event="start")
 

@@ -269,9 +269,12 @@ def test_a_suite_whose_tests_all_skip_here_keeps_its_baseline(tmp_path, offline)
     assert prepared["runs"][0] == {"tests/test_db.py::test_query": "skipped"}
 
 
-def test_failing_subtests_fail_their_test_and_the_baseline_keeps_it(tmp_path, offline):
-    # the audit's shape: a failing unittest subTest read before as a forged report
+def test_failing_subtests_fail_their_test_and_a_childs_python_imports_the_checkout(tmp_path, offline):
+    # the audit's shape: a failing unittest subTest read before as a forged report; a test that runs its package
+    # with sys.executable (ModuleNotFoundError: the checkout was only on pytest's own sys.path)
     root = _files(tmp_path, {"setup.py": "", "calc.py": CALC, "tests/test_calc.py": """\
+        import subprocess
+        import sys
         import unittest
 
 
@@ -285,11 +288,16 @@ def test_failing_subtests_fail_their_test_and_the_baseline_keeps_it(tmp_path, of
                 for i in range(3):
                     with self.subTest(i=i):
                         self.assertTrue(True)
+
+
+        def test_child():
+            subprocess.run([sys.executable, "-c", "import calc"], check=True)
         """})
 
     prepared = _prepared(root, offline)
 
-    assert prepared["runs"][0] == {"tests/test_calc.py::T::test_parts": F, "tests/test_calc.py::T::test_fine": P}
+    assert prepared["runs"][0] == {"tests/test_calc.py::T::test_parts": F, "tests/test_calc.py::T::test_fine": P,
+                                   "tests/test_calc.py::test_child": P}
     assert [report["tampered"] for report in prepared["reports"]] == [[], []]
 
 

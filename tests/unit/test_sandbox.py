@@ -99,6 +99,31 @@ def test_a_passing_project_is_ok(tmp_path):
     assert report.exit_code == 0 and report.duration_s > 0 and report.coverage_percent is None
 
 
+def test_a_tests_own_python_imports_the_project_and_the_hosts_time_zone_is_there(tmp_path):
+    """As in a plain run of an installed project: a child python finds the project's code (PYTHONPATH), and local
+    time is the host's (/etc/localtime, a link where the host has one)."""
+    zone = os.readlink("/etc/localtime") if os.path.islink("/etc/localtime") else None
+    source = _project(tmp_path, f"""
+        import os
+        import subprocess
+        import sys
+        import time
+
+        def test_a_child_imports_calc():
+            child = subprocess.run([sys.executable, "-c", "import calc; print(calc.add(1, 2))"], capture_output=True)
+            assert child.stdout == b"3\\n", child.stderr
+
+        def test_local_time_is_the_hosts():
+            assert os.path.isfile("/etc/localtime")
+            assert (os.readlink("/etc/localtime") if os.path.islink("/etc/localtime") else None) == {zone!r}
+            assert time.tzname == {time.tzname!r}
+    """)
+
+    report, _ = _run(source)
+
+    assert report.ok and report.passed == 2, report.output_tail
+
+
 def test_a_finished_runs_copy_is_out_of_reach_at_once_and_removed_with_the_trash(tmp_path):
     """The scratch copy moves into a root-only directory when the run ends; a worker removes it after the step."""
     token = secrets.token_hex(6)
