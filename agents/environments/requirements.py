@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
 import sys
@@ -35,6 +36,12 @@ _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  
 _INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 _CONSTRAINT_OPTIONS = ("-c", "--constraint")
 _TOX_ROOT = ("{toxinidir}/", "{tox_root}/")  # -r{toxinidir}/requirements/test.txt: the root, where paths start
+# Requirements files by the words of their names (requirements/ and requirements-*.txt): see _tests_files
+_BASE = re.compile(r"|base|main|prod|production")
+_TESTS = re.compile(r"(?<![a-z])test")
+_DEV = re.compile(r"(?<![a-z])dev")
+_FOR_OTHERS = re.compile(r"(?<![a-z])(docs?|typing|types|mypy|lint|build|style|release)(?![a-z])")
+_PYTHON_VERSION = re.compile(r"(?:^|[-_.]|(?<=[a-z]))(?:py|python)?([23](?:[._]?\d{1,2})?)$")
 
 
 class Dependencies(NamedTuple):
@@ -74,28 +81,68 @@ def environment_key(root: Path, files: list[str], extra: tuple[str, ...] = (), r
 
 
 def collect_requirements(root: Path, files: list[str]) -> Dependencies:
-    """What one pip install is given: requirements files (their -r includes inlined, the repository itself left
-    out), pyproject.toml's and setup.cfg's dependencies with their test and dev extras (else their `all` extra), the
-    extras and deps of tox's base run environment, poetry.lock's and Pipfile.lock's pins; and apart, the constraints:
-    a file whose name says it is one (constraints.txt, requirements/constraints-dev.txt) and whatever a `-c` names, in
-    a requirements file or tox's deps. A constraint pins a package something else asks for: installing its lines
-    would bring in packages the project never asked for."""
+    """What one pip install is given: the tests' requirements files (`_tests_files`; their -r includes inlined, the
+    repository itself left out), pyproject.toml's and setup.cfg's dependencies with their test and dev extras (else
+    their `all` extra), the extras and deps of tox's base run environment, poetry.lock's and Pipfile.lock's pins; and
+    apart, the constraints: a file whose name says it is one (constraints.txt, requirements/constraints-dev.txt) and
+    whatever a `-c` names, in a requirements file or tox's deps. A constraint pins a package something else asks
+    for: installing its lines would bring in packages the project never asked for."""
     lines: list[str] = []
     pins: list[str] = []
     notes: list[str] = []
-    for name in files:
-        if name.endswith((".txt", ".in")):
-            wanted, pinned = _requirements_file(root, root / name, seen=set(),
-                                                constraint="constraint" in Path(name).name.lower())
-            lines, pins = lines + wanted, pins + pinned
-    tox_lines, tox_pins, extras = _tox(root, notes)
-    lines += _pyproject(root, extras) + _setup_cfg(root, extras) + tox_lines + _poetry_lock(root) + _pipfile_lock(root)
+    tox = _tox(root, notes)
+    for name in _tests_files(files, named_by_tox=tox.named, notes=notes):
+        wanted, pinned = _requirements_file(root, root / name, seen=set(),
+                                            constraint="constraint" in Path(name).name.lower())
+        lines, pins = lines + wanted, pins + pinned
+    lines += _pyproject(root, tox.extras) + _setup_cfg(root, tox.extras) + tox.lines + _poetry_lock(root) \
+        + _pipfile_lock(root)
     lines = [checked for line in lines if (checked := _requirement(line))]
-    pins = [_without_extras(checked) for line in pins + tox_pins if (checked := _requirement(line))]
+    pins = [_without_extras(checked) for line in pins + tox.pins if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
         notes.append("setup.py is not run to learn its install_requires: list the test dependencies in a "
                      "requirements file")
     return Dependencies(list(dict.fromkeys(lines)), list(dict.fromkeys(pins)), notes)
+
+
+def _tests_files(files: list[str], *, named_by_tox: tuple[str, ...], notes: list[str]) -> list[str]:
+    """The requirements files installed as they are (constraints files always are, as pins): none when tox's
+    base environment names its own with -r (those are what its tests run with, inlined by _tox), else the plain
+    ones (requirements.txt, requirements/base.txt, main, prod) and the test-like ones (test, tests, testing),
+    else the dev ones when none is test-like; never those for another Python version (tests37.txt) nor docs,
+    typing or lint locks (a pip-compile folder's files pin the same packages differently: installed together
+    they conflict)."""
+    requirement_files = [name for name in files if name.endswith((".txt", ".in"))]
+    constraints = [name for name in requirement_files if "constraint" in Path(name).name.lower()]
+    candidates = [name for name in requirement_files if name not in constraints]
+    if named_by_tox:
+        chosen = []
+    else:
+        usable = [name for name in candidates if not _other_python(name) and not _FOR_OTHERS.search(_words(name))]
+        chosen = [name for name in usable if _BASE.fullmatch(_words(name)) or _TESTS.search(_words(name))]
+        if not any(_TESTS.search(_words(name)) for name in chosen):
+            chosen += [name for name in usable if _DEV.search(_words(name))]
+    if left_out := [name for name in candidates if name not in chosen and name not in named_by_tox]:
+        why = "tox's [testenv] deps name the files its tests use" if named_by_tox else \
+            "not the tests' (docs, typing, lint, another Python version)"
+        notes.append(f"requirements files not installed ({why}): {', '.join(left_out[:10])}")
+    return constraints + chosen
+
+
+def _words(name: str) -> str:
+    """A requirements file's name as its words: requirements/requirements-tests.txt → "tests"."""
+    stem = Path(name).stem.lower()
+    return re.sub(r"^requirements?(?:[-_.]|$)", "", stem)
+
+
+def _other_python(name: str) -> bool:
+    """tests37.txt, test-py3.8.txt: for another Python version than the worker's."""
+    version = _PYTHON_VERSION.search(_words(name))
+    if not version:
+        return False
+    digits = version.group(1).replace(".", "").replace("_", "")
+    wanted = (int(digits[0]), int(digits[1:])) if len(digits) > 1 else (int(digits),)
+    return tuple(sys.version_info[:len(wanted)]) != wanted
 
 
 def _requirement(line: str) -> str:
@@ -106,7 +153,9 @@ def _requirement(line: str) -> str:
     text = re.sub(r"\s+--hash[= ]\S+", "", line).removesuffix("\\").strip()
     if not text or text.startswith("--hash"):
         return ""
-    if any(c in text for c in "\r\n") or text.startswith("-"):
+    if len(text.splitlines()) > 1:  # \f, \x85, U+2028 end a line too: one line read as two requirements
+        raise BadDependencies(f"{line.strip()[:200]!r} holds a line break: one requirement a line")
+    if text.startswith("-"):
         raise BadDependencies(f"{line.strip()[:200]!r} is a pip option, not a requirement: only names, versions and "
                               "markers are installed")
     try:
@@ -131,20 +180,23 @@ def _without_extras(line: str) -> str:
     return str(requirement)
 
 
-def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]],
-                       constraint: bool = False) -> tuple[list[str], list[str]]:
+def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]], constraint: bool = False,
+                       by: str = "") -> tuple[list[str], list[str]]:
     """(requirements, constraints) of a requirements file: its -r includes inlined as what it is, its -c includes
     as constraints, and all a constraints file includes as constraints (pip would install the -r of a constraints
-    file; a file that pins does not ask for packages here)."""
+    file; a file that pins does not ask for packages here). by: what names the file (another file, tox's deps)."""
+    shown = _shown(root, path)
+    if not Path(os.path.normpath(path)).is_relative_to(os.path.normpath(root)):
+        raise BadDependencies(f"{by + ' names ' if by else ''}{shown}, outside the repository")
     resolved = path.resolve()
     if not resolved.is_relative_to(root.resolve()):
-        raise BadDependencies(f"{path.relative_to(root)} includes a file outside the repository")
+        raise BadDependencies(f"{by + ' names ' if by else ''}{shown}, a link pointing outside the repository")
     if (resolved, constraint) in seen:
         return [], []
     seen.add((resolved, constraint))
     text = pyconfig.read_text(path)
     if text is None:
-        raise BadDependencies(f"{path.relative_to(root)} is not a readable file of the repository")
+        raise BadDependencies(f"{shown} is not a readable file of the repository")
     lines: list[str] = []
     pins: list[str] = []
     for raw in text.splitlines():
@@ -152,14 +204,14 @@ def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]],
         if not line or line.startswith("#") or _SELF.match(line):
             continue
         if _SOURCE_OPTIONS.match(line):
-            raise BadDependencies(f"{path.relative_to(root)} names its own package source ({line.split()[0]}): "
+            raise BadDependencies(f"{shown} names its own package source ({line.split()[0]}): "
                                   "packages come only from the sources the operator configured")
         if include := _INCLUDE.match(line):
-            wanted, pinned = _requirements_file(root, path.parent / include.group(2), seen=seen,
+            wanted, pinned = _requirements_file(root, path.parent / include.group(2), seen=seen, by=shown,
                                                 constraint=constraint or include.group(1) in _CONSTRAINT_OPTIONS)
             lines, pins = lines + wanted, pins + pinned
         elif line.startswith(("-e", "--editable", ".", "/", "file:")):
-            raise BadDependencies(f"{path.relative_to(root)}: {line!r} installs from a local path, which aiteam "
+            raise BadDependencies(f"{shown}: {line!r} installs from a local path, which aiteam "
                                   "does not support yet (the repository itself, '.', is skipped)")
         else:
             (pins if constraint else lines).append(line)
@@ -232,8 +284,16 @@ def _setup_cfg(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
     return lines
 
 
-def _tox(root: Path, notes: list[str]) -> tuple[list[str], list[str], tuple[str, ...]]:
-    """(requirement lines, constraint lines, the project's extras) of tox's base run environment (tox.ini's
+class _Tox(NamedTuple):
+    lines: list[str]
+    pins: list[str]
+    extras: tuple[str, ...]
+    named: tuple[str, ...]  # the requirements files of the repository its deps name with -r
+
+
+def _tox(root: Path, notes: list[str]) -> _Tox:
+    """(requirement lines, constraint lines, the project's extras, whether -r names files) of tox's base run
+    environment (tox.ini's
     [testenv], pyproject.toml's [tool.tox], tox.toml's [env_run_base]): its `deps` (what the tests need beyond the
     project, pytest-cov or hypothesis say; `-r` files inlined, `-c` files as constraints) and its `extras` and
     `.[extra]` deps, read from the project's own metadata. Lines for other environments (`py311: pkg`), with tox
@@ -241,6 +301,7 @@ def _tox(root: Path, notes: list[str]) -> tuple[list[str], list[str], tuple[str,
     line is not the repository's only word on its dependencies, so it does not refuse the repository."""
     lines: list[str] = []
     pins: list[str] = []
+    named: list[str] = []
     _, listed = pyconfig.tox_run_base(root, "extras")
     extras = [extra for line in listed for extra in re.split(r"[,\s]+", line) if extra]
     skipped: list[str] = []
@@ -255,12 +316,13 @@ def _tox(root: Path, notes: list[str]) -> tuple[list[str], list[str], tuple[str,
             extras += [extra.strip() for extra in (own.group("extras") or "").split(",") if extra.strip()]
         elif include:
             try:
-                wanted, pinned = _requirements_file(root, root / include.group(2), seen=set(),
+                wanted, pinned = _requirements_file(root, root / include.group(2), seen=set(), by=f"{where} deps",
                                                     constraint=include.group(1) in _CONSTRAINT_OPTIONS)
             except BadDependencies as exc:
                 skipped.append(f"{line} ({exc})")
             else:
                 lines, pins = lines + wanted, pins + pinned
+                named += [_shown(root, root / include.group(2))] if include.group(1) not in _CONSTRAINT_OPTIONS else []
         elif _TOX_FACTOR.match(line) or "{" in line or not _plain(line):
             skipped.append(line)
         else:
@@ -268,7 +330,14 @@ def _tox(root: Path, notes: list[str]) -> tuple[list[str], list[str], tuple[str,
     if skipped:
         notes.append(f"{where} deps not installed (another environment's, a tox substitution, or not a "
                      f"plain requirement): {', '.join(skipped[:10])}")
-    return lines, pins, tuple(dict.fromkeys(extras))
+    return _Tox(lines, pins, tuple(dict.fromkeys(extras)), tuple(named))
+
+
+def _shown(root: Path, path: Path) -> str:
+    """path as a person reads it: relative to the root when it is under it (as written, links not followed)."""
+    normal = Path(os.path.normpath(path))
+    return normal.relative_to(os.path.normpath(root)).as_posix() if normal.is_relative_to(os.path.normpath(root)) \
+        else str(normal)
 
 
 def _from_tox_root(line: str) -> str:

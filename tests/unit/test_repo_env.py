@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import sys
 import textwrap
 from pathlib import Path
 
@@ -418,7 +419,7 @@ def test_toxs_deps_and_extras_are_the_tests_dependencies_too(tmp_path):
     requirements, constraints, notes = collect_requirements(root, files)
 
     assert "tox.ini" in files and constraints == []  # its bytes key the venv
-    assert requirements == ["pytest-mock", "click", "freezegun", "ujson", "pytest-cov", "hypothesis"]
+    assert requirements == ["click", "freezegun", "ujson", "pytest-cov", "pytest-mock", "hypothesis"]
     assert notes == ["tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a plain "
                      "requirement): py38: old-backport, -e git+https://example.invalid/x.git#egg=x, {env:EXTRA_DEP}"]
 
@@ -438,7 +439,7 @@ def test_constraints_are_collected_apart_from_requirements_and_key_the_venv(tmp_
 
     assert files == ["requirements.txt", "requirements/constraints-dev.txt", "tox.ini"]
     assert requirements == ["attrs", "pytest-mock"] and notes == []
-    assert constraints == ["attrs==23.1", "idna==3.7", "hypothesis==6.0", "pytest-mock==3.12"]
+    assert constraints == ["hypothesis==6.0", "attrs==23.1", "idna==3.7", "pytest-mock==3.12"]
     key = environment_key(root, files, requirements=tuple(requirements), constraints=tuple(constraints))
     (root / "pins/more.txt").write_text("idna==3.8\n")  # no dependency file's bytes change
     again = collect_requirements(root, files)
@@ -452,8 +453,101 @@ def test_a_constraints_include_outside_the_repository_is_refused(tmp_path):
     (tmp_path / "outside.txt").write_text("evil==1.0\n")
     root = _repo(tmp_path / "repo", {"requirements.txt": "-c ../outside.txt\nattrs\n"})
 
-    with pytest.raises(BadDependencies, match="includes a file outside the repository"):
+    with pytest.raises(BadDependencies, match=r"^requirements.txt names .*/outside.txt, outside the repository"):
         collect_requirements(root, dependency_files(root))
+
+
+@pytest.mark.parametrize(("files", "refused"), [
+    ({"requirements.txt": "-r /etc/hostname\n"}, "requirements.txt names /etc/hostname, outside the repository"),
+    ({"requirements.txt": "-r link.txt\n", "link.txt": "/etc/hostname"},
+     "requirements.txt names link.txt, a link pointing outside the repository"),
+])
+def test_an_include_outside_the_tree_is_refused_naming_it(files, refused, tmp_path):
+    root = _repo(tmp_path, {name: text for name, text in files.items() if name != "link.txt"})
+    if "link.txt" in files:
+        (root / "link.txt").symlink_to(files["link.txt"])
+
+    with pytest.raises(BadDependencies) as error:
+        collect_requirements(root, dependency_files(root))
+
+    assert str(error.value) == refused
+
+
+def test_toxs_include_outside_the_tree_is_left_out_with_a_note(tmp_path):
+    root = _repo(tmp_path, {"tox.ini": "[testenv]\ndeps =\n    -r/etc/hostname\n    attrs\n",
+                            "requirements.txt": "idna\n"})
+
+    requirements, _, notes = collect_requirements(root, dependency_files(root))
+
+    assert requirements == ["idna", "attrs"]  # tox named no file of the repository: requirements.txt still counts
+    assert notes == ["tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a plain "
+                     "requirement): -r/etc/hostname (tox.ini [testenv] deps names /etc/hostname, outside the "
+                     "repository)"]
+
+
+@pytest.mark.parametrize("separator", ["\f", "\v", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_requirement_holding_any_line_break_is_refused(separator, tmp_path):
+    escaped = f"\\u{ord(separator):04x}"  # TOML refuses some of them written as they are
+    root = _repo(tmp_path, {"pyproject.toml": f'[project]\ndependencies = ["attrs{escaped}evil"]\n'})
+
+    with pytest.raises(BadDependencies, match="holds a line break"):
+        collect_requirements(root, dependency_files(root))
+
+
+PIP_COMPILE = {name: f"{name.split('.')[0].split('/')[1]}-pin\n" for name in (
+    "requirements/build.in", "requirements/build.txt", "requirements/dev.in", "requirements/dev.txt",
+    "requirements/docs.in", "requirements/docs.txt", "requirements/tests.in", "requirements/tests.txt",
+    "requirements/tests37.txt", "requirements/typing.in", "requirements/typing.txt")}
+
+
+def test_a_pip_compile_folder_installs_the_tests_files_only(tmp_path):
+    # jinja2 3.1.6's shape: tests.txt pins attrs 24.3.0, tests37.txt 24.2.0; all together could not install
+    root = _repo(tmp_path, PIP_COMPILE)
+
+    requirements, _, notes = collect_requirements(root, dependency_files(root))
+
+    assert requirements == ["tests-pin"]
+    assert notes == ["requirements files not installed (not the tests' (docs, typing, lint, another Python "
+                     "version)): requirements/build.txt, requirements/dev.txt, requirements/docs.txt, "
+                     "requirements/tests37.txt, requirements/typing.txt"]
+
+
+def test_the_files_toxs_deps_name_are_the_requirements_files_installed(tmp_path):
+    root = _repo(tmp_path, {**PIP_COMPILE, "requirements.txt": "root-pin\n",
+                            "requirements/tests.txt": "-r ../requirements.txt\ntests-pin\n",
+                            "tox.ini": "[testenv]\ndeps = -r requirements/tests.txt\n"})
+    files = dependency_files(root)
+
+    requirements, _, notes = collect_requirements(root, files)
+
+    assert requirements == ["root-pin", "tests-pin"]
+    assert notes[0].startswith("requirements files not installed (tox's [testenv] deps name the files its tests "
+                               "use): requirements.txt, requirements/build.txt, requirements/dev.txt, "
+                               "requirements/docs.txt, requirements/tests37.txt, requirements/typing.txt")
+    (root / "requirements/tests37.txt").write_text("other-pin\n")  # not installed, still keys the venv
+    assert environment_key(root, files) != environment_key(root, files[:-1])
+
+
+@pytest.mark.parametrize(("names", "installed"), [
+    # arrow 1.4.0
+    (["requirements/requirements.txt", "requirements/requirements-tests.txt", "requirements/requirements-docs.txt"],
+     ["requirements/requirements.txt", "requirements/requirements-tests.txt"]),
+    # python-dateutil 4.0.0: no test-like file, the dev one is the tests'
+    (["requirements-dev.txt"], ["requirements-dev.txt"]),
+    # humanize 4.17.0: a mypy lock only
+    (["requirements-mypy.txt", "requirements.txt"], ["requirements.txt"]),
+    (["requirements/base.txt", "requirements/prod.txt", "requirements/testing.txt", "requirements/dev.txt",
+      "requirements/lint.txt", "requirements/test-py2.7.txt", f"requirements/tests{sys.version_info[0]}"
+      f"{sys.version_info[1]}.txt"],
+     ["requirements/base.txt", "requirements/prod.txt", "requirements/testing.txt",
+      f"requirements/tests{sys.version_info[0]}{sys.version_info[1]}.txt"]),
+])
+def test_only_the_plain_and_test_like_requirements_files_are_installed(names, installed, tmp_path):
+    root = _repo(tmp_path, {name: f"{Path(name).stem.replace('.', '-')}-pin\n" for name in names})
+
+    requirements, _, _ = collect_requirements(root, dependency_files(root))
+
+    assert sorted(requirements) == sorted(f"{Path(name).stem.replace('.', '-')}-pin" for name in installed)
 
 
 PROJECT = """\
@@ -499,7 +593,7 @@ def test_toxs_toml_configuration_is_read_as_tox_ini_is(files, where, tmp_path):
     requirements, constraints, notes = collect_requirements(root, names)
 
     assert ("tox.toml" in names) == ("tox.toml" in files)  # its bytes key the venv
-    assert requirements == ["pytest-mock", "click", "freezegun", "ujson", "pytest-cov"]
+    assert requirements == ["click", "freezegun", "ujson", "pytest-cov", "pytest-mock"]
     assert constraints == ["pytest-cov==5.0"]
     assert len(notes) == 1 and notes[0].startswith(f"{where} deps not installed") and "{env:EXTRA_DEP}" in notes[0]
 
