@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 AITEAM_FILE = ".aiteam.toml"
-# Where pytest looks for its configuration in the root, in its own order of precedence.
+# Where pytest looks for its configuration in the root, in its own order of precedence (the TOML files first,
+# pyproject.toml between the dedicated INI files and tox.ini).
+_TOML_FILES = ("pytest.toml", ".pytest.toml")
 _INI_SECTIONS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
                  ("setup.cfg", "tool:pytest"))
 _SETTINGS_MODULE = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
@@ -66,21 +68,36 @@ def _parse_ini(text: str) -> configparser.ConfigParser | None:
 
 
 def pytest_config(root: Path) -> PytestConfig | None:
-    """pytest's settings where pytest would take them from: pytest.ini (even empty) first, then pyproject.toml's
-    [tool.pytest.ini_options], then tox.ini's [pytest], then setup.cfg's [tool:pytest]."""
+    """pytest's settings where pytest (9) would take them from: pytest.toml or .pytest.toml's [pytest] (the file
+    even without it), pytest.ini or .pytest.ini (even empty), then pyproject.toml's native [tool.pytest] table or
+    its [tool.pytest.ini_options], then tox.ini's [pytest], then setup.cfg's [tool:pytest]."""
+    for name in _TOML_FILES:
+        if (data := read_toml(root / name)) is not None:
+            return _from_table(name, _table(data, "pytest"))
     for name, section in _INI_SECTIONS[:2]:
         if (parser := read_ini(root / name)) is not None:
             return _from_ini(name, parser, section)
-    table = ((read_toml(root / "pyproject.toml") or {}).get("tool") or {}).get("pytest") or {}
-    options = table.get("ini_options")
-    if isinstance(options, dict):
-        return PytestConfig("pyproject.toml [tool.pytest.ini_options]", _listed(options.get("testpaths")),
-                            _listed(options.get("pythonpath")), _words(options.get("addopts")))
+    tool = _table(_table(read_toml(root / "pyproject.toml") or {}, "tool"), "pytest")
+    native = {key: value for key, value in tool.items() if key != "ini_options"}
+    if native:  # pytest refuses a pyproject.toml with both tables: the native one is what it documents
+        return _from_table("pyproject.toml [tool.pytest]", native)
+    if isinstance(tool.get("ini_options"), dict):
+        return _from_table("pyproject.toml [tool.pytest.ini_options]", tool["ini_options"])
     for name, section in _INI_SECTIONS[2:]:
         parser = read_ini(root / name)
         if parser is not None and parser.has_section(section):
             return _from_ini(f"{name} [{section}]", parser, section)
     return None
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _from_table(source: str, options: dict[str, Any]) -> PytestConfig:
+    return PytestConfig(source, _listed(options.get("testpaths")), _listed(options.get("pythonpath")),
+                        _words(options.get("addopts")))
 
 
 def _from_ini(source: str, parser: configparser.ConfigParser, section: str) -> PytestConfig:

@@ -26,7 +26,7 @@ _OTHER_KINDS = {"package.json": "JavaScript", "go.mod": "Go", "Cargo.toml": "Rus
                 "build.gradle": "Java (Gradle)", "build.gradle.kts": "Kotlin (Gradle)", "Gemfile": "Ruby",
                 "composer.json": "PHP", "mix.exs": "Elixir", "CMakeLists.txt": "C/C++ (CMake)", "Package.swift": "Swift"}
 _PYTHON_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "tox.ini", "manage.py",
-                 "pytest.ini")
+                 "pytest.ini", "pytest.toml")
 _SKIPPED_DIRS = frozenset({"node_modules", "venv", "build", "dist", "site-packages", "__pycache__"})
 _MAX_FILES = 20_000  # files looked at when searching the tree; a repository larger than that is read in part
 # Options that would stop the run early, run only part of it, or write the report elsewhere: the comparison

@@ -50,6 +50,10 @@ def test_a_repository_file_without_a_command_is_an_error_that_shows_the_format(t
      "pyproject.toml [tool.pytest.ini_options]"),
     ("setup.cfg", "[tool:pytest]\ntestpaths = tests\npythonpath = lib\n", "setup.cfg [tool:pytest]"),
     ("tox.ini", "[pytest]\ntestpaths = tests\npythonpath = lib\n", "tox.ini [pytest]"),
+    # pytest 9's native TOML configuration
+    ("pyproject.toml", '[tool.pytest]\ntestpaths = ["tests"]\npythonpath = ["lib"]\n', "pyproject.toml [tool.pytest]"),
+    ("pytest.toml", '[pytest]\ntestpaths = ["tests"]\npythonpath = ["lib"]\n', "pytest.toml"),
+    (".pytest.toml", '[pytest]\ntestpaths = ["tests"]\npythonpath = ["lib"]\n', ".pytest.toml"),
 ])
 def test_pytest_configuration_gives_the_paths_and_the_importable_roots(tmp_path, name, text, source):
     root = _repo(tmp_path, {name: text, "tests/test_a.py": "", "manage.py": ""})
@@ -145,6 +149,35 @@ def test_xdist_in_the_configurations_addopts_is_left_out_so_every_test_streams_i
     assert all("(addopts)" in word for word in command.dropped) and command.dropped
     assert detect_test_command(_repo(tmp_path / "cmd", {"tox.ini": "[testenv]\ncommands = pytest -n 2 tests\n",
                                                         "tests/test_a.py": ""})).dropped == ("-n 2",)
+
+
+@pytest.mark.parametrize(("files", "source"), [
+    ({"pytest.toml": "", "pytest.ini": "[pytest]\naddopts = -n 4\n"}, "pytest.toml"),  # even empty, it is the one
+    ({".pytest.toml": "[pytest]\n", "pytest.ini": "[pytest]\naddopts = -n 4\n"}, ".pytest.toml"),
+    ({"pytest.ini": "", "pyproject.toml": '[tool.pytest]\naddopts = ["-n", "4"]\n'}, "pytest.ini"),
+    ({"pyproject.toml": '[tool.pytest]\nminversion = "9.0"\n', "tox.ini": "[pytest]\naddopts = -n 4\n"},
+     "pyproject.toml [tool.pytest]"),
+    ({"pyproject.toml": '[tool.pytest]\n', "tox.ini": "[pytest]\naddopts = -n 4\n"}, "tox.ini [pytest]"),
+])
+def test_pytests_own_precedence_picks_the_one_configuration_it_reads(tmp_path, files, source):
+    root = _repo(tmp_path, {**files, "tests/test_a.py": ""})
+
+    command = detect_test_command(root)
+
+    assert command.source == source
+    assert command.dropped == (("-n 4 (addopts)",) if source == "tox.ini [pytest]" else ())
+
+
+def test_refused_addopts_of_pytests_native_toml_tables_are_left_out(tmp_path):
+    addopts = '["-ra", "-n", "auto", "--cov=pkg", "--junitxml=out.xml"]'
+    for name, table in (("pyproject.toml", "tool.pytest"), ("pytest.toml", "pytest")):
+        root = _repo(tmp_path / name, {name: f'[{table}]\naddopts = {addopts}\ntestpaths = ["tests"]\n',
+                                       "tests/test_a.py": "", "docs/test_b.py": ""})
+
+        command = detect_test_command(root)
+
+        assert command.args[:2] == ("-o", "addopts=-ra") and command.paths == ("tests",)
+        assert command.dropped == ("-n auto (addopts)", "--cov=pkg (addopts)", "--junitxml=out.xml (addopts)")
 
 
 def test_testpaths_that_match_nothing_are_skipped_as_pytest_skips_them(tmp_path):
