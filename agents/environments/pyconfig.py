@@ -23,6 +23,7 @@ _TOML_FILES = ("pytest.toml", ".pytest.toml")
 _INI_SECTIONS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
                  ("setup.cfg", "tool:pytest"))
 _SETTINGS_MODULE = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
+TOX_FACTOR = re.compile(r"^!?[\w.]+(?:[-,]!?[\w.]+)*:\s")  # "py311: pkg", "!pypy,django42: pkg": some environments'
 _TOX_REFERENCE = re.compile(r"\{\[([^\]]+)\]([\w-]+)\}")  # {[base]deps}: another section's setting
 _MAX_BYTES = 1024**2  # a configuration file larger than this is not one a human wrote
 

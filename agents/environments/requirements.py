@@ -28,7 +28,6 @@ _ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "constraints*.txt", "req
 _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
 # Read only when the project has none of those: idna's test dependencies (hypothesis) are in its `all` extra only.
 _FALLBACK_GROUPS = ("all",)
-_TOX_FACTOR = re.compile(r"^!?[\w.]+(?:[-,]!?[\w.]+)*:\s")  # "py311: pkg", "!pypy,django42: pkg": other environments'
 _TOX_SELF = re.compile(r"^(-e\s*|--editable\s+)?(\.|\./|\{(?:toxinidir|tox_root)\}/?)(\[(?P<extras>[\w,\s-]*)\])?$")
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
@@ -323,7 +322,7 @@ def _tox(root: Path, notes: list[str]) -> _Tox:
             else:
                 lines, pins = lines + wanted, pins + pinned
                 named += [_shown(root, root / include.group(2))] if include.group(1) not in _CONSTRAINT_OPTIONS else []
-        elif _TOX_FACTOR.match(line) or "{" in line or not _plain(line):
+        elif pyconfig.TOX_FACTOR.match(line) or "{" in line or not _plain(line):
             skipped.append(line)
         else:
             lines.append(line)

@@ -161,26 +161,41 @@ def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested
     if head in ("manage.py", "django-admin") and rest[:1] == ["test"]:
         return _django(root, rest[1:], source=source, shown=shown)
     if not nested and head == "tox":
-        return _first(root, pyconfig.tox_commands(root), source=f"{source} → tox.ini [testenv] commands")
+        return _first(root, pyconfig.tox_commands(root), source=f"{source} → tox.ini [testenv] commands", tox=True)
     if not nested and head == "make" and [w for w in rest if not w.startswith("-")] in ([], ["test"]):
         return _first(root, pyconfig.makefile_recipe(root), source=f"{source} → Makefile test")
     return None
 
 
-def _first(root: Path, lines: list[str], *, source: str) -> TestCommand | None:
+def _first(root: Path, lines: list[str], *, source: str, tox: bool = False) -> TestCommand | None:
     """The first pytest, unittest or manage.py test among lines of a tox or make recipe (`a && b` split), tox's
     substitutions read as tox would with no arguments given ({posargs} empty or its default, {toxinidir} the root,
-    {env:NAME:default} its default) and make's variables empty."""
-    for line in lines:
-        for part in line.replace("&&", ";").split(";"):
-            cleaned = _TOX_DEFAULTED.sub(r"\1", _TOX_ROOT.sub(".", part.strip().lstrip("@-+"))).strip()
-            try:
-                words = shlex.split(cleaned)
-            except ValueError:
-                continue
-            words = words[:1] + [word for word in words[1:] if word != "[]" and not _MAKE_VARIABLE.match(word)]
-            if (found := _recognized(root, words, source=source, shown=cleaned, nested=True)) is not None:
-                return found
+    {env:NAME:default} its default) and make's variables empty. A tox line for some environments only (`unit:
+    pytest tests`) counts when no line for every environment does: the first such that aiteam can run as written."""
+    factors = [pyconfig.TOX_FACTOR.match(line) if tox else None for line in lines]
+    for line in [line for line, factor in zip(lines, factors, strict=True) if factor is None]:
+        if (found := _first_in(root, line, source=source)) is not None:
+            return found
+    for factor in filter(None, factors):
+        try:
+            found = _first_in(root, factor.string[factor.end():], source=f"{source} ({factor.group(0).strip()})")
+        except BadTestCommand:  # another environment's command is no reason to refuse the repository
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _first_in(root: Path, line: str, *, source: str) -> TestCommand | None:
+    for part in line.replace("&&", ";").split(";"):
+        cleaned = _TOX_DEFAULTED.sub(r"\1", _TOX_ROOT.sub(".", part.strip().lstrip("@-+"))).strip()
+        try:
+            words = shlex.split(cleaned)
+        except ValueError:
+            continue
+        words = words[:1] + [word for word in words[1:] if word != "[]" and not _MAKE_VARIABLE.match(word)]
+        if (found := _recognized(root, words, source=source, shown=cleaned, nested=True)) is not None:
+            return found
     return None
 
 
@@ -305,7 +320,7 @@ def _from_pytest_config(root: Path) -> TestCommand | None:
 
 
 def _from_tox(root: Path) -> TestCommand | None:
-    return _first(root, pyconfig.tox_commands(root), source="tox.ini [testenv] commands")
+    return _first(root, pyconfig.tox_commands(root), source="tox.ini [testenv] commands", tox=True)
 
 
 def _from_django(root: Path) -> TestCommand | None:
@@ -319,14 +334,15 @@ def _from_makefile(root: Path) -> TestCommand | None:
 
 
 def _from_file_names(root: Path) -> TestCommand | None:
-    """Test files by name: pytest's (test_*.py, *_test.py) when conftest.py or pytest is in sight, else
-    unittest's discovery (test*.py)."""
-    tests = [path for path in _files(root, ".py") if path.name.startswith("test")]
+    """Test files by name: pytest's (test_*.py, *_test.py) when conftest.py or pytest is in sight or only pytest
+    would collect them (colorama's *_test.py), else unittest's discovery (test*.py)."""
+    tests = [path for path in _files(root, ".py") if path.name.startswith("test") or path.name.endswith("_test.py")]
     if not tests:
         return None
     pytest_named = [p for p in tests if p.name.startswith("test_") or p.name.endswith("_test.py")]
-    uses_pytest = (root / "conftest.py").is_file() or any("pytest" in (pyconfig.read_text(p) or "")
-                                                         for p in pytest_named[:200])
+    discovered = [p for p in tests if p.name.startswith("test")]
+    uses_pytest = not discovered or (root / "conftest.py").is_file() or any(
+        "pytest" in (pyconfig.read_text(p) or "") for p in pytest_named[:200])
     if uses_pytest:
         return _pytest(root, [], source=f"{pytest_named[0].relative_to(root)} (pytest's file names)", shown="pytest")
     return _unittest(root, ["discover"], source="unittest discovery", shown="python -m unittest discover")

@@ -296,3 +296,30 @@ def test_python_files_alone_make_a_python_repository_and_pytest_runs_them_all(tm
     command = detect_test_command(_repo(tmp_path, {"tool.py": "print(1)\n"}))
 
     assert (command.runner, command.paths) == ("pytest", (".",)) and "no test files yet" in command.source
+
+
+def test_a_tox_command_for_some_environments_counts_when_none_is_for_all(tmp_path):
+    # pyparsing 3.3.3's shape: before, nothing was found and pytest ran over the whole checkout
+    root = _repo(tmp_path, {"tox.ini": """\
+        [testenv]
+        commands =
+            py38: pytest -x tests
+            doctest: sphinx-build -b doctest docs docs/_build
+            unit: pytest tests examples/tiny/tests {posargs}
+        """, "tests/test_a.py": "", "examples/tiny/tests/test_b.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.paths, command.source) == (("tests", "examples/tiny/tests"), "tox.ini [testenv] commands (unit:)")
+    (root / "tox.ini").write_text("[testenv]\ncommands =\n    unit: pytest tests\n    python -m pytest examples\n")
+    assert detect_test_command(root).paths == ("examples",)  # the line for every environment wins
+
+
+def test_colorama_style_test_files_are_collected_by_pytest(tmp_path):
+    root = _repo(tmp_path, {"pyproject.toml": '[project]\nname = "colorama"\n', "colorama/__init__.py": "",
+                            "colorama/tests/ansi_test.py": "import unittest\n"})
+
+    command = detect_test_command(root)
+
+    assert (command.runner, command.paths) == ("pytest", (".",))
+    assert command.source == "colorama/tests/ansi_test.py (pytest's file names)"
