@@ -51,10 +51,8 @@ def prepare(requirement: Requirement, *, limits: SandboxLimits) -> dict[str, Any
         prepared = prepare_repository(workspace.path, configured=requirement.project.settings.get("test_command"),
                                       cache_dir=settings.AITEAM_ENVIRONMENTS_ROOT, sources=package_sources,
                                       limits=limits)
-    except UNUSABLE as exc:
+    except UNUSABLE as exc:  # a base run stopped at the time limit too: the suite's size, which a retry would not cure
         return unusable(str(exc), error=exc, log_tail=getattr(exc, "log_tail", ""))
-    for report in prepared["reports"]:
-        ensure_not_timed_out(report)  # the sandbox's limit, not the repository: retried
     return {"ok": True, "base_sha": base_sha, "branch": workspace.branch, **prepared}
 
 

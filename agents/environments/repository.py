@@ -64,8 +64,8 @@ def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, s
     """The test command, the environment (built or reused) and the two base runs of the checkout at root.
     NotPython, BadTestCommand, BadDependencies, InstallFailed and BaselineUnusable are for a person: a base run
     that forged its report, that did not run the tests (killed at a limit, pytest interrupted or refusing its
-    command) or in which no test passed would judge nothing. A run stopped at the time limit is left to the
-    caller (infrastructure: retried)."""
+    command) or in which no test passed would judge nothing. So is one stopped at the sandbox's time limit: the
+    repository's own suite outgrowing it is its size, not a hiccup a retry would cure."""
     command = detect_test_command(root, configured=configured)
     environment = prepare_environment(root, cache_dir=cache_dir, sources=sources(command),
                                       runner_packages=("pytest", *command.plugins))
@@ -85,7 +85,7 @@ def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, s
 def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimits) -> None:
     for number, report in enumerate(runs.reports, start=1):
         if report.timed_out:
-            return  # the caller's to retry
+            raise BaselineUnusable(_too_long(number, report.duration_s, limits), report.output_tail)
         if report.unjudged:
             raise BaselineUnusable(f"the base commit's test run ({number} of 2) cannot be judged: {report.unjudged}. "
                                    f"{_TOO_LARGE}", report.output_tail)
@@ -111,6 +111,13 @@ def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimi
             "file, a test/tests/testing/dev extra or tox.ini's [testenv] deps; or set the project's test_command "
             "setting (or [tests] command in .aiteam.toml) to the command that runs the tests",
             runs.reports[0].output_tail)
+
+
+def _too_long(number: int, duration_s: float, limits: SandboxLimits) -> str:
+    return (f"the base commit's test run ({number} of 2) was stopped at the sandbox's time limit after {duration_s:g} s "
+            f"(AITEAM_SANDBOX_TIMEOUT_S, now {limits.timeout_s:g} s): the repository's test suite takes longer than "
+            "that here. Raise AITEAM_SANDBOX_TIMEOUT_S above the suite's run time, and AITEAM_STEP_SOFT_LIMIT_S with "
+            "it: repository preparation runs the suite twice in one step, after installing its environment")
 
 
 def run_problem(report: Mapping[str, Any], *, limits: SandboxLimits | None = None) -> str:

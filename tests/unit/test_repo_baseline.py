@@ -17,6 +17,7 @@ from agents.environments import (
     prepare_environment,
     run_repository,
 )
+from agents.environments import run as environment_runs
 from agents.environments.repository import BaselineUnusable, prepare_repository
 from agents.environments.wheels import repack_installed, write_wheel
 from agents.sandbox import SandboxLimits, stream
@@ -318,3 +319,28 @@ def test_a_suite_too_large_for_the_outcome_stream_is_refused_as_such_not_as_forg
     assert "cannot be judged: the outcome stream passed its bound of" in str(refused.value)
     assert "too large" in str(refused.value) and "test_command" in str(refused.value)
     assert "forged" not in str(refused.value), refused.value
+
+
+def test_a_base_run_past_the_time_limit_is_refused_once_with_the_figure_and_what_to_raise(tmp_path, offline,
+                                                                                          monkeypatch):
+    root = _files(tmp_path, {"conftest.py": "", "tests/test_slow.py": "import time\n\n\ndef test_slow():\n"
+                                                                     "    time.sleep(60)\n"})
+    sources, cache = offline
+    runs = []
+    real = environment_runs.run_repository
+
+    def counted(*args, **kwargs):
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(environment_runs, "run_repository", counted)
+
+    with pytest.raises(BaselineUnusable) as refused:
+        prepare_repository(root, configured=None, cache_dir=cache, sources=lambda command: sources,
+                           limits=SandboxLimits(timeout_s=3, cpu_s=30, memory_bytes=1024**3, max_output_chars=8000))
+
+    assert str(refused.value).startswith("the base commit's test run (1 of 2) was stopped at the sandbox's time "
+                                         "limit after ")
+    assert "(AITEAM_SANDBOX_TIMEOUT_S, now 3 s)" in str(refused.value)
+    assert "AITEAM_STEP_SOFT_LIMIT_S" in str(refused.value)
+    assert len(runs) == 1  # the second base run, stopped there too, is not started

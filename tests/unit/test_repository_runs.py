@@ -150,6 +150,19 @@ def test_a_base_run_in_which_pytest_never_ran_the_tests_is_refused_for_a_person(
     assert not requirement.steps.filter(key=step_keys.PO_CLARIFY).exists()
 
 
+def test_a_base_run_past_the_time_limit_goes_to_a_person_at_once_with_what_to_raise(alice, scripted, repository,
+                                                                                     settings):
+    # pyparsing's and packaging's suites outlast 120 s: retried as a hiccup, each attempt cost two timeouts
+    settings.AITEAM_SANDBOX_TIMEOUT_S = 3
+    files = {**FILES, "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(60)\n"}
+
+    step, route, task = failed_preparation(prepared(alice, scripted, repository, files))
+
+    assert (step.runs, route.route, route.rule) == (1, "human", "repository_unusable")
+    assert "stopped at the sandbox's time limit" in task.reasoning
+    assert "(AITEAM_SANDBOX_TIMEOUT_S, now 3 s)" in task.reasoning and "AITEAM_STEP_SOFT_LIMIT_S" in task.reasoning
+
+
 def test_an_empty_repository_is_refused_with_what_to_do(alice, scripted, repository):
     requirement = prepared(alice, scripted, repository, None)
 
