@@ -524,8 +524,9 @@ def test_the_files_toxs_deps_name_are_the_requirements_files_installed(tmp_path)
     assert notes[0].startswith("requirements files not installed (tox's [testenv] deps name the files its tests "
                                "use): requirements.txt, requirements/build.txt, requirements/dev.txt, "
                                "requirements/docs.txt, requirements/tests37.txt, requirements/typing.txt")
-    (root / "requirements/tests37.txt").write_text("other-pin\n")  # not installed, still keys the venv
-    assert environment_key(root, files) != environment_key(root, files[:-1])
+    key = environment_key(root, files, requirements=tuple(requirements))
+    (root / "requirements/tests37.txt").write_text("other-pin\n")  # not installed, its bytes still key the venv
+    assert environment_key(root, files, requirements=tuple(requirements)) != key
 
 
 @pytest.mark.parametrize(("names", "installed"), [
