@@ -3,8 +3,8 @@
 Every string that leaves a provider (error text, recorded request or response) goes
 through `redact`. It removes the configured key by value and anything shaped like a
 prefixed key: Anthropic's (`sk-ant-`), GitHub's (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
-`github_pat_`), GitLab's (`glpat-`). So a key that leaks into an SDK message or a proxy's
-error body is caught. `recorded` also drops NUL characters, which PostgreSQL's text and
+`github_pat_`), GitLab's (`glpat-`), Slack's (`xoxb-`, `xoxp-`...). So a key that leaks into
+an SDK message or a proxy's error body is caught. `recorded` also drops NUL characters, which PostgreSQL's text and
 jsonb columns refuse and a model may emit.
 
 `typed` is for what people type and the assistant answers them (conversation messages,
@@ -22,7 +22,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_PREFIXED = r"sk-ant-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-.]{20,}"
+_PREFIXED = (r"sk-ant-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-.]{20,}"
+             r"|xox[abpre]-[A-Za-z0-9\-]{10,}")  # the last: Slack's bot, user and app tokens
 _API_TOKEN = (r"(?<![A-Za-z0-9_\-./+])(?=[A-Za-z0-9_\-]{0,42}[a-z])(?=[A-Za-z0-9_\-]{0,42}[A-Z])"
               r"[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-/+=])")
 _KEY_SHAPE = re.compile(_PREFIXED)

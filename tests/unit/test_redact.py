@@ -13,6 +13,7 @@ from lifecycle.models.tokens import new_secret
 @pytest.mark.parametrize("key", [
     "sk-ant-api03-" + "A" * 40, "ghp_" + "a1B2" * 9, "gho_" + "Z9" * 18, "ghs_" + "x" * 36,
     "github_pat_11ABCDEFG0123456789_" + "abcDEF123" * 6, "glpat-" + "x9Y8_" * 4, "glpat-" + "a1" * 13 + ".01.0z1abc2de",
+    "xoxb-1234567890-1234567890123-" + "AbCd" * 6,
 ])
 def test_a_prefixed_key_is_masked_wherever_it_stands(key):
     for text in (key, f"my key is {key}.", f'{{"token": "{key}"}}', f"Token {key}\n"):
