@@ -23,6 +23,7 @@ from lifecycle.models import (
 from lifecycle.replay.compare import describe
 from lifecycle.selectors import origins_visible_to
 from lifecycle.services.artifacts import content_json, latest
+from lifecycle.services.reviews import TEXT_MAX_CHARS
 from lifecycle.states import ArtifactKind, Decision
 from lifecycle.tickets import KEY_MAX_CHARS, TITLE_MAX_CHARS, URL_MAX_CHARS, Ticket, TicketSource, ticket_problems
 
@@ -119,10 +120,10 @@ class RequirementIn(StrictSerializer):
 
 class DecisionIn(StrictSerializer):
     decision = CappedChoiceField(choices=Decision.choices)
-    reason = StrictCharField(max_length=4000, required=False, allow_blank=True, default="")
-    feedback = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
-    answer = StrictCharField(max_length=8000, required=False, allow_blank=True, default="")
-    constraint = StrictCharField(max_length=2000, required=False, allow_blank=True, default="",
+    reason = StrictCharField(max_length=TEXT_MAX_CHARS["reason"], required=False, allow_blank=True, default="")
+    feedback = StrictCharField(max_length=TEXT_MAX_CHARS["feedback"], required=False, allow_blank=True, default="")
+    answer = StrictCharField(max_length=TEXT_MAX_CHARS["answer"], required=False, allow_blank=True, default="")
+    constraint = StrictCharField(max_length=TEXT_MAX_CHARS["constraint"], required=False, allow_blank=True, default="",
                                  help_text="inject_constraint: the constraint every later agent step must follow")
     budget = serializers.DictField(required=False, help_text='override_budget: new limits, e.g. {"requirement": '
                                    '{"tokens": 800000, "cost_usd": "12"}, "roles": {"senior_engineer": {"steps": 30}}}')

@@ -15,7 +15,7 @@ from lifecycle.services import outcomes
 from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
 from lifecycle.services.meta_eval import review_decision_logged
 from lifecycle.services.outbox import emit
-from lifecycle.services.reviews import REQUIRED_TEXT
+from lifecycle.services.reviews import REQUIRED_TEXT, TEXT_MAX_CHARS
 from lifecycle.services.transitions import transition
 from lifecycle.states import Decision
 
@@ -68,6 +68,9 @@ def _validate(task: ReviewTask, decision: str, texts: dict[str, str]) -> None:
     if decision not in task.options:
         raise DomainError(f"'{echoed(decision)}' is not an option for this task; options: {', '.join(task.options)}",
                           "decision")
+    for name, text in texts.items():  # the API's bounds, for the admin's forms and the assistant's requests too
+        if len(text) > TEXT_MAX_CHARS[name]:
+            raise DomainError(f"the {name} is {len(text)} characters long; at most {TEXT_MAX_CHARS[name]}", name)
     needed = REQUIRED_TEXT.get(decision)
     if needed and not texts[needed]:
         what = {"feedback": "feedback (what to change)"}.get(needed, f"a {needed}")

@@ -14,6 +14,7 @@ from lifecycle.states import REVIEW_OPTIONS, Decision
 # The text a decision must carry, by decision.
 REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback", Decision.ANSWER: "answer",
                  Decision.INJECT_CONSTRAINT: "constraint"}
+TEXT_MAX_CHARS = {"reason": 4000, "feedback": 8000, "answer": 8000, "constraint": 2000}  # a decision's, whoever sends it
 
 
 def review_open(

@@ -326,6 +326,7 @@ def test_an_override_of_a_spent_budget_is_asked_for_with_its_new_limits(scripted
      "only an 'override_budget'"),
     ({"decision": "reject"}, "reason", "needs a reason"),
     ({"decision": "approve", "constraint": "skip the tests"}, "constraint", "only an 'inject_constraint'"),
+    ({"decision": "reject", "reason": "no " * 1500}, "reason", "at most 4000"),  # the API's bound on a reason
 ])
 def test_a_decision_the_task_would_refuse_is_not_offered_and_the_model_reads_why(scripted, acme, acme_project, rita,
                                                                                 arguments, field, why):
