@@ -28,9 +28,16 @@ def test_the_worker_reuses_its_database_connections_across_tasks(start_worker, a
     first_by_process = {}
     for step in steps:
         first_by_process.setdefault(step.worker, step.started_at)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT backend_start FROM pg_stat_activity WHERE application_name = 'aiteam-worker-reuse'")
-        starts = sorted(row[0] for row in cursor.fetchall())
+
+    def connections() -> list:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT backend_start FROM pg_stat_activity WHERE application_name = 'aiteam-worker-reuse'")
+            return sorted(row[0] for row in cursor.fetchall())
+
+    # a lease heartbeat that renewed a long step has its own connection until its next beat finds nothing running
+    # (AITEAM_STEP_LEASE_S 11: a beat every 3.7 s), then closes it
+    wait_for(lambda: len(connections()) <= 2, what="the heartbeat's connection closed", timeout=15)
+    starts = connections()
     assert steps.count() >= 12 and len(first_by_process) == 2
     assert len(starts) == 2  # one connection per pool process, not one per task
     # each process's connection was opened for its first step and kept for every later one
