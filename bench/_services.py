@@ -36,15 +36,18 @@ Worker = tuple[str, str, str, int]  # node name, queues, pool, concurrency
 LAYOUTS = ("mixed", "split", "split-io")
 
 
-def worker_layout(layout: str, *, concurrency: int, llm_pool: str = "threads", llm_concurrency: int = 16) -> list[Worker]:
+def worker_layout(layout: str, *, concurrency: int, llm_pool: str = "threads", llm_concurrency: int = 16,
+                  llm_workers: int = 1) -> list[Worker]:
     """mixed: the Procfile's worker before the split (every queue, prefork -c `concurrency`), twice;
     split: model calls on an `llm_pool` of `llm_concurrency`, the sandbox and the default queue on processes;
-    split-io: the default queue (notifications, delivery: network waits) with the model calls, the sandbox alone."""
+    split-io: the default queue (notifications, delivery: network waits) with the model calls, the sandbox alone.
+    llm_workers: how many such llm workers (split, split-io): one interpreter lock each."""
     if layout == "mixed":
         return [(f"bench{i}", "llm,sandbox,default", "prefork", concurrency) for i in range(2)]
-    if layout == "split":
-        return [("llm", "llm", llm_pool, llm_concurrency), ("sandbox", "sandbox,default", "prefork", concurrency)]
-    return [("llm", "llm,default", llm_pool, llm_concurrency), ("sandbox", "sandbox", "prefork", concurrency)]
+    llm_queues, sandbox_queues = ("llm", "sandbox,default") if layout == "split" else ("llm,default", "sandbox")
+    names = ["llm"] if llm_workers == 1 else [f"llm{i}" for i in range(llm_workers)]
+    return [*((name, llm_queues, llm_pool, llm_concurrency) for name in names),
+            ("sandbox", sandbox_queues, "prefork", concurrency)]
 
 
 def start_layout(workers: list[Worker], env: dict[str, str], logs: Path) -> list[subprocess.Popen]:
@@ -103,6 +106,29 @@ def pool_children(pid: int) -> list[int]:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its pool processes, with the children each has waited for (git; the
+    sandboxed test runs do not show here: machine_busy_seconds counts them)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in [pid, *pool_children(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(float(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total / ticks
+
+
+def machine_busy_seconds() -> tuple[float, float]:
+    """CPU seconds the whole machine spent busy since boot (every process: workers, their sandboxed runs,
+    PostgreSQL, Redis, anything else running) and the seconds a hypervisor gave to other guests (steal)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / ticks, steal / ticks
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -26,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._services import (  # noqa: E402
     BROKER,
     LAYOUTS,
+    cpu_seconds,
     describe,
+    machine_busy_seconds,
     scratch_database,
     start_layout,
     stop,
@@ -54,13 +56,13 @@ def main() -> None:
         redis.Redis.from_url(BROKER).flushdb()
         workers = start_layout(layout_of(args), env, Path(tmp))
         try:
-            run(args)
+            run(args, workers)
         finally:
             for w in workers:
                 stop(w)
 
 
-def run(args) -> None:
+def run(args, workers) -> None:
     from django.contrib.auth import get_user_model
 
     from lifecycle.models import Membership, Organization, Project, Requirement
@@ -71,6 +73,7 @@ def run(args) -> None:
     Project.objects.create(organization=org, slug="default", name="bench")
     user = get_user_model().objects.create(username="bench")
     Membership.objects.create(user=user, organization=org, role="admin")
+    cpu = CpuUse(workers)
     started = time.monotonic()
     ids = [requirement_submit(user=user, brief=SAMPLE, title=f"bench {i}").pk for i in range(args.requirements)]
     while Requirement.objects.filter(pk__in=ids, state="test_pending").count() < len(ids):
@@ -78,10 +81,24 @@ def run(args) -> None:
             sys.exit(f"timed out; states: {list(Requirement.objects.filter(pk__in=ids).values_list('state', flat=True))}")
         time.sleep(0.1)
     wall = time.monotonic() - started
-    report(args, ids, wall)
+    report(args, ids, wall, cpu.since())
 
 
-def report(args, ids, wall: float) -> None:
+class CpuUse:
+    """CPU spent from now on: the whole machine's (every process, the sandboxed runs and PostgreSQL included)
+    and the workers' own (their pool processes and the git processes they waited for)."""
+
+    def __init__(self, workers) -> None:
+        self.pids = [w.pid for w in workers]
+        self.machine, self.steal = machine_busy_seconds()
+        self.workers = sum(cpu_seconds(pid) for pid in self.pids)
+
+    def since(self) -> tuple[float, float, float]:
+        machine, steal = machine_busy_seconds()
+        return machine - self.machine, steal - self.steal, sum(cpu_seconds(pid) for pid in self.pids) - self.workers
+
+
+def report(args, ids, wall: float, cpu: tuple[float, float, float]) -> None:
     from lifecycle.models import Requirement
 
     e2e, critical = [], []
@@ -97,7 +114,23 @@ def report(args, ids, wall: float) -> None:
     print(f"end-to-end per requirement (median):    {statistics.median(e2e):.2f} s")
     print(f"ratio end-to-end / critical path: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
     print(f"all {args.requirements} done in {wall:.2f} s (ideal with unlimited workers: {max(critical):.2f} s)")
+    print_cpu_floor(cpu, wall, statistics.median(critical))
     print_breakdowns(Requirement.objects.filter(pk__in=ids), CHAIN, detail=args.detail)
+
+
+def print_cpu_floor(cpu: tuple[float, float, float], wall: float, critical: float) -> None:
+    """The last requirement cannot end before the machine has done all of the run's CPU work: busy CPU / cores is
+    a floor under the time all of them take, whatever the scheduling, at this much work a step and with whatever
+    else runs on the machine (the load average above); over the median critical path, a floor for the ratio of
+    the requirements that end last."""
+    busy, steal, workers = cpu
+    cores = os.cpu_count() or 1
+    floor = busy / cores
+    print(f"CPU busy during the run: {busy:.1f} s of {cores} x {wall:.2f} s ({100 * busy / (cores * wall):.0f} %); "
+          f"the workers' processes {workers:.1f} s of it, the rest the sandboxed test runs, PostgreSQL, Redis and "
+          f"this script; steal {steal:.1f} s")
+    print(f"CPU floor: no scheduling ends all of them before {floor:.2f} s on {cores} cores, "
+          f"{floor / critical:.2f} times the median critical path")
 
 
 def critical_path_seconds(req) -> float:
@@ -118,7 +151,7 @@ def critical_path_seconds(req) -> float:
 
 def layout_of(args):
     return worker_layout(args.layout, concurrency=args.concurrency, llm_pool=args.llm_pool,
-                         llm_concurrency=args.llm_concurrency)
+                         llm_concurrency=args.llm_concurrency, llm_workers=args.llm_workers)
 
 
 def parse():
@@ -129,6 +162,7 @@ def parse():
     parser.add_argument("--layout", choices=LAYOUTS, default="mixed",
                         help="mixed: 2 prefork workers on every queue; split: llm on threads, sandbox on processes")
     parser.add_argument("--llm-pool", choices=["threads", "prefork"], default="threads", help="the llm worker's pool (split)")
+    parser.add_argument("--llm-workers", type=int, default=1, help="how many llm workers (split, split-io)")
     parser.add_argument("--llm-concurrency", type=int, default=16, help="the llm worker's pool size (split)")
     parser.add_argument("--detail", action="store_true", help="each link of the critical chain, median over requirements")
     parser.add_argument("--timeout", type=float, default=600)

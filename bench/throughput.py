@@ -28,6 +28,7 @@ from bench._report import print_load_after, print_machine, rss_kb  # noqa: E402
 from bench._services import (  # noqa: E402
     BROKER,
     LAYOUTS,
+    cpu_seconds,
     describe,
     pool_children,
     scratch_database,
@@ -55,7 +56,7 @@ def main() -> None:
 
         redis.Redis.from_url(BROKER).flushdb()
         layout = worker_layout(args.layout, concurrency=args.concurrency, llm_pool=args.llm_pool,
-                               llm_concurrency=args.llm_concurrency)
+                               llm_concurrency=args.llm_concurrency, llm_workers=args.llm_workers)
         print_machine("Django", "celery", "kombu", "psycopg", database_url=url, broker_url=BROKER)
         print(f"requirements: {args.requirements} at once, fake model {args.latency_ms} ms; workers: {describe(layout)}")
         workers = start_layout(layout, env, Path(tmp))
@@ -114,20 +115,6 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its pool processes, with the children each has waited for (git; the
-    sandboxed test runs do not show here)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for p in [pid, *pool_children(pid)]:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(float(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-    return total / ticks
 
 
 def run(args, pids: dict[str, int], url: str, *, sandbox_slots: int) -> None:
@@ -236,6 +223,7 @@ def parse():
     parser.add_argument("--layout", choices=LAYOUTS, default="split-io")  # as the Procfile runs them
     parser.add_argument("--concurrency", type=int, default=2, help="processes per prefork worker")
     parser.add_argument("--llm-pool", choices=["threads", "prefork"], default="threads")
+    parser.add_argument("--llm-workers", type=int, default=1, help="how many llm workers (split, split-io)")
     parser.add_argument("--llm-concurrency", type=int, default=64)
     parser.add_argument("--until", choices=["test_pending", "ready_to_deploy"], default="ready_to_deploy",
                         help="the state that counts as finished: after code review, or after QC and DevOps")
