@@ -12,7 +12,7 @@ def echoed(value: object, limit: int = ECHO_MAX_CHARS, *, quoted: bool = False) 
     when cut, so a 1 MB value that is not a choice does not come back as a 1 MB error."""
     text = str(value)
     shown = repr(text[:limit]) if quoted else text[:limit]
-    return shown if len(text) <= limit else f"{shown}… (cut: {len(text)} characters)"
+    return shown if len(text) <= limit else f"{shown}… ({len(text)} characters in all)"
 
 
 def echoed_names(names: Iterable[object]) -> str:

@@ -105,8 +105,9 @@ class ReplayProvider:
         if not candidates:
             raise CassetteMissError(
                 f"replay: {self.source} has no answer recorded for this {request.role} request (a cassette answers "
-                "only the runs it recorded); set ANTHROPIC_API_KEY to run this brief on the model, or point "
-                "AITEAM_REPLAY_CASSETTE at a cassette recorded for it"
+                "only the runs it recorded); set ANTHROPIC_API_KEY to have the model answer it, or point "
+                "AITEAM_REPLAY_CASSETTE at a cassette recorded for it (aiteam_ticket: --cassette FILE; "
+                "docs/cassettes.md)"
             )
         return max(candidates, key=lambda i: len(i.get("match", [])))
 

@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
     gone = services.missing()
     if not gone:
         return
-    message = f"integration tests need {', '.join(gone)}; {services.HOW_TO_START}"
+    message = f"integration tests need their services: {services.message(gone)}"
     if os.environ.get("CI", "").lower() == "true":
         raise pytest.UsageError(f"CI=true and {message}")
     for item in mine:

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.llm.base import LLMConfigError
 from agents.llm.replay import CassetteMissError
 from lifecycle.errors import DomainError, NotPermitted
+from lifecycle.management import python_shown
 from lifecycle.models import ActionPreauthorization, Membership, Organization, Project, Requirement
 from lifecycle.services.approvals import APPROVE_DEPLOYMENT
 from lifecycle.services.artifacts import content_json, latest
@@ -154,7 +155,7 @@ class Command(BaseCommand):
         for commit in result["pushed_commits"]:
             out(f"  {commit['sha'][:10]} {commit['subject']}")
         out(f"\nTry it: D=$(mktemp -d) && git clone -q -b {result['branch']} {result['remote_url']} \"$D\" && "
-            "PYTHONPATH=\"$D\" .venv/bin/python -m pytest -q \"$D\"")
+            f"PYTHONPATH=\"$D\" {python_shown()} -m pytest -q \"$D\"")
 
     def _report_code(self, req: Requirement) -> None:
         out = self.stdout.write

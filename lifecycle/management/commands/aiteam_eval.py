@@ -1,7 +1,7 @@
 """Run an evaluation suite (docs/evals.md) and export a run.
 
-    python manage.py aiteam_eval run --suite NAME [--bundle VERSION] [--live]
-    python manage.py aiteam_eval export RUN_ID
+    .venv/bin/python manage.py aiteam_eval run --suite NAME [--bundle VERSION] [--live]
+    .venv/bin/python manage.py aiteam_eval export RUN_ID
 
 `run` takes every case of evals/NAME through the whole team, in an evaluation project of its own whose gates the
 evaluation policy decides, answered by each case's cassette (offline, the default) or by the configured model
@@ -18,6 +18,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from lifecycle.evals.report import run_json, table
 from lifecycle.evals.running import eval_run_cases, eval_run_start
 from lifecycle.evals.suites import SuiteError, load_suite
+from lifecycle.management import python_shown
 from lifecycle.models import EvalRun, PromptBundle
 
 
@@ -53,7 +54,7 @@ class Command(BaseCommand):
                           f"{'live (' + run.provider + ')' if live else 'offline (cassettes)'}")
         rows = eval_run_cases(run, cases, progress=self.stdout.write)
         self.stdout.write("\n" + table(rows))
-        self.stdout.write(f"\nbundle {run.bundle_id or '-'}; export: python manage.py aiteam_eval export {run.pk}")
+        self.stdout.write(f"\nbundle {run.bundle_id or '-'}; export: {python_shown()} manage.py aiteam_eval export {run.pk}")
         broke = [row.name for row in rows if row.error]
         if broke:  # the machinery failed, not the team: a script running suites must see it
             raise CommandError(f"{len(broke)} of {len(rows)} case(s) broke before they ended ({', '.join(broke)}): "

@@ -1,9 +1,9 @@
 """Propose a change to a project's prompts, budget profile or playbook table, with its evidence (ADR 39).
 
-    python manage.py aiteam_promote propose --project ORG/SLUG --by USERNAME --suite NAME --expect TEXT
+    .venv/bin/python manage.py aiteam_promote propose --project ORG/SLUG --by USERNAME --suite NAME --expect TEXT
         (--prompt NAME=FILE [--prompt …] | --budgets FILE.json | --playbooks FILE.json) [--why TEXT] [--live]
-    python manage.py aiteam_promote draft --project ORG/SLUG --suite NAME [--live]
-    python manage.py aiteam_promote list [--project ORG/SLUG]
+    .venv/bin/python manage.py aiteam_promote draft --project ORG/SLUG --suite NAME [--live]
+    .venv/bin/python manage.py aiteam_promote list [--project ORG/SLUG]
 
 `propose` runs the suite with the project's current version and with the candidate, then puts the proposal to the
 project's owners (its organization's admins), who decide it in the admin or over the API. `draft` is the optimizer:

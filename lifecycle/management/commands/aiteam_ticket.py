@@ -2,7 +2,7 @@
 branch and the pull request (or the local remote), the diff from the merge base, its scope, and the tests before
 and after.
 
-    python manage.py aiteam_ticket --repo PATH_OR_URL --base main --title "..." --body-file ticket.md \\
+    .venv/bin/python manage.py aiteam_ticket --repo PATH_OR_URL --base main --title "..." --body-file ticket.md \\
         [--cassette FILE] [--project SLUG] [--key KEY] [--host github|gitlab|git] [--token-env NAME]
         [--api-url URL] [--approve-deployment]
 
