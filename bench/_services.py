@@ -131,6 +131,26 @@ def machine_busy_seconds() -> tuple[float, float]:
     return (user + nice + system + irq + softirq) / ticks, steal / ticks
 
 
+def server_cpu_seconds(name: str) -> float:
+    """User + system CPU of the processes called `name` (postgres, redis-server), with what the first of them (the
+    server's parent process) has from children that ended: PostgreSQL's backends come and go."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                head, rest = (entry / "stat").read_text().rsplit(")", 1)
+            except OSError:
+                continue
+            if head.split("(", 1)[1] == name:
+                fields = rest.split()
+                stats[int(entry.name)] = (int(fields[1]), [float(f) for f in fields[11:15]])
+    total = 0.0
+    for parent, (utime, stime, cutime, cstime) in stats.values():
+        total += utime + stime + (0 if parent in stats else cutime + cstime)
+    return total / ticks
+
+
 def stop(process: subprocess.Popen) -> None:
     os.killpg(process.pid, 15)
     try:

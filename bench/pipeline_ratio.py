@@ -30,6 +30,7 @@ from bench._services import (  # noqa: E402
     describe,
     machine_busy_seconds,
     scratch_database,
+    server_cpu_seconds,
     start_layout,
     stop,
     worker_layout,
@@ -85,20 +86,25 @@ def run(args, workers) -> None:
 
 
 class CpuUse:
-    """CPU spent from now on: the whole machine's (every process, the sandboxed runs and PostgreSQL included)
-    and the workers' own (their pool processes and the git processes they waited for)."""
+    """CPU spent from now on: the whole machine's (every process, the sandboxed runs included), the workers' own
+    (their pool processes and the git processes they waited for), PostgreSQL's, Redis's and this script's."""
 
     def __init__(self, workers) -> None:
         self.pids = [w.pid for w in workers]
-        self.machine, self.steal = machine_busy_seconds()
-        self.workers = sum(cpu_seconds(pid) for pid in self.pids)
+        self.start = self._now()
 
-    def since(self) -> tuple[float, float, float]:
+    def _now(self) -> dict[str, float]:
         machine, steal = machine_busy_seconds()
-        return machine - self.machine, steal - self.steal, sum(cpu_seconds(pid) for pid in self.pids) - self.workers
+        mine = os.times()
+        return {"machine": machine, "steal": steal, "workers": sum(cpu_seconds(pid) for pid in self.pids),
+                "postgres": server_cpu_seconds("postgres"), "redis": server_cpu_seconds("redis-server"),
+                "script": mine.user + mine.system}
+
+    def since(self) -> dict[str, float]:
+        return {key: value - self.start[key] for key, value in self._now().items()}
 
 
-def report(args, ids, wall: float, cpu: tuple[float, float, float]) -> None:
+def report(args, ids, wall: float, cpu: dict[str, float]) -> None:
     from lifecycle.models import Requirement
 
     e2e, critical = [], []
@@ -118,17 +124,19 @@ def report(args, ids, wall: float, cpu: tuple[float, float, float]) -> None:
     print_breakdowns(Requirement.objects.filter(pk__in=ids), CHAIN, detail=args.detail)
 
 
-def print_cpu_floor(cpu: tuple[float, float, float], wall: float, critical: float) -> None:
+def print_cpu_floor(cpu: dict[str, float], wall: float, critical: float) -> None:
     """The last requirement cannot end before the machine has done all of the run's CPU work: busy CPU / cores is
     a floor under the time all of them take, whatever the scheduling, at this much work a step and with whatever
     else runs on the machine (the load average above); over the median critical path, a floor for the ratio of
     the requirements that end last."""
-    busy, steal, workers = cpu
     cores = os.cpu_count() or 1
+    busy = cpu["machine"]
+    rest = busy - cpu["workers"] - cpu["postgres"] - cpu["redis"] - cpu["script"]
+    print(f"CPU busy during the run: {busy:.1f} s of {cores} x {wall:.2f} s ({100 * busy / (cores * wall):.0f} %): "
+          f"workers {cpu['workers']:.1f} s, PostgreSQL {cpu['postgres']:.1f} s, Redis {cpu['redis']:.1f} s, "
+          f"this script {cpu['script']:.1f} s, the rest {rest:.1f} s (the sandboxed test runs, and anything else "
+          f"running); steal {cpu['steal']:.1f} s")
     floor = busy / cores
-    print(f"CPU busy during the run: {busy:.1f} s of {cores} x {wall:.2f} s ({100 * busy / (cores * wall):.0f} %); "
-          f"the workers' processes {workers:.1f} s of it, the rest the sandboxed test runs, PostgreSQL, Redis and "
-          f"this script; steal {steal:.1f} s")
     print(f"CPU floor: no scheduling ends all of them before {floor:.2f} s on {cores} cores, "
           f"{floor / critical:.2f} times the median critical path")
 
