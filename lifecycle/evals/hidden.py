@@ -30,7 +30,8 @@ class Hidden:
 
 def judge(requirement: Requirement, case: Case) -> Hidden:
     """The hidden tests on what the requirement delivered: full, partial or none passing; not run when nothing
-    was delivered, the case has none, or the branch is on a remote that is not a local path."""
+    was delivered, the case has none, or the branch is on a remote that is not a local path. A run whose report
+    cannot be believed (tampered with, unjudged, stopped at a limit) passes none, and says why."""
     ids = case.hidden_ids
     delivery = latest(requirement, ArtifactKind.DELIVERY, "delivery")
     result = content_json(delivery) if delivery else {}
@@ -42,23 +43,48 @@ def judge(requirement: Requirement, case: Case) -> Hidden:
     with tempfile.TemporaryDirectory(prefix="hidden-", dir=root) as scratch:
         files = {path: text.encode() for path, text in case.hidden.items()}
         checkout = export_commit(remote, result["head_commit"], Path(scratch) / "delivered", files)
-        outcomes = _run(requirement, checkout, list(case.hidden), remote, Path(scratch))
-    passed = sum(outcomes.get(test) == "passed" for test in ids)
+        report, outcomes = _run(requirement, checkout, list(case.hidden), remote, Path(scratch))
+    if problem := not_believed(report):
+        return Hidden(HiddenResult.NONE, 0, len(ids), error=f"the hidden tests' report is not believed: {problem}")
+    passed = sum(passed_all(test, outcomes) for test in ids)
     verdict = HiddenResult.FULL if passed == len(ids) else HiddenResult.PARTIAL if passed else HiddenResult.NONE
     return Hidden(verdict, passed, len(ids))
 
 
-def _run(requirement: Requirement, checkout: Path, paths: list[str], remote: Path, scratch: Path) -> dict[str, str]:
+def not_believed(report: TestReport) -> str:
+    """Why a run's outcomes cannot count as passes, or "": the code under test forged its report, its outcomes
+    could not be judged, or it was stopped before it ended."""
+    if report.tampered:
+        return "tampered with (" + "; ".join(report.tampered) + ")"
+    if report.unjudged:
+        return f"unjudged ({report.unjudged})"
+    if report.timed_out:
+        return "timed out at the sandbox's time limit"
+    if report.killed_reason:
+        return f"killed at a sandbox limit ({report.killed_reason})"
+    return ""
+
+
+def passed_all(test: str, outcomes: dict[str, str]) -> bool:
+    """A test id without parameters passed when it ran and passed under every parameter it ran with."""
+    ran = [kind for name, kind in outcomes.items() if name == test or name.startswith(f"{test}[")]
+    return bool(ran) and all(kind == "passed" for kind in ran)
+
+
+def _run(requirement: Requirement, checkout: Path, paths: list[str], remote: Path,
+         scratch: Path) -> tuple[TestReport, dict[str, str]]:
     limits = SandboxLimits(timeout_s=settings.AITEAM_SANDBOX_TIMEOUT_S,
                            memory_bytes=settings.AITEAM_SANDBOX_MEMORY_MB * 1024 * 1024)
     if not requirement.base_sha:  # a new project: the sandbox's pytest over the whole checkout
-        return _outcomes(run_tests(checkout, limits=limits))
+        report = run_tests(checkout, limits=limits)
+        return report, _outcomes(report)
     prepared = baseline_of(requirement)
     environment = recorded_environment(  # the baseline's venv, built again from the base commit if the cache lost it
         prepared, cache_dir=Path(settings.AITEAM_ENVIRONMENTS_ROOT),
         sources=package_sources(recorded_command(prepared)),
         base_tree=lambda: export_commit(remote, requirement.base_sha, scratch / "base"))
-    return judged_run(checkout, prepared, environment, limits=limits, only=paths).outcomes
+    run = judged_run(checkout, prepared, environment, limits=limits, only=paths)
+    return run.report, run.outcomes
 
 
 def _outcomes(report: TestReport) -> dict[str, str]:

@@ -42,15 +42,17 @@ def loops(requirement: Requirement) -> dict[str, int]:
 
 def gate_verdicts(requirement: Requirement) -> list[dict[str, Any]]:
     """The reviews' verdicts, QC's quality gate and every decided review task, in the order they came."""
-    gates: list[dict[str, Any]] = []
+    gates: list[tuple[Any, dict[str, Any]]] = []
     for artifact in requirement.artifacts.filter(kind=ArtifactKind.REVIEW).order_by("created_at", "version"):
-        gates.append({"gate": artifact.name, "verdict": content_json(artifact).get("verdict", "")})
-    for artifact in requirement.artifacts.filter(kind=ArtifactKind.TEST_REPORT, name="qc").order_by("version"):
-        gates.append({"gate": "quality", "verdict": "pass" if artifact.metadata.get("ok") else "fail"})
+        gates.append((artifact.created_at, {"gate": artifact.name, "verdict": content_json(artifact).get("verdict", "")}))
+    for artifact in requirement.artifacts.filter(kind=ArtifactKind.TEST_REPORT, name="qc").order_by("created_at",
+                                                                                                      "version"):
+        gates.append((artifact.created_at, {"gate": "quality", "verdict": "pass" if artifact.metadata.get("ok") else "fail"}))
     for task in requirement.review_tasks.exclude(decision="").select_related("decided_by").order_by("decided_at"):
         by = task.decided_by_policy or getattr(task.decided_by, "username", "")
-        gates.append({"gate": task.kind, "verdict": task.decision, "by": by})
-    return gates
+        gates.append((task.decided_at, {"gate": task.kind, "verdict": task.decision, "by": by}))
+    # stable: each kind keeps its own order; a time never recorded sorts last
+    return [gate for _, gate in sorted(gates, key=lambda pair: (pair[0] is None, pair[0]))]
 
 
 def quality_gate_passed(requirement: Requirement) -> bool | None:

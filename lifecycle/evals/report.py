@@ -9,7 +9,7 @@ from lifecycle.models import EvalCase, EvalRun
 
 CASE_FIELDS = ("name", "kind", "requirement_id", "outcome", "state", "hidden", "hidden_passed", "hidden_total",
                "quality_gate_passed", "gate_false_pass", "attempts", "loops", "gates", "llm_calls", "input_tokens",
-               "output_tokens", "cache_read_tokens", "wall_s", "critical_path_s", "error")
+               "output_tokens", "cache_read_tokens", "wall_s", "critical_path_s", "error", "hidden_error")
 COLUMNS = ("case", "outcome", "hidden", "gate", "steps", "tokens", "cache", "cost $", "wall s", "path s")
 
 

@@ -19,10 +19,10 @@ from django.utils import timezone
 from lifecycle.actors import Actor
 from lifecycle.evals import hidden, measures
 from lifecycle.evals.policy import settle
-from lifecycle.evals.suites import Case
+from lifecycle.evals.suites import Case, suite_id
 from lifecycle.management.commands.aiteam_ticket import project_for
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, Membership, Organization, Project, PromptBundle, Requirement
-from lifecycle.models.evals import EVALUATION_ORGANIZATION
+from lifecycle.models.evals import EVALUATION_ORGANIZATION, HiddenResult
 from lifecycle.services.intake import requirement_submit
 from lifecycle.services.meta_eval import HIDDEN_TESTS, gate_contradicted
 from lifecycle.services.tickets import ticket_submit
@@ -38,9 +38,10 @@ CASE_TIMEOUT_S = 3600  # on workers: a case still running after this ends as fai
 def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool,
                    profile: dict[str, Any] | None = None) -> EvalRun:
     """`profile`: the budget profile and playbook table ({"budgets": …, "playbooks": …}) each case's project runs
-    with; none: the defaults."""
+    with; none: the defaults. The run names its suite as suite_id does, whatever path to it was given."""
     provider = settings.AITEAM_LLM_PROVIDER if live else "replay"
-    return EvalRun.objects.create(suite=suite, bundle=bundle, live=live, provider=provider, settings=profile or {})
+    return EvalRun.objects.create(suite=suite_id(suite), bundle=bundle, live=live, provider=provider,
+                                  settings=profile or {})
 
 
 def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str], None] = log.info) -> list[EvalCase]:
@@ -50,8 +51,9 @@ def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str],
     for number, case in enumerate(cases, start=1):
         progress(f"[{number}/{len(cases)}] {case.name} ({case.kind}): running")
         row = eval_case_run(run, case)
+        why = "".join(f" — {text}" for text in (row.error, row.hidden_error) if text)
         progress(f"[{number}/{len(cases)}] {case.name}: {row.outcome}, hidden {row.hidden} "
-                 f"({row.hidden_passed}/{row.hidden_total}), {row.wall_s:.1f} s{' — ' + row.error if row.error else ''}")
+                 f"({row.hidden_passed}/{row.hidden_total}), {row.wall_s:.1f} s{why}")
         rows.append(row)
     if run.bundle_id is None:
         run.bundle_id = next((r.requirement.prompt_bundle_id for r in rows if r.requirement), None)
@@ -61,27 +63,45 @@ def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str],
 
 
 def eval_case_run(run: EvalRun, case: Case) -> EvalCase:
-    """The case's requirement from submission to its end, measured; a case that breaks before or while it runs
-    is recorded as failed with the reason, and the suite goes on."""
-    requirement = None
+    """The case's requirement from submission to its end, measured (the clock starts as the case is submitted,
+    after its repository is built); a case that breaks before or while it runs is recorded as failed with the
+    reason, and the suite goes on."""
+    requirement, clock = None, _Clock()
     with tempfile.TemporaryDirectory(prefix=f"eval-{case.name}-") as scratch:
-        started = time.monotonic()
         try:
             with _case_settings(run, case, Path(scratch) / "wheels"):
                 user, organization = evaluator()
-                requirement = _submit(run, case, user, organization, Path(scratch))
+                requirement = _submit(run, case, user, organization, Path(scratch), clock)
                 requirement = settle(requirement.pk, Actor.human(user, "cli"), timeout_s=CASE_TIMEOUT_S,
                                      poll_s=0.0 if settings.CELERY_TASK_ALWAYS_EAGER else 1.0)
-                return _record(run, case, requirement, time.monotonic() - started)
+                return _record(run, case, requirement, clock.elapsed())
         except Exception as exc:  # one broken case is a row saying why, not a lost suite
             log.exception("evaluation case %s broke", case.name)
             return EvalCase.objects.create(run=run, name=case.name, kind=case.kind, requirement=requirement,
                                            outcome=EvalOutcome.FAILED, state=getattr(requirement, "state", ""),
-                                           wall_s=time.monotonic() - started, error=f"{type(exc).__name__}: {exc}")
+                                           wall_s=clock.elapsed(), error=f"{type(exc).__name__}: {exc}")
+
+
+class _Clock:
+    """The case's wall time: from its submission (start), 0 when it broke before."""
+
+    started: float | None = None
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started is None else time.monotonic() - self.started
 
 
 def _record(run: EvalRun, case: Case, requirement: Requirement, wall: float) -> EvalCase:
-    judged = hidden.judge(requirement, case)
+    """The case's measures and its hidden tests' verdict; hidden tests that break keep the measures, their result
+    an error saying why."""
+    try:
+        judged = hidden.judge(requirement, case)
+    except Exception as exc:  # the run's measures are the case's; only the hidden verdict is lost
+        log.exception("the hidden tests of evaluation case %s broke", case.name)
+        judged = hidden.Hidden(HiddenResult.ERROR, total=len(case.hidden_ids), error=f"{type(exc).__name__}: {exc}")
     gate = measures.quality_gate_passed(requirement)
     with transaction.atomic():  # the case and its log entry together, or neither
         if gate and judged.result in ("partial", "none"):  # a gate false pass, in the meta-evaluation log too
@@ -95,6 +115,7 @@ def _case_row(run: EvalRun, case: Case, requirement: Requirement, judged: Any, g
     return EvalCase.objects.create(
         run=run, name=case.name, kind=case.kind, requirement=requirement, outcome=measures.outcome_of(requirement),
         state=requirement.state, hidden=judged.result, hidden_passed=judged.passed, hidden_total=judged.total,
+        hidden_error=judged.error,
         quality_gate_passed=gate, gate_false_pass=bool(gate) and judged.result in ("partial", "none"),
         attempts=measures.attempts_per_role(requirement), loops=measures.loops(requirement),
         gates=measures.gate_verdicts(requirement), wall_s=wall, critical_path_s=measures.critical_path_s(requirement),
@@ -115,7 +136,8 @@ def _case_settings(run: EvalRun, case: Case, wheels: Path) -> Iterator[None]:
         yield
 
 
-def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scratch: Path) -> Requirement:
+def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scratch: Path,
+            clock: _Clock) -> Requirement:
     if case.repository is None:
         project, _ = Project.objects.get_or_create(organization=organization, slug=f"eval-{case.name}"[:100],
                                                    defaults={"name": f"evaluation: {case.name}"})
@@ -123,6 +145,7 @@ def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scr
         repo = case.repository.build(scratch / "repo", scratch / "wheels")
         project = project_for(organization, repo=str(repo), base=case.repository.base, slug=f"eval-{case.name}"[:100])
     _use_versions(project, run)
+    clock.start()
     if case.kind == "brief":
         return requirement_submit(user=user, brief=case.body, title=case.title, project=project, via="cli")
     ticket = Ticket(source=TicketSource.CLI, key=f"eval-{run.pk}-{case.name}"[:100], title=case.title, body=case.body)
@@ -131,8 +154,9 @@ def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scr
 
 
 def _use_versions(project: Project, run: EvalRun) -> None:
-    """The versions under evaluation are the evaluation project's own: a bundle asked for is its prompts, every one
-    of them (so the requirement's bundle is that one), and the run's budget profile and playbook table its settings.
+    """The versions under evaluation are the evaluation project's own: a bundle asked for is its pinned prompts (the
+    requirement's bundle is that one, completed with the shipped file of a prompt it lacks), and the run's budget
+    profile and playbook table its settings.
     Evaluation projects are the one place these are set other than by a promotion (ADR 39)."""
     wanted = {key: value for key, value in run.settings.items() if key in ("budgets", "playbooks") and value}
     if run.bundle is not None:

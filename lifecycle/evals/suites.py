@@ -13,16 +13,18 @@
 Paths are relative to the case's folder."""
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from agents import python_ast
+from agents.sandbox.expected import expected_tests
 from lifecycle.management.commands.aiteam_demo import brief_from_text
 
 KINDS = ("brief", "ticket")
@@ -60,9 +62,13 @@ class Case:
 
     @property
     def hidden_ids(self) -> list[str]:
-        """`path::name` of every module-level test function of the hidden modules."""
-        return [f"{path}::{node.name}" for path, text in self.hidden.items() for node in python_ast.parse(text).body
-                if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+        """pytest's ids without parameters (`path::name`, `path::Class::name`) of the tests the hidden modules
+        define, found as the sandbox finds a project's expected tests (agents.sandbox.expected)."""
+        with tempfile.TemporaryDirectory(prefix="hidden-ids-") as scratch:
+            for path, text in self.hidden.items():
+                (Path(scratch) / path).parent.mkdir(parents=True, exist_ok=True)
+                (Path(scratch) / path).write_text(text, encoding="utf-8")
+            return expected_tests(Path(scratch))
 
 
 def suite_folder(name: str) -> Path:
@@ -77,6 +83,13 @@ def suite_name(name: str) -> str:
     return Path(name).name or name
 
 
+def suite_id(name: str) -> str:
+    """A suite as runs record it, whatever the operator typed: the folder's name when it is a folder under evals/
+    (`offline`, `evals/offline` and `./evals/offline/` are one suite), otherwise its resolved path."""
+    folder = suite_folder(name).resolve()
+    return folder.name if folder.parent == (Path(settings.BASE_DIR) / "evals").resolve() else str(folder)
+
+
 def load_suite(name: str) -> list[Case]:
     """The suite's cases, in their folders' order."""
     cases = [load_case(path.parent) for path in sorted(suite_folder(name).glob("*/case.toml"))]
@@ -88,31 +101,60 @@ def load_suite(name: str) -> list[Case]:
 def load_case(folder: Path) -> Case:
     path = folder / "case.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        kind = data["kind"]
-        if kind not in KINDS:
-            raise SuiteError(f"{path}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
-        body = (folder / data["body"]).read_text(encoding="utf-8").strip()
-        if kind == "brief":  # a brief file's '# Title' line is not the brief (aiteam_demo reads it so too)
-            body = brief_from_text(body)[1]
-        return Case(name=folder.name, kind=kind, title=data["title"], body=body,
-                    cassette=(folder / data["cassette"]).resolve(), hidden=_hidden(folder, data.get("hidden")),
-                    repository=_repository(folder, data.get("repository"), kind, path))
-    except (KeyError, tomllib.TOMLDecodeError, OSError) as exc:
+        data = tomllib.loads(_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}: TOMLDecodeError: {exc}") from None
+    kind = _field(data, "kind", str, path)
+    if kind not in KINDS:
+        raise SuiteError(f"{path}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    body = _text(folder / _field(data, "body", str, path)).strip()
+    if kind == "brief":  # a brief file's '# Title' line is not the brief (aiteam_demo reads it so too)
+        body = brief_from_text(body)[1]
+    return Case(name=folder.name, kind=kind, title=_field(data, "title", str, path), body=body,
+                cassette=(folder / _field(data, "cassette", str, path)).resolve(),
+                hidden=_hidden(folder, _field(data, "hidden", str, path, "")),
+                repository=_repository(folder, _field(data, "repository", dict, path, {}), kind, path))
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"{path}: {type(exc).__name__}: {exc}") from None
 
 
-def _hidden(folder: Path, name: str | None) -> dict[str, str]:
+def _field(data: dict, name: str, kind: type, path: Path, default: Any = None) -> Any:
+    """A case.toml value of the type the format gives it (docs/evals.md); None for a default: it is required."""
+    if name not in data and default is not None:
+        return default
+    if name not in data:
+        raise SuiteError(f"{path}: {name} is required")
+    value = data[name]
+    if not isinstance(value, kind) or (kind is list and not all(isinstance(item, str) for item in value)):
+        what = {str: "a string", dict: "a table", list: "a list of strings"}[kind]
+        raise SuiteError(f"{path}: {name} must be {what}, not {value!r}")
+    return value
+
+
+def _hidden(folder: Path, name: str) -> dict[str, str]:
+    """The hidden modules, each parsed here: one that does not parse is the suite's mistake, found before any run."""
     if not name:
         return {}
     root = folder / name
-    return {str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py"))}
+    modules = {str(p.relative_to(root)): _text(p) for p in sorted(root.rglob("*.py"))}
+    for module, text in modules.items():
+        try:
+            python_ast.parse(text, filename=str(root / module))
+        except SyntaxError as exc:
+            raise SuiteError(f"{root / module}:{exc.lineno}: the hidden module does not parse: {exc.msg}") from None
+    return modules
 
 
-def _repository(folder: Path, data: dict | None, kind: str, path: Path) -> Repository | None:
+def _repository(folder: Path, data: dict, kind: str, path: Path) -> Repository | None:
     if kind == "brief":
         return None
     if not data:
         raise SuiteError(f"{path}: a ticket case names its [repository] builder")
-    return Repository(builder=(folder / data["builder"]).resolve(), args=tuple(data.get("args", ())),
-                      base=data.get("base", "main"))
+    where = Path(f"{path} [repository]")
+    return Repository(builder=(folder / _field(data, "builder", str, where)).resolve(),
+                      args=tuple(_field(data, "args", list, where, [])), base=_field(data, "base", str, where, "main"))

@@ -14,12 +14,14 @@ class EvalOutcome(models.TextChoices):
 class HiddenResult(models.TextChoices):
     FULL = "full"
     PARTIAL = "partial"
-    NONE = "none"  # no hidden test passed
+    NONE = "none"  # no hidden test passed, or their report is not believed (hidden_error says why)
     NOT_RUN = "not_run"  # nothing delivered, or the case has no hidden tests
+    ERROR = "error"  # the hidden tests broke after the case ran (hidden_error says why)
 
 
 class EvalRun(models.Model):
-    suite = models.CharField(max_length=100)
+    suite = models.CharField(max_length=500, help_text=(
+        "the suite's folder name under evals/, or the resolved path of a suite outside it"))
     bundle = models.ForeignKey("lifecycle.PromptBundle", null=True, blank=True, on_delete=models.PROTECT,
                                related_name="eval_runs", help_text="the prompt bundle every case ran with")
     settings = models.JSONField(default=dict, blank=True, help_text=(
@@ -61,6 +63,8 @@ class EvalCase(models.Model):
     wall_s = models.FloatField(default=0.0, help_text="submission to the case's end, hidden tests excluded")
     critical_path_s = models.FloatField(default=0.0, help_text="step time along the longest dependency chain")
     error = models.TextField(blank=True)
+    hidden_error = models.TextField(blank=True, help_text=(
+        "why the hidden tests judged nothing: their report not believed (scored none) or their run broke (error)"))
 
     class Meta:
         ordering = ["run", "id"]
@@ -68,3 +72,8 @@ class EvalCase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.outcome}"
+
+    @property
+    def broke(self) -> bool:
+        """The machinery failed, not the team: the case or its hidden tests broke (nothing to compare it by)."""
+        return bool(self.error) or self.hidden == HiddenResult.ERROR

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
+from dataclasses import replace
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -15,9 +18,23 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from lifecycle.evals.measures import critical_path_s
-from lifecycle.evals.suites import SuiteError, load_case, load_suite
-from lifecycle.models import EvalCase, EvalRun, ImplementationTask, MetaEvalLog, Requirement, Step
+from agents.sandbox import run_tests
+from agents.sandbox.report import TestReport
+from lifecycle.evals import hidden, running
+from lifecycle.evals.measures import critical_path_s, gate_verdicts
+from lifecycle.evals.running import eval_case_run, eval_run_start
+from lifecycle.evals.suites import Case, Repository, SuiteError, load_case, load_suite, suite_id
+from lifecycle.models import (
+    Artifact,
+    EvalCase,
+    EvalRun,
+    ImplementationTask,
+    MetaEvalLog,
+    Requirement,
+    ReviewTask,
+    Step,
+)
+from lifecycle.services.artifacts import artifact_store
 from tests.ticket_corpus import ENTRIES, SAMPLE
 
 OFFLINE = Path(settings.BASE_DIR) / "evals/offline"
@@ -141,3 +158,170 @@ def test_the_critical_path_counts_the_pipeline_and_the_longest_chain_of_plan_tas
     Step.objects.create(requirement=requirement, key="deliver", state="running", started_at=start)
 
     assert critical_path_s(requirement) == 5 + 2 + (3 + 1 + 4)
+
+
+PARAMETRIZED = '''import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    assert n > 0
+
+
+class TestGroup:
+    def test_in_class(self):
+        assert True
+
+
+def test_plain():
+    assert True
+'''
+HIDDEN = "tests/test_eval_hidden.py"
+
+
+def _case(hidden: dict[str, str], cassette: Path = OFFLINE / "make_repo.py") -> Case:
+    return Case(name="c", kind="brief", title="t", body="b", cassette=cassette, hidden=hidden)
+
+
+def _judged(monkeypatch, tmp_path, case: Case, report: TestReport, outcomes: dict[str, str]):
+    """judge() over a delivered branch whose hidden tests' run gave this report and these outcomes."""
+    monkeypatch.setattr(hidden, "latest", lambda *args: object())
+    monkeypatch.setattr(hidden, "content_json", lambda artifact: {"succeeded": True, "remote_url": str(tmp_path),
+                                                                  "head_commit": "0" * 40})
+    monkeypatch.setattr(hidden, "export_commit", lambda remote, commit, target, files: target)
+    monkeypatch.setattr(hidden, "_run", lambda *args: (report, outcomes))
+    return hidden.judge(SimpleNamespace(base_sha=""), case)
+
+
+@pytest.mark.parametrize(("problem", "why"), [({"tampered": ["the canary's outcome was changed"]}, "tampered"),
+                                             ({"unjudged": "too large"}, "unjudged"),
+                                             ({"timed_out": True, "killed_reason": "timeout"}, "timed out")])
+def test_a_hidden_run_whose_report_is_not_believed_passes_none_and_says_why(monkeypatch, tmp_path, settings,
+                                                                             problem, why):
+    settings.AITEAM_ENVIRONMENTS_ROOT = tmp_path / "envs"
+    case = _case({HIDDEN: PARAMETRIZED})
+    every = {f"{HIDDEN}::{name}": "passed" for name in ("test_param[1]", "test_param[2]", "TestGroup::test_in_class",
+                                                        "test_plain")}
+    judged = _judged(monkeypatch, tmp_path, case, TestReport(passed=4, **problem), every)
+    assert (judged.result, judged.passed, judged.total) == ("none", 0, 3)
+    assert "not believed" in judged.error and why in judged.error
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.xdist_group("sandbox_uid")  # a real sandbox run
+def test_a_conftest_that_forces_every_outcome_to_passed_is_tampering(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_eval_hidden.py").write_text("def test_hidden():\n    assert False\n")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    report = (yield).get_result()\n    report.outcome, report.longrepr = 'passed', None\n")
+    report = run_tests(tmp_path)
+    assert hidden.passed_all(f"{HIDDEN}::test_hidden", hidden._outcomes(report))  # what the forged report says
+    assert "tampered" in hidden.not_believed(report)
+
+
+def test_class_methods_and_parametrized_tests_are_expected_and_scored_whole(monkeypatch, tmp_path, settings):
+    settings.AITEAM_ENVIRONMENTS_ROOT = tmp_path / "envs"
+    case = _case({HIDDEN: PARAMETRIZED})
+    assert case.hidden_ids == [f"{HIDDEN}::test_param", f"{HIDDEN}::TestGroup::test_in_class", f"{HIDDEN}::test_plain"]
+    ran = {f"{HIDDEN}::test_param[1]": "passed", f"{HIDDEN}::test_param[2]": "passed",
+           f"{HIDDEN}::TestGroup::test_in_class": "passed", f"{HIDDEN}::test_plain": "passed"}
+    judged = _judged(monkeypatch, tmp_path, case, TestReport(passed=4), ran)
+    assert (judged.result, judged.passed, judged.total, judged.error) == ("full", 3, 3, "")
+    judged = _judged(monkeypatch, tmp_path, case, TestReport(passed=3, failed=1),
+                     {**ran, f"{HIDDEN}::test_param[2]": "failed"})
+    assert (judged.result, judged.passed, judged.total) == ("partial", 2, 3)  # one parameter failed: the test did
+
+
+def _case_toml(folder: Path, text: str, **files: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "body.md").write_text("a brief")
+    for name, data in {"case.toml": text.encode(), **files}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
+BRIEF = 'kind = "brief"\ntitle = "t"\nbody = "body.md"\ncassette = "c.json"\n'
+TICKET = 'kind = "ticket"\ntitle = "t"\nbody = "body.md"\ncassette = "c.json"\n'
+
+
+@pytest.mark.parametrize(("text", "files", "message"), [
+    ('kind = "brief"\ntitle = "t"\nbody = 5\ncassette = "c.json"\n', {}, "case.toml: body must be a string, not 5"),
+    (BRIEF + "hidden = 5\n", {}, "case.toml: hidden must be a string, not 5"),
+    ('kind = ["brief"]\ntitle = "t"\nbody = "body.md"\ncassette = "c.json"\n', {}, "kind must be a string"),
+    ('kind = "brief"\ntitle = 5\nbody = "body.md"\ncassette = "c.json"\n', {}, "title must be a string, not 5"),
+    (TICKET + 'repository = "x"\n', {}, "case.toml: repository must be a table, not 'x'"),
+    (TICKET + '[repository]\nbuilder = "b.py"\nargs = "abc"\n', {},
+     r"case.toml \[repository\]: args must be a list of strings, not 'abc'"),
+    ('kind = "brief"\ntitle = "t"\ncassette = "c.json"\n', {}, "case.toml: body is required"),
+    ('kind = "brief"\ntitle = "\xe9"\n', {"case.toml": b'title = "\xff"\n'}, "case.toml: UnicodeDecodeError"),
+    (BRIEF + 'hidden = "h"\n', {"h/tests/test_x.py": b"# \xff\n"}, "test_x.py: UnicodeDecodeError"),
+    (BRIEF + 'hidden = "h"\n', {"h/tests/test_x.py": b"def test_x(:\n    pass\n"},
+     r"h/tests/test_x.py:1: the hidden module does not parse"),
+])
+def test_a_malformed_case_is_one_line_naming_the_file_and_the_field(tmp_path, text, files, message):
+    folder = _case_toml(tmp_path / "case", text, **files)
+    with pytest.raises(SuiteError, match=message):
+        load_case(folder)
+
+
+def test_a_suite_is_named_by_its_folder_under_evals_or_its_resolved_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(settings.BASE_DIR)
+    assert {suite_id(name) for name in ("offline", "evals/offline", "./evals/offline/", str(OFFLINE))} == {"offline"}
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert suite_id("./mine/") == str((tmp_path / "mine").resolve())
+
+
+@pytest.mark.django_db
+def test_a_run_records_its_suite_by_its_resolved_name():
+    run = eval_run_start(suite=str(OFFLINE) + "/", bundle=None, live=False)
+    assert run.suite == "offline"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_wall_time_starts_at_submission_not_while_the_repository_is_built(monkeypatch, tmp_path):
+    def slow_builder(self, target, wheels):
+        time.sleep(0.5)
+        raise SuiteError("the builder failed")
+
+    monkeypatch.setattr(Repository, "build", slow_builder)
+    case = replace(_case({}), kind="ticket", repository=Repository(builder=tmp_path / "b.py"))
+    row = eval_case_run(eval_run_start(suite="offline", bundle=None, live=False), case)
+    assert row.error == "SuiteError: the builder failed" and row.wall_s == 0.0  # broke before it was submitted
+
+
+@pytest.mark.django_db
+def test_hidden_tests_that_break_keep_the_case_measures_and_mark_the_hidden_result(acme_project, monkeypatch):
+    requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b",
+                                             state="deployed")
+    Step.objects.create(requirement=requirement, key="po_clarify", state="done")
+
+    def broken(requirement, case):
+        raise RuntimeError("the baseline's environment could not be built")
+
+    monkeypatch.setattr(hidden, "judge", broken)
+    run = eval_run_start(suite="offline", bundle=None, live=False)
+    row = running._record(run, _case({HIDDEN: PARAMETRIZED}), requirement, 12.0)
+    assert (row.outcome, row.hidden, row.hidden_total, row.wall_s) == ("deployed", "error", 3, 12.0)
+    assert row.hidden_error == "RuntimeError: the baseline's environment could not be built" and row.broke
+    assert row.attempts == {"product_owner": {"steps": 1, "runs": 0}}
+
+
+@pytest.mark.django_db
+def test_gate_verdicts_are_listed_in_the_order_they_came(acme_project):
+    requirement = Requirement.objects.create(organization=acme_project.organization, project=acme_project, brief="b")
+    start = timezone.now()
+    ReviewTask.objects.create(organization=acme_project.organization, requirement=requirement, kind="story_approval",
+                              question="?", sla_deadline=start + timedelta(days=1), decision="approve",
+                              decided_by_policy="eval", decided_at=start)
+    review = artifact_store(requirement, kind="review", name="code_review", content={"verdict": "approve"})
+    Artifact.objects.filter(pk=review.pk).update(created_at=start + timedelta(minutes=1))
+    qc = artifact_store(requirement, kind="test_report", name="qc", content={}, metadata={"ok": True})
+    Artifact.objects.filter(pk=qc.pk).update(created_at=start + timedelta(minutes=2))
+    ReviewTask.objects.create(organization=acme_project.organization, requirement=requirement,
+                              kind="deployment_approval", question="?", sla_deadline=start + timedelta(days=1),
+                              decision="approve", decided_by_policy="eval", decided_at=start + timedelta(minutes=3))
+    assert [gate["gate"] for gate in gate_verdicts(requirement)] == [
+        "story_approval", "code_review", "quality", "deployment_approval"]

@@ -50,15 +50,15 @@ class Command(BaseCommand):
         except SuiteError as exc:
             raise CommandError(str(exc)) from None
         run = eval_run_start(suite=suite, bundle=_bundle(bundle_version), live=live)
-        self.stdout.write(f"Evaluation run {run.pk}: suite {suite}, {len(cases)} cases, "
+        self.stdout.write(f"Evaluation run {run.pk}: suite {run.suite}, {len(cases)} cases, "
                           f"{'live (' + run.provider + ')' if live else 'offline (cassettes)'}")
         rows = eval_run_cases(run, cases, progress=self.stdout.write)
         self.stdout.write("\n" + table(rows))
         self.stdout.write(f"\nbundle {run.bundle_id or '-'}; export: {python_shown()} manage.py aiteam_eval export {run.pk}")
-        broke = [row.name for row in rows if row.error]
+        broke = [row.name for row in rows if row.broke]
         if broke:  # the machinery failed, not the team: a script running suites must see it
-            raise CommandError(f"{len(broke)} of {len(rows)} case(s) broke before they ended ({', '.join(broke)}): "
-                               "each row's error says why, and the log has the traceback")
+            raise CommandError(f"{len(broke)} of {len(rows)} case(s) broke ({', '.join(broke)}): each row's error "
+                               "(or hidden_error) says why, and the log has the traceback")
 
     def _export(self, run_id: int) -> None:
         run = EvalRun.objects.filter(pk=run_id).first()
