@@ -235,7 +235,7 @@ def open_proposal(project: Project, artifact: str, candidate: str, against: str)
 def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,
                       candidate: Any) -> list[str]:
     """Why the two runs do not justify this change, if they do not."""
-    found = [f"eval run {run.pk} has not finished" for run in (current_run, candidate_run) if run.finished_at is None]
+    found = [problem for run in (current_run, candidate_run) for problem in run_problems(run)]
     if current_run.pk == candidate_run.pk:
         found.append("the two eval runs are the same run")
     if current_run.suite != candidate_run.suite:
@@ -249,6 +249,19 @@ def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candida
         if other != artifact and run_version(current_run, other) != run_version(candidate_run, other):
             found.append(f"the runs differ in their {PromotedArtifact(other).label} too: change one thing at a time")
     return found
+
+
+def run_problems(run: EvalRun) -> list[str]:
+    """Why one run measures nothing: it did not finish, has no case, or some of its cases broke (the machinery
+    failed, not the version: `aiteam_eval run` exits 1 on such a run)."""
+    if run.finished_at is None:
+        return [f"eval run {run.pk} has not finished"]
+    cases = list(run.cases.all())
+    broke = [f"{case.name} ({case.error or case.hidden_error})" for case in cases if case.broke]
+    if not cases:
+        return [f"eval run {run.pk} has no case"]
+    return [f"eval run {run.pk}: {len(broke)} of {len(cases)} case(s) broke, so it measures nothing of the version: "
+            f"{'; '.join(broke)[:500]}; fix what broke and run it again"] if broke else []
 
 
 def run_version(run: EvalRun, artifact: str) -> str:

@@ -182,6 +182,12 @@ def test_the_evidence_must_be_one_suite_run_with_each_version_and_nothing_else_c
     assert "did not run the candidate" in refusal(before, before)
     assert "change one thing at a time" in refusal(before, budgets_too)
     assert "nothing would change" in refusal(before, after, value=current)
+    assert "has no case" in refusal(before, EvalRun.objects.create(suite="offline", provider="replay",
+                                                                   bundle_id=candidate, finished_at=timezone.now()))
+    after.cases.update(error="SyntaxError: invalid syntax")  # every case broke: it measured no version
+    assert "1 of 1 case(s) broke" in refusal(before, after) and "SyntaxError: invalid syntax" in refusal(before, after)
+    after.cases.update(error="", hidden="error", hidden_error="RuntimeError: no environment")
+    assert "RuntimeError: no environment" in refusal(before, after)
     assert "no prompt bundle" in refusal(before, after, value="f" * 64)
     assert not PromotionDecision.objects.exists()
 
@@ -386,6 +392,11 @@ def test_aiteam_promote_runs_the_suite_with_both_versions_then_proposes(alice, a
                      str(tmp_path / "suite"), "--prompt", f"product_owner={tmp_path / 'po.md'}",
                      "--expect", "run twice", stdout=out)
     assert EvalRun.objects.count() == 2  # refused before the suite ran again
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9".encode("latin-1"))
+    with pytest.raises(CommandError, match=r"--prompt product_owner .*latin1.md: not UTF-8 text"):
+        call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "alice", "--suite",
+                     str(tmp_path / "suite"), "--prompt", f"product_owner={tmp_path / 'latin1.md'}",
+                     "--expect", "x", stdout=out)
     with pytest.raises(CommandError, match="no such active user"):
         call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "nobody", "--suite", "x",
                      "--budgets", str(tmp_path / "po.md"), "--expect", "x", stdout=out)
@@ -596,3 +607,18 @@ def test_a_budget_profile_beyond_the_maximum_is_neither_proposed_adopted_modifie
     PromotionDecision.objects.filter(pk=decided.pk).update(current={"requirement": {"cost_usd": "1e22"}})  # before
     with pytest.raises(IllegalTransition, match="cannot be restored: requirement.cost_usd: at most 1000000 dollars"):
         promotion_rollback(decision_id=decided.pk, actor=Actor.human(owner, "api"), reason="back")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_aiteam_promote_refuses_evidence_whose_cases_broke_and_proposes_nothing(alice, acme_project, tmp_path):
+    case = tmp_path / "suite/broken"
+    case.mkdir(parents=True)
+    (case / "body.md").write_text("A reading list.")
+    (case / "case.toml").write_text('kind = "brief"\ntitle = "t"\nbody = "body.md"\ncassette = "none.json"\n')
+    (tmp_path / "po.md").write_text(prompt_files()["product_owner"] + CONSTRAINT)
+    with pytest.raises(CommandError, match=r"1 of 1 case\(s\) broke.*FileNotFoundError: no cassette"):
+        call_command("aiteam_promote", "propose", "--project", "acme/default", "--by", "alice", "--suite",
+                     str(tmp_path / "suite"), "--prompt", f"product_owner={tmp_path / 'po.md'}", "--expect", "x",
+                     stdout=StringIO())
+    assert not PromotionDecision.objects.exists()
+    assert EvalRun.objects.count() == 1  # the candidate was not run on a suite that breaks

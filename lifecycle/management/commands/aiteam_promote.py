@@ -113,18 +113,20 @@ def _candidate(project: Project, options: dict[str, Any]) -> tuple[str, Any]:
             name, sep, path = item.partition("=")
             if not sep:
                 raise CommandError(f"--prompt {item}: give NAME=FILE (NAME a file of agents/prompts without .md)")
-            changed[name] = _read(path)
+            changed[name] = _read(path, f"--prompt {name}")
         return PromotedArtifact.PROMPTS, bundle_with(project, changed).pk
     artifact = PromotedArtifact.BUDGETS if options.get("budgets") else PromotedArtifact.PLAYBOOKS
     path = options.get("budgets") or options["playbooks"]
     try:
-        return artifact, json.loads(_read(path))
+        return artifact, json.loads(_read(path, "--budgets" if options.get("budgets") else "--playbooks"))
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path}: not JSON ({exc})") from None
 
 
-def _read(path: str) -> str:
+def _read(path: str, option: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CommandError(f"{path}: {exc.strerror}") from None
+        raise CommandError(f"{option} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{option} {path}: not UTF-8 text (byte {exc.start}): give a UTF-8 text file") from None
