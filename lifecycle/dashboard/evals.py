@@ -39,8 +39,9 @@ def visible_runs(scope: Scope) -> QuerySet:
 
 
 def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
-    """The suites with their newest runs; in each, run `compare` (when it is one of the suite's runs, and not its
-    oldest shown) or the newest run is set side by side with the run before it."""
+    """The suites with their newest runs; in each, run `compare` (when it is one of the suite's runs with a finished
+    run before it) or the newest finished run is set side by side with its baseline, the newest finished run before
+    it: a run interrupted (or still running) is marked unfinished and is never a baseline."""
     by_suite: dict[str, Suite] = {}
     for run in _with_totals(visible_runs(scope))[:RUNS]:
         by_suite.setdefault(run.suite, Suite(run.suite)).runs.append(run)
@@ -73,9 +74,13 @@ def _with_totals(runs: QuerySet) -> QuerySet:
 
 
 def _pair(suite: Suite, compare: int | None) -> tuple[EvalRun, EvalRun | None]:
-    ids = [run.pk for run in suite.runs]
-    at = ids.index(compare) if compare in ids[:-1] else 0
-    return suite.runs[at], suite.runs[at + 1] if at + 1 < len(suite.runs) else None
+    """Run `compare` when it has a baseline, else the newest finished run (the newest run when none finished),
+    with its baseline."""
+    for run in suite.runs:
+        run.baseline = next((older for older in suite.runs[suite.runs.index(run) + 1:] if older.finished_at), None)
+    asked = next((run for run in suite.runs if run.pk == compare and run.baseline), None)
+    run = asked or next((run for run in suite.runs if run.finished_at), suite.runs[0])
+    return run, run.baseline
 
 
 def _charts(suite: Suite) -> dict[str, charts.Chart]:

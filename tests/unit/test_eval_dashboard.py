@@ -74,7 +74,7 @@ def test_two_runs_on_two_bundles_are_listed_compared_and_charted(two_runs, admin
     rows = re.findall(r'<a href="/staff/evals/(\d+)\.json"', html)
     assert rows == [str(second.pk), str(first.pk)]  # newest first
     assert "<code>aaaaaaaaaaaa</code>" in html and "<code>bbbbbbbbbbbb</code>" in html
-    assert "<td>1 / 1 / 0</td><td>1</td>" in html  # the first run: hidden full / partial / none, one false pass
+    assert "<td>1 / 1 / 0 / 0</td><td>1</td>" in html  # the first run: full / partial / none / error, a false pass
     assert "<td>2400</td><td>0.4500</td><td>120.0</td>" in html  # the second: tokens, cost, wall time
     comparison = section(html, "eval-comparison")
     assert f"Run #{second.pk} against #{first.pk}" in comparison
@@ -127,3 +127,19 @@ def test_the_page_costs_the_same_queries_for_4_or_40_runs(admin_user, client, ru
     with django_assert_max_num_queries(5):
         response = client.get(URL)
     assert response.status_code == 200 and response.content.decode().count('class="eval-suite"') == 2
+
+
+def test_an_unfinished_run_is_marked_and_never_the_baseline_of_a_comparison(two_runs, admin_user, client):
+    first, second = two_runs
+    interrupted = eval_run("offline", bundle("c"), hours_ago=0.5, cases=[("todo", "failed", "not_run", 0, False, "0")])
+    EvalRun.objects.filter(pk=interrupted.pk).update(finished_at=None)  # killed after its first case
+    newest = eval_run("offline", bundle("d"), hours_ago=0, cases=[("todo", "deployed", "full", 5, False, "0.1"),
+                                                                  ("notes", "deployed", "full", 5, False, "0.1")])
+    client.force_login(admin_user)
+    html = client.get(URL).content.decode()
+    assert html.count('<strong class="unfinished">unfinished</strong>') == 1
+    comparison = section(html, "eval-comparison")
+    assert f"Run #{newest.pk} against #{second.pk}" in comparison and "gone" not in comparison
+    assert f"Run #{interrupted.pk} against #{second.pk}" in client.get(URL, {"run": interrupted.pk}).content.decode()
+    EvalRun.objects.filter(pk=newest.pk).update(finished_at=None)  # still running: the newest finished is compared
+    assert f"Run #{second.pk} against #{first.pk}" in client.get(URL).content.decode()
