@@ -24,7 +24,7 @@ from lifecycle.models import EvalRun, Membership, MetaKind, Project, PromotedArt
 from lifecycle.models.evals import EVALUATION_ORGANIZATION
 from lifecycle.services.meta_eval import meta_log
 from lifecycle.services.outbox import emit
-from lifecycle.services.prompts import prompt_bundle_for
+from lifecycle.services.prompts import project_bundle
 from lifecycle.states import Role
 
 ACCEPT, MODIFY, REJECT = "accept", "modify", "reject"
@@ -38,9 +38,10 @@ GUARDED = tuple(PromotedArtifact.values)  # the project settings only a promotio
 # --- versions --------------------------------------------------------------------------------------------------------
 def current_version(project: Project, artifact: str) -> tuple[Any, str]:
     """The version new requirements of the project start with now, and its content hash. A prompt bundle's version
-    is its sha256 (the files with the project's overrides); a profile's or table's is its value ({}: the defaults)."""
+    is its sha256 (the prompts pinned in the project's settings, or the shipped files when none are: a prompt file
+    added later does not change a pinned version); a profile's or table's is its value ({}: the defaults)."""
     if artifact == PromotedArtifact.PROMPTS:
-        sha = prompt_bundle_for(project, drop_unknown=True).sha256
+        sha = project_bundle(project, drop_unknown=True).sha256
         return sha, sha
     value = (project.settings or {}).get(artifact) or {}
     return value, value_hash(value)
@@ -75,7 +76,7 @@ def bundle_with(project: Project, changed: dict[str, str]) -> PromptBundle:
     if unknown or not all(isinstance(text, str) and text.strip() for text in changed.values()):
         raise DomainError(f"a candidate's prompts must be non-empty texts of known prompts; unknown: [{echoed_names(unknown)}]",
                           "candidate")
-    prompts = {**prompt_bundle_for(project, drop_unknown=True).prompts, **changed}
+    prompts = {**project_bundle(project, drop_unknown=True).prompts, **changed}
     bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
     return bundle
 

@@ -1,4 +1,5 @@
-"""The prompt bundle a requirement starts with: the files, with the project's overrides applied."""
+"""The prompt bundles of a project: its version (the bundle a promotion pinned, or the shipped files) and the bundle
+a requirement starts with (that version, completed with the shipped file of any prompt it lacks)."""
 from __future__ import annotations
 
 from agents.prompts import bundle_hash, prompt_files
@@ -6,17 +7,30 @@ from lifecycle.errors import DomainError, echoed_names
 from lifecycle.models import Project, PromptBundle
 
 
-def prompt_bundle_for(project: Project, *, drop_unknown: bool = False) -> PromptBundle:
-    """`drop_unknown`: leave out overrides of prompts this deployment no longer ships (a promotion's starting point,
-    ADR 39) instead of refusing them (submission refuses them)."""
-    prompts = prompt_files()
-    overrides = project.settings.get("prompts") or {}
+def project_bundle(project: Project, *, drop_unknown: bool = False) -> PromptBundle:
+    """The project's prompt version: exactly the prompts pinned in its settings (ADR 39: a prompt file the deployment
+    adds later is not in it, so its version id stays), or the shipped files when none are pinned. `drop_unknown`:
+    leave out pinned prompts this deployment no longer ships (a promotion's starting point) instead of refusing them."""
+    return _stored(_pinned(project, drop_unknown) or prompt_files())
+
+
+def prompt_bundle_for(project: Project) -> PromptBundle:
+    """The bundle a requirement starts with: the project's version, and for a prompt it lacks (a role shipped after
+    the version was pinned) the shipped file, so every prompt the requirement uses is fixed at submission."""
+    return _stored({**prompt_files(), **_pinned(project, False)})
+
+
+def _pinned(project: Project, drop_unknown: bool) -> dict[str, str]:
+    files = prompt_files()
+    pinned = project.settings.get("prompts") or {}
     if drop_unknown:
-        overrides = {name: text for name, text in overrides.items() if name in prompts}
-    unknown = sorted(set(overrides) - set(prompts))
-    if unknown or not all(isinstance(text, str) and text.strip() for text in overrides.values()):
+        pinned = {name: text for name, text in pinned.items() if name in files}
+    unknown = sorted(set(pinned) - set(files))
+    if unknown or not all(isinstance(text, str) and text.strip() for text in pinned.values()):
         raise DomainError("project prompt overrides must be non-empty texts for known prompts; "
                           f"unknown: [{echoed_names(unknown)}]", "project")
-    prompts.update(overrides)
-    bundle, _ = PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})
-    return bundle
+    return pinned
+
+
+def _stored(prompts: dict[str, str]) -> PromptBundle:
+    return PromptBundle.objects.get_or_create(sha256=bundle_hash(prompts), defaults={"prompts": prompts})[0]

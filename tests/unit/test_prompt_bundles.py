@@ -4,8 +4,9 @@ import pytest
 from agents import prompts
 from agents.prompts import bundle_hash, prompt_files, with_data_rule
 from lifecycle.errors import DomainError
-from lifecycle.models import LLMCall, Project, Step
+from lifecycle.models import LLMCall, Project, PromptBundle, Step
 from lifecycle.services import dispatch
+from lifecycle.services.promotions import current_version
 from tests.conftest import api_for
 from tests.flows import submit
 
@@ -55,3 +56,22 @@ def test_unknown_prompt_overrides_are_refused(alice):
     project.save()
     with pytest.raises(DomainError, match="poet"):
         submit(alice)
+
+
+def test_a_prompt_file_added_later_leaves_a_pinned_version_as_it_is(alice, monkeypatch, tmp_path):
+    project = Project.objects.get(organization__slug="acme")
+    pinned = {name: f"{text}\nPINNED" for name, text in prompt_files().items()}
+    project.settings = {"prompts": pinned}  # as a promotion pins a bundle: every prompt's text
+    project.save()
+    version = current_version(project, "prompts")[0]
+    assert version == bundle_hash(pinned)
+    shipped = tmp_path / "prompts"
+    shipped.mkdir()
+    for name, text in {**prompt_files(), "new_role": "A role shipped after the pin."}.items():
+        (shipped / f"{name}.md").write_text(text)
+    monkeypatch.setattr(prompts, "PROMPT_DIR", shipped)
+
+    assert current_version(project, "prompts")[0] == version  # the project's version id stays
+    assert PromptBundle.objects.get(sha256=version).prompts == pinned
+    req = submit(alice)
+    assert req.prompt_bundle.prompts == {**pinned, "new_role": "A role shipped after the pin."}  # the file fills in
