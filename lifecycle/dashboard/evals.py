@@ -29,13 +29,14 @@ class Suite:
 
 
 def visible_runs(scope: Scope) -> QuerySet:
-    """Every run for a superuser; for other staff, the runs when they belong to the evaluation organization (the one
-    each case's project is made in), none otherwise: the dashboard's rule, a staff member sees their organizations."""
+    """Every run for a superuser; for other staff, the runs of their organizations' versions, and the operators'
+    runs when they belong to the shared evaluation organization: the dashboard's rule, a staff member sees their
+    organizations."""
     runs = EvalRun.objects.all()
     if scope.organization_ids is None:
         return runs
     member = Organization.objects.filter(slug=ORGANIZATION, pk__in=scope.organization_ids)
-    return runs.filter(Exists(member))
+    return runs.filter(Q(organization__in=scope.organization_ids) | Q(Exists(member), organization=None))
 
 
 def suites(scope: Scope, compare: int | None = None) -> list[Suite]:

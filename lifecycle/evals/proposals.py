@@ -32,7 +32,7 @@ def evaluate_and_propose(*, project: Project, artifact: str, candidate: Any, sui
     runs = []
     for which, value in (("current", current), ("candidate", candidate)):
         bundle, profile = _versions(project, artifact, value)
-        run = eval_run_start(suite=suite, bundle=bundle, live=live, profile=profile)
+        run = eval_run_start(suite=suite, bundle=bundle, live=live, profile=profile, organization=project.organization)
         progress(f"eval run {run.pk}: the {which} {PromotedArtifact(artifact).label} on suite {suite}")
         eval_run_cases(run, cases, progress=progress)
         if problems := run_problems(run):  # no proposal on evidence that measured nothing (nor a second run)

@@ -22,7 +22,7 @@ from lifecycle.evals.policy import settle
 from lifecycle.evals.suites import Case, suite_id
 from lifecycle.management.commands.aiteam_ticket import project_for
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, Membership, Organization, Project, PromptBundle, Requirement
-from lifecycle.models.evals import EVALUATION_ORGANIZATION, HiddenResult
+from lifecycle.models.evals import EVALUATION_ORGANIZATION, HiddenResult, evaluation_organization_slug
 from lifecycle.services.intake import requirement_submit
 from lifecycle.services.meta_eval import HIDDEN_TESTS, gate_contradicted
 from lifecycle.services.tickets import ticket_submit
@@ -35,13 +35,15 @@ EVALUATOR = "eval"
 CASE_TIMEOUT_S = 3600  # on workers: a case still running after this ends as failed
 
 
-def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool,
-                   profile: dict[str, Any] | None = None) -> EvalRun:
+def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool, profile: dict[str, Any] | None = None,
+                   organization: Organization | None = None) -> EvalRun:
     """`profile`: the budget profile and playbook table ({"budgets": …, "playbooks": …}) each case's project runs
-    with; none: the defaults. The run names its suite as suite_id does, whatever path to it was given."""
+    with; none: the defaults. `organization`: whose versions these are (its candidate, its current prompts): the
+    run and its cases' projects are then that organization's alone to read; none: an operator's run. The run names
+    its suite as suite_id does, whatever path to it was given."""
     provider = settings.AITEAM_LLM_PROVIDER if live else "replay"
     return EvalRun.objects.create(suite=suite_id(suite), bundle=bundle, live=live, provider=provider,
-                                  settings=profile or {})
+                                  settings=profile or {}, organization=organization)
 
 
 def eval_run_cases(run: EvalRun, cases: list[Case], *, progress: Callable[[str], None] = log.info) -> list[EvalCase]:
@@ -70,7 +72,7 @@ def eval_case_run(run: EvalRun, case: Case) -> EvalCase:
     with tempfile.TemporaryDirectory(prefix=f"eval-{case.name}-") as scratch:
         try:
             with _case_settings(run, case, Path(scratch) / "wheels"):
-                user, organization = evaluator()
+                user, organization = evaluator(run.organization_id)
                 requirement = _submit(run, case, user, organization, Path(scratch), clock)
                 requirement = settle(requirement.pk, Actor.human(user, "cli"), timeout_s=CASE_TIMEOUT_S,
                                      poll_s=0.0 if settings.CELERY_TASK_ALWAYS_EAGER else 1.0)
@@ -167,9 +169,13 @@ def _use_versions(project: Project, run: EvalRun) -> None:
         project.save(update_fields=["settings"])
 
 
-def evaluator() -> tuple[Any, Organization]:
-    """The evaluation's user, an admin of the evaluation organization its projects belong to."""
-    organization, _ = Organization.objects.get_or_create(slug=ORGANIZATION, defaults={"name": "Evaluations"})
+def evaluator(for_organization: Any = None) -> tuple[Any, Organization]:
+    """The evaluation's user, an admin of the evaluation organization its projects belong to: the shared one for an
+    operator's run, one of its own for a run of an organization's versions (its projects hold them, so no member of
+    another organization, nor of the shared one, reads them)."""
+    slug = evaluation_organization_slug(for_organization)
+    name = "Evaluations" if for_organization is None else f"Evaluations of organization {for_organization}"
+    organization, _ = Organization.objects.get_or_create(slug=slug, defaults={"name": name})
     user, _ = get_user_model().objects.get_or_create(username=EVALUATOR)
     Membership.objects.update_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
     return user, organization

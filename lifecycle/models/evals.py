@@ -1,7 +1,20 @@
 """Evaluation runs (docs/evals.md): a suite's cases run through the whole team, each case's outcome and measures."""
+from typing import Any
+from uuid import UUID
+
 from django.db import models
 
-EVALUATION_ORGANIZATION = "eval"  # the organization every evaluation project is made in (its slug)
+EVALUATION_ORGANIZATION = "eval"  # the organization operators' evaluation projects are made in (its slug)
+
+
+def evaluation_organization_slug(organization_id: Any = None) -> str:
+    """The organization a run's evaluation projects are made in: the operators' shared one, or, for a run of one
+    organization's versions, an organization of its own that no person belongs to (a '.' no real slug holds)."""
+    return EVALUATION_ORGANIZATION if organization_id is None else f"{EVALUATION_ORGANIZATION}.{UUID(str(organization_id)).hex}"
+
+
+def is_evaluation_organization(slug: str) -> bool:
+    return slug == EVALUATION_ORGANIZATION or slug.startswith(f"{EVALUATION_ORGANIZATION}.")
 
 
 class EvalOutcome(models.TextChoices):
@@ -27,6 +40,10 @@ class EvalRun(models.Model):
     settings = models.JSONField(default=dict, blank=True, help_text=(
         "the budget profile and playbook table every case's project ran with (empty: the defaults)"))
     live = models.BooleanField(default=False, help_text="against the configured model; otherwise each case's cassette")
+    organization = models.ForeignKey(
+        "lifecycle.Organization", null=True, blank=True, on_delete=models.CASCADE, related_name="eval_runs",
+        help_text="whose versions the run measured, readable by its members only (its cases ran in an evaluation "
+                  "organization of its own); empty: an operator's run, in the shared evaluation organization")
     provider = models.CharField(max_length=40)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

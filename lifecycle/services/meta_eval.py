@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from lifecycle.actors import Actor
 from lifecycle.failure_rules import Route, Source
 from lifecycle.models import FailureRoute, MetaEvalLog, MetaKind, Organization, Project, Requirement, ReviewTask
-from lifecycle.models.evals import EVALUATION_ORGANIZATION
+from lifecycle.models.evals import is_evaluation_organization
 from lifecycle.states import Decision, ReviewKind
 
 # Failures whose route sends work to fix them; a step's failure is retried or asked about, no fix is routed.
@@ -109,7 +109,7 @@ def review_decision_logged(task: ReviewTask, actor: Actor) -> None:
     """Inside review_decide's transaction: a person approving what a review gate refused, or refusing a
     deployment the quality gate passed."""
     requirement = task.requirement
-    if not actor.is_human or requirement.organization.slug == EVALUATION_ORGANIZATION:
+    if not actor.is_human or is_evaluation_organization(requirement.organization.slug):
         return  # a policy's decision (SLA, autonomy, the evaluation policy) contradicts no gate
     if task.kind in OVERRIDABLE_GATES and task.decision == Decision.APPROVE:
         gate_contradicted(requirement, gate=OVERRIDABLE_GATES[task.kind], verdict="fail", by=HUMAN_OVERRIDE,

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, QuerySet
+from django.db.models import Exists, Q, QuerySet
 from django.utils import timezone
 
 from agents.prompts import bundle_hash, prompt_files
@@ -131,11 +131,14 @@ def is_owner(user: Any, project: Project) -> bool:
 
 
 def eval_runs_visible_to(user: Any) -> QuerySet[EvalRun]:
-    """Evaluation runs are the operators': a superuser's, or a member's of the evaluation organization (the
-    staff dashboard's rule); a proposal may cite only runs its proposer can read."""
+    """An organization's runs (of its versions) are its members'; the operators' runs a member's of the shared
+    evaluation organization (the staff dashboard's rule); a superuser reads all. A proposal may cite only runs its
+    proposer can read."""
     if user.is_superuser:
         return EvalRun.objects.all()
-    return EvalRun.objects.filter(Exists(Membership.objects.filter(user=user, organization__slug=EVALUATION_ORGANIZATION)))
+    shared = Exists(Membership.objects.filter(user=user, organization__slug=EVALUATION_ORGANIZATION))
+    return EvalRun.objects.filter(Q(organization__in=Membership.objects.filter(user=user).values("organization"))
+                                  | Q(shared, organization=None))
 
 
 def promotions_visible_to(user: Any) -> QuerySet[PromotionDecision]:
@@ -163,7 +166,8 @@ def promotion_propose(*, project: Project, artifact: str, candidate: Any, curren
         project = Project.objects.select_for_update().get(pk=project.pk)  # no decision changes the version meanwhile
         current, current_sha = proposal_check(project, artifact, candidate, actor, expected_effect)
         candidate_sha = version_of(artifact, candidate)
-        if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate):
+        if problems := evidence_problems(artifact, current_run, current, candidate_run, candidate,
+                                         organization_id=project.organization_id):
             raise DomainError("; ".join(problems), "candidate_run")
         try:
             with transaction.atomic():  # the unique index promotion_one_open_per_candidate backs the check above
@@ -234,9 +238,11 @@ def open_proposal(project: Project, artifact: str, candidate: str, against: str)
 
 
 def evidence_problems(artifact: str, current_run: EvalRun, current: Any, candidate_run: EvalRun,
-                      candidate: Any) -> list[str]:
-    """Why the two runs do not justify this change, if they do not."""
+                      candidate: Any, *, organization_id: Any = None) -> list[str]:
+    """Why the two runs do not justify this change to a project of `organization_id`, if they do not."""
     found = [problem for run in (current_run, candidate_run) for problem in run_problems(run)]
+    found += [f"eval run {run.pk} measured another organization's versions" for run in (current_run, candidate_run)
+              if run.organization_id not in (None, organization_id)]
     if current_run.pk == candidate_run.pk:
         found.append("the two eval runs are the same run")
     if current_run.suite != candidate_run.suite:

@@ -67,6 +67,15 @@ def test_staff_outside_the_evaluation_organization_see_no_run(two_runs, rita):
     assert "Suite offline" in client.get(URL).content.decode()
 
 
+
+def test_staff_see_their_organizations_runs_and_not_the_shared_ones(two_runs, rita, acme):
+    theirs = eval_run("acme-suite", bundle("e"), hours_ago=0, cases=[("todo", "deployed", "full", 5, False, "0.1")])
+    EvalRun.objects.filter(pk=theirs.pk).update(organization=acme)
+    html = staff_client(rita).get(URL).content.decode()  # staff of acme, not of the evaluation organization
+    assert "Suite acme-suite" in html and "Suite offline" not in html
+    assert staff_client(rita).get(f"{URL}{theirs.pk}.json").status_code == 200
+
+
 def test_two_runs_on_two_bundles_are_listed_compared_and_charted(two_runs, admin_user, client):
     first, second = two_runs
     client.force_login(admin_user)

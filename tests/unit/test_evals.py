@@ -325,3 +325,11 @@ def test_gate_verdicts_are_listed_in_the_order_they_came(acme_project):
                               decision="approve", decided_by_policy="eval", decided_at=start + timedelta(minutes=3))
     assert [gate["gate"] for gate in gate_verdicts(requirement)] == [
         "story_approval", "code_review", "quality", "deployment_approval"]
+
+
+@pytest.mark.django_db
+def test_a_run_for_an_organization_names_a_real_one(acme):
+    for slug in ("nowhere", "eval"):
+        with pytest.raises(CommandError, match=f"--organization {slug}: no such organization"):
+            call_command("aiteam_eval", "run", "--suite", "offline", "--organization", slug, stdout=StringIO())
+    assert not EvalRun.objects.exists()

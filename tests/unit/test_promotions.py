@@ -17,8 +17,10 @@ from django.utils import timezone
 from agents.prompts import prompt_files
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
+from lifecycle.evals import running
 from lifecycle.evals.optimizer import draft_constraint
-from lifecycle.evals.running import evaluator
+from lifecycle.evals.running import eval_run_start, evaluator
+from lifecycle.evals.suites import Case
 from lifecycle.models import (
     EvalCase,
     EvalRun,
@@ -26,6 +28,7 @@ from lifecycle.models import (
     Membership,
     MetaEvalLog,
     MetaKind,
+    Organization,
     Project,
     PromotionDecision,
     PromptBundle,
@@ -182,6 +185,10 @@ def test_the_evidence_must_be_one_suite_run_with_each_version_and_nothing_else_c
     assert "did not run the candidate" in refusal(before, before)
     assert "change one thing at a time" in refusal(before, budgets_too)
     assert "nothing would change" in refusal(before, after, value=current)
+    theirs = EvalRun.objects.create(suite="offline", provider="replay", bundle_id=candidate, finished_at=timezone.now(),
+                                    organization=Organization.objects.create(slug="globex", name="Globex"))
+    EvalCase.objects.create(run=theirs, name="sample-brief", kind="brief", outcome="deployed")
+    assert f"eval run {theirs.pk} measured another organization's versions" in refusal(before, theirs)
     assert "has no case" in refusal(before, EvalRun.objects.create(suite="offline", provider="replay",
                                                                    bundle_id=candidate, finished_at=timezone.now()))
     after.cases.update(error="SyntaxError: invalid syntax")  # every case broke: it measured no version
@@ -622,3 +629,25 @@ def test_aiteam_promote_refuses_evidence_whose_cases_broke_and_proposes_nothing(
                      stdout=StringIO())
     assert not PromotionDecision.objects.exists()
     assert EvalRun.objects.count() == 1  # the candidate was not run on a suite that breaks
+
+
+@pytest.mark.django_db
+def test_an_organizations_evaluation_runs_and_projects_are_its_members_alone(alice, acme, acme_project, monkeypatch,
+                                                                              tmp_path):
+    candidate = bundle_with(acme_project, {"product_owner": "ACME'S SECRET PROMPT"})
+    run = eval_run_start(suite="offline", bundle=candidate, live=False, organization=acme)
+    shared = eval_run_start(suite="offline", bundle=None, live=False)
+    submitted = []
+    monkeypatch.setattr(running, "requirement_submit", lambda **kwargs: submitted.append(kwargs["project"]))
+    user, organization = evaluator(run.organization_id)
+    running._submit(run, Case(name="c", kind="brief", title="t", body="b", cassette=tmp_path), user, organization,
+                    tmp_path, running._Clock())
+
+    (project,) = submitted
+    assert project.settings["prompts"]["product_owner"] == "ACME'S SECRET PROMPT"
+    assert project.organization.slug != "eval" and evaluator()[1].slug == "eval"
+    assert list(Membership.objects.filter(organization=project.organization).values_list("user__username", flat=True)
+                ) == ["eval"]
+    operator = MembershipFactory(organization=evaluator()[1], role="reviewer", user__username="otto").user
+    assert set(promotions.eval_runs_visible_to(alice)) == {run}
+    assert set(promotions.eval_runs_visible_to(operator)) == {shared}
