@@ -24,7 +24,8 @@ from agents.environments.wheels import normalized
 KEY_VERSION = "aiteam-env-1"  # bump when what goes into a venv changes, so old ones are not reused
 _ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "pdm.lock",
                "uv.lock", "tox.ini", "tox.toml")
-_ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "constraints*.txt", "requirements/*.txt")
+_ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "*[-_]requirements.txt", "*[-_]requirements.in",
+               "constraints*.txt", "requirements/*.txt")
 _GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
 # Read only when the project has none of those: idna's test dependencies (hypothesis) are in its `all` extra only.
 _FALLBACK_GROUPS = ("all",)
@@ -35,7 +36,8 @@ _SELF = re.compile(r"^\s*(-e\s+|--editable\s+)?(\.|\./)?(\[[\w,\s-]*\])?\s*$")  
 _INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 _CONSTRAINT_OPTIONS = ("-c", "--constraint")
 _TOX_ROOT = ("{toxinidir}/", "{tox_root}/")  # -r{toxinidir}/requirements/test.txt: the root, where paths start
-# Requirements files by the words of their names (requirements/ and requirements-*.txt): see _tests_files
+# Requirements files by the words of their names (requirements/, requirements-*.txt, *-requirements.txt): see
+# _tests_files
 _BASE = re.compile(r"|base|main|prod|production")
 _TESTS = re.compile(r"(?<![a-z])test")
 _DEV = re.compile(r"(?<![a-z])dev")
@@ -129,9 +131,10 @@ def _tests_files(files: list[str], *, named_by_tox: tuple[str, ...], notes: list
 
 
 def _words(name: str) -> str:
-    """A requirements file's name as its words: requirements/requirements-tests.txt → "tests"."""
+    """A requirements file's name as its words: requirements/requirements-tests.txt, test_requirements.txt →
+    "tests", "test"."""
     stem = Path(name).stem.lower()
-    return re.sub(r"^requirements?(?:[-_.]|$)", "", stem)
+    return re.sub(r"^requirements?(?:[-_.]|$)|[-_]requirements?$", "", stem)
 
 
 def _other_python(name: str) -> bool:

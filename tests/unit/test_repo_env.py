@@ -535,6 +535,10 @@ def test_the_files_toxs_deps_name_are_the_requirements_files_installed(tmp_path)
      ["requirements/requirements.txt", "requirements/requirements-tests.txt"]),
     # python-dateutil 4.0.0: no test-like file, the dev one is the tests'
     (["requirements-dev.txt"], ["requirements-dev.txt"]),
+    # pyproject-hooks 1.3.3: its noxfile installs -r dev-requirements.txt
+    (["dev-requirements.txt", "docs_requirements.txt"], ["dev-requirements.txt"]),
+    (["test-requirements.txt", "dev_requirements.txt", "requirements.txt"],
+     ["test-requirements.txt", "requirements.txt"]),
     # humanize 4.17.0: a mypy lock only
     (["requirements-mypy.txt", "requirements.txt"], ["requirements.txt"]),
     (["requirements/base.txt", "requirements/prod.txt", "requirements/testing.txt", "requirements/dev.txt",
