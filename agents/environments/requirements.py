@@ -298,9 +298,10 @@ def _tox(root: Path, notes: list[str]) -> _Tox:
     environment (tox.ini's
     [testenv], pyproject.toml's [tool.tox], tox.toml's [env_run_base]): its `deps` (what the tests need beyond the
     project, pytest-cov or hypothesis say; `-r` files inlined, `-c` files as constraints) and its `extras` and
-    `.[extra]` deps, read from the project's own metadata. Lines for other environments (`py311: pkg`), with tox
-    substitutions aiteam cannot know, or that are not a plain requirement are left out, said in the notes: the tox
-    line is not the repository's only word on its dependencies, so it does not refuse the repository."""
+    `.[extra]` deps, read from the project's own metadata. Lines for other environments (`py311: pkg`, see
+    _for_default_run), with tox substitutions aiteam cannot know, or that are not a plain requirement are left out,
+    said in the notes: the tox line is not the repository's only word on its dependencies, so it does not refuse the
+    repository."""
     lines: list[str] = []
     pins: list[str] = []
     named: list[str] = []
@@ -309,30 +310,46 @@ def _tox(root: Path, notes: list[str]) -> _Tox:
     skipped: list[str] = []
     where, deps = pyconfig.tox_run_base(root, "deps")
     for raw in deps:
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
+        written = raw.split(" #", 1)[0].strip()
+        if not written or written.startswith("#"):
             continue
+        line = _for_default_run(written)
         own = _TOX_SELF.match(line)
         include = _INCLUDE.match(_from_tox_root(line))  # -r{toxinidir}/requirements/test.txt
-        if own:
+        if not line:
+            skipped.append(written)
+        elif own:
             extras += [extra.strip() for extra in (own.group("extras") or "").split(",") if extra.strip()]
         elif include:
             try:
                 wanted, pinned = _requirements_file(root, root / include.group(2), seen=set(), by=f"{where} deps",
                                                     constraint=include.group(1) in _CONSTRAINT_OPTIONS)
             except BadDependencies as exc:
-                skipped.append(f"{line} ({exc})")
+                skipped.append(f"{written} ({exc})")
             else:
                 lines, pins = lines + wanted, pins + pinned
                 named += [_shown(root, root / include.group(2))] if include.group(1) not in _CONSTRAINT_OPTIONS else []
-        elif pyconfig.TOX_FACTOR.match(line) or "{" in line or not _plain(line):
-            skipped.append(line)
+        elif "{" in line or not _plain(line):
+            skipped.append(written)
         else:
             lines.append(line)
     if skipped:
         notes.append(f"{where} deps not installed (another environment's, a tox substitution, or not a "
                      f"plain requirement): {', '.join(skipped[:10])}")
     return _Tox(lines, pins, tuple(dict.fromkeys(extras)), tuple(named))
+
+
+def _for_default_run(line: str) -> str:
+    """A tox deps line without its factor condition when the condition holds for the run aiteam makes, else "".
+    That run is tox's environment with no factors (aiteam picks none of the envlist's: the worker's Python, the
+    versions the requirements resolve to), so by tox's rules `a: pkg` is another environment's, `!a: pkg` is this
+    one's, `!a-!b:` (not a and not b) is, and `a,!b:` (a or not b) is."""
+    condition = pyconfig.TOX_FACTOR.match(line)
+    if not condition:
+        return line
+    alternatives = condition.group(0).strip().removesuffix(":").split(",")
+    applies = any(all(factor.startswith("!") for factor in alternative.split("-")) for alternative in alternatives)
+    return line[condition.end():].strip() if applies else ""
 
 
 def _shown(root: Path, path: Path) -> str:

@@ -424,6 +424,27 @@ def test_toxs_deps_and_extras_are_the_tests_dependencies_too(tmp_path):
                      "requirement): py38: old-backport, -e git+https://example.invalid/x.git#egg=x, {env:EXTRA_DEP}"]
 
 
+def test_toxs_factor_conditions_are_read_for_the_environment_with_no_factors(tmp_path):
+    # django-filter 26.2: `!latest-!django61: djangorestframework` is for every environment but those two
+    root = _repo(tmp_path, {"tox.ini": """\
+        [testenv]
+        deps =
+            django52: Django>=5.2,<6.0
+            !latest-!django61: djangorestframework
+            !latest-django61: drf-main-only
+            latest,!pypy: either-one
+            !pypy: -r requirements/test.txt
+            py38,pypy: old-backport
+        """, "requirements/test.txt": "pytest-mock\n"})
+
+    requirements, _, notes = collect_requirements(root, dependency_files(root))
+
+    assert requirements == ["djangorestframework", "either-one", "pytest-mock"]
+    assert notes == ["tox.ini [testenv] deps not installed (another environment's, a tox substitution, or not a plain "
+                     "requirement): django52: Django>=5.2,<6.0, !latest-django61: drf-main-only, "
+                     "py38,pypy: old-backport"]
+
+
 def test_constraints_are_collected_apart_from_requirements_and_key_the_venv(tmp_path):
     root = _repo(tmp_path / "repo", {
         "requirements.txt": "attrs\n-c pins/base.txt\n",
