@@ -26,9 +26,14 @@ _ROOT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lo
                "uv.lock", "tox.ini", "tox.toml")
 _ROOT_GLOBS = ("requirements*.txt", "requirements*.in", "*[-_]requirements.txt", "*[-_]requirements.in",
                "constraints*.txt", "requirements/*.txt")
-_GROUPS = ("test", "tests", "testing", "dev")  # optional dependencies the tests usually need
-# Read only when the project has none of those: idna's test dependencies (hypothesis) are in its `all` extra only.
-_FALLBACK_GROUPS = ("all",)
+# Extras and dependency groups, by tier: the test-like ones; else `dev`; else `all` (idna's test dependencies,
+# hypothesis, are in its `all` extra only)
+_GROUP_TIERS = (("test", "tests", "testing"), ("dev",), ("all",))
+# What a dev or all group holds for working on the project rather than for its tests: lint, format, typing, docs
+# and release tools, by their names as wheels spell them (pytest-cov stays: tests may pass --cov in addopts)
+_TOOLS = re.compile(r"ruff|black|flake8(_.+)?|isort|pylint(_.+)?|mypy|types_.+|.+_stubs|pyright|pre_commit"
+                    r"|sphinx(_.+)?|sphinxcontrib_.+|sphinxext_.+|furo|myst_parser|mkdocs(_.+)?|twine|build"
+                    r"|towncrier|bump.*")
 _TOX_SELF = re.compile(r"^(-e\s*|--editable\s+)?(\.|\./|\{(?:toxinidir|tox_root)\}/?)(\[(?P<extras>[\w,\s-]*)\])?$")
 # pip options in a requirements file that would send the install to another package source than the operator's
 _SOURCE_OPTIONS = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b")
@@ -96,8 +101,8 @@ def collect_requirements(root: Path, files: list[str]) -> Dependencies:
         wanted, pinned = _requirements_file(root, root / name, seen=set(),
                                             constraint="constraint" in Path(name).name.lower())
         lines, pins = lines + wanted, pins + pinned
-    lines += _pyproject(root, tox.extras) + _setup_cfg(root, tox.extras) + tox.lines + _poetry_lock(root) \
-        + _pipfile_lock(root)
+    lines += _pyproject(root, tox.extras, notes) + _setup_cfg(root, tox.extras, notes) + tox.lines \
+        + _poetry_lock(root) + _pipfile_lock(root)
     lines = [checked for line in lines if (checked := _requirement(line))]
     pins = [_without_extras(checked) for line in pins + tox.pins if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
@@ -220,8 +225,9 @@ def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]], 
     return lines, pins
 
 
-def _pyproject(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
-    """[project] dependencies, the test-like extras and dependency groups (else `all`), and the extras tox names.
+def _pyproject(root: Path, extras: tuple[str, ...], notes: list[str]) -> list[str]:
+    """[project] dependencies, the test-like extras and dependency groups (else `dev`, else `all`; see _chosen), and
+    the extras tox names.
     An extra that names the project itself (`all = ["pkg[a,b]"]`) brings in those extras, not the published
     package."""
     data = pyconfig.read_toml(root / "pyproject.toml") or {}
@@ -233,15 +239,39 @@ def _pyproject(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
     own = project.get("name") if isinstance(project.get("name"), str) else ""
     lines = _strings(project.get("dependencies"))
     for name in _chosen(optional.keys() | groups.keys(), extras):
-        lines += _own_extras(_strings(optional.get(name)), optional, own) + _group(groups, name, seen=set())
+        group = _own_extras(_strings(optional.get(name)), optional, own) + _group(groups, name, seen=set())
+        lines += _for_tests(name, group, extras, notes)
     return lines
 
 
 def _chosen(present: Iterable[str], named: tuple[str, ...]) -> list[str]:
-    """The groups to install: the test-like ones, else the fallback, and those tox names."""
+    """The groups to install: those of the first tier present (the test-like ones, else `dev`, else `all`), and
+    those tox names."""
     present = set(present)
-    usual = [name for name in _GROUPS if name in present] or [name for name in _FALLBACK_GROUPS if name in present]
+    usual = next(([name for name in tier if name in present] for tier in _GROUP_TIERS
+                  if any(name in present for name in tier)), [])
     return list(dict.fromkeys([*usual, *(name for name in named if name in present)]))
+
+
+def _for_tests(name: str, lines: list[str], named: tuple[str, ...], notes: list[str]) -> list[str]:
+    """A chosen group's requirements without the lint, typing, docs and release tools (_TOOLS) when it is a dev
+    or all group read for want of a test-like one: it is made for working on the project (tomlkit's dev group
+    holds pre-commit, mypy, Sphinx<5 and furo beside pytest). A test-like group, or one tox names, stays whole."""
+    if name in _GROUP_TIERS[0] or name in named:
+        return lines
+    kept = [line for line in lines if not _TOOLS.fullmatch(_name(line))]
+    if left_out := [line for line in lines if line not in kept]:
+        notes.append(f"left out of the {name} group (lint, typing, docs and release tools, not the tests'): "
+                     f"{', '.join(left_out[:10])}")
+    return kept
+
+
+def _name(line: str) -> str:
+    """A requirement's normalized name; "" for what is not one (refused with its reason by _requirement)."""
+    try:
+        return normalized(Requirement(line).name)
+    except InvalidRequirement:
+        return ""
 
 
 def _own_extras(lines: list[str], optional: dict[str, Any], own: str, depth: int = 0) -> list[str]:
@@ -275,14 +305,14 @@ def _group(groups: dict[str, Any], name: str, *, seen: set[str]) -> list[str]:
     return lines
 
 
-def _setup_cfg(root: Path, extras: tuple[str, ...] = ()) -> list[str]:
+def _setup_cfg(root: Path, extras: tuple[str, ...], notes: list[str]) -> list[str]:
     parser = pyconfig.read_ini(root / "setup.cfg")
     if parser is None:
         return []
     lines = _ini_list(parser.get("options", "install_requires", fallback=""))
     present = parser.options("options.extras_require") if parser.has_section("options.extras_require") else []
     for name in _chosen(present, extras):
-        lines += _ini_list(parser.get("options.extras_require", name, fallback=""))
+        lines += _for_tests(name, _ini_list(parser.get("options.extras_require", name, fallback="")), extras, notes)
     return lines
 
 

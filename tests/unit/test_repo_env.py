@@ -649,8 +649,32 @@ def test_an_all_extra_is_read_only_when_no_test_extra_says_what_the_tests_need(t
         test = ["pytest", {include-group = "lint"}]
         """})
 
-    assert collect_requirements(only_all, ["pyproject.toml"])[0] == ["ruff", "hypothesis >= 6", "chardet"]
+    assert collect_requirements(only_all, ["pyproject.toml"])[0] == ["hypothesis >= 6", "chardet"]
     assert collect_requirements(with_tests, ["pyproject.toml"])[0] == ["pytest", "ruff"]
+
+
+def test_a_dev_group_is_read_only_without_a_test_like_one_and_without_lint_or_docs_tools(tmp_path):
+    # attrs 26.1.0: dev = tests + ruff; tomlkit 0.15.3: a dev group only, with pre-commit, mypy, Sphinx<5 and furo
+    with_tests = _repo(tmp_path / "attrs", {"pyproject.toml": """\
+        [dependency-groups]
+        tests = ["hypothesis", "build"]
+        dev = [{include-group = "tests"}, "ruff"]
+        """})
+    dev_only = _repo(tmp_path / "tomlkit", {"pyproject.toml": """\
+        [dependency-groups]
+        dev = ["pytest~=7.2", "pytest-cov~=4.0", "PyYAML~=6.0", "pre-commit~=2.20", "mypy==1.19.1",
+               "Sphinx>=4.3.2,<5.0.0", "furo>=2022.9.29,<2023.0.0", "types-PyYAML", "flake8_bugbear"]
+        """})
+    setup_cfg = _repo(tmp_path / "cfg", {"setup.cfg": "[options.extras_require]\ndev =\n    mock\n    black\n"
+                                                       "docs =\n    sphinx\n"})
+
+    assert collect_requirements(with_tests, ["pyproject.toml"]) == (["hypothesis", "build"], [], [])
+    requirements, _, notes = collect_requirements(dev_only, ["pyproject.toml"])
+    assert requirements == ["pytest~=7.2", "pytest-cov~=4.0", "PyYAML~=6.0"]
+    assert notes == ["left out of the dev group (lint, typing, docs and release tools, not the tests'): "
+                     "pre-commit~=2.20, mypy==1.19.1, Sphinx>=4.3.2,<5.0.0, furo>=2022.9.29,<2023.0.0, types-PyYAML, "
+                     "flake8_bugbear"]
+    assert collect_requirements(setup_cfg, ["setup.cfg"]).requirements == ["mock"]
 
 
 def test_the_key_follows_the_dependency_files_bytes(tmp_path):
