@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+import agents.environments.poetry as poetry
 import agents.environments.pyconfig as pyconfig
 from agents.environments.wheels import normalized
 
@@ -226,22 +227,52 @@ def _requirements_file(root: Path, path: Path, *, seen: set[tuple[Path, bool]], 
 
 
 def _pyproject(root: Path, extras: tuple[str, ...], notes: list[str]) -> list[str]:
-    """[project] dependencies, the test-like extras and dependency groups (else `dev`, else `all`; see _chosen), and
-    the extras tox names.
+    """[project] dependencies (else Poetry's [tool.poetry.dependencies]), the test-like extras and dependency groups
+    (PEP 735's, PDM's and Poetry's; else `dev`, else `all`; see _chosen), and the extras tox names.
     An extra that names the project itself (`all = ["pkg[a,b]"]`) brings in those extras, not the published
     package."""
     data = pyconfig.read_toml(root / "pyproject.toml") or {}
-    project = data.get("project") or {}
-    optional = project.get("optional-dependencies") or {}
-    groups = data.get("dependency-groups") or {}
-    optional = optional if isinstance(optional, dict) else {}
-    groups = groups if isinstance(groups, dict) else {}
+    project, tool = _table(data, "project"), _table(data, "tool")
+    optional = _table(project, "optional-dependencies")
+    groups = _table(data, "dependency-groups")
     own = project.get("name") if isinstance(project.get("name"), str) else ""
-    lines = _strings(project.get("dependencies"))
-    for name in _chosen(optional.keys() | groups.keys(), extras):
-        group = _own_extras(_strings(optional.get(name)), optional, own) + _group(groups, name, seen=set())
+    if "dependencies" in project:
+        lines = _strings(project.get("dependencies"))
+    else:  # a Poetry project without [project] dependencies, or with them dynamic
+        lines = poetry.requirements(_table(_table(tool, "poetry"), "dependencies"), "[tool.poetry.dependencies]",
+                                    notes)
+    for name in _chosen(optional.keys() | groups.keys() | _tool_group_names(tool), extras):
+        group = _own_extras(_strings(optional.get(name)), optional, own) + _group(groups, name, seen=set()) \
+            + _tool_group(tool, name, notes)
         lines += _for_tests(name, group, extras, notes)
     return lines
+
+
+def _tool_group_names(tool: dict[str, Any]) -> set[str]:
+    poetry_table = _table(tool, "poetry")
+    return {*_table(_table(tool, "pdm"), "dev-dependencies"), *_table(poetry_table, "group"),
+            *(["dev"] if "dev-dependencies" in poetry_table else [])}
+
+
+def _tool_group(tool: dict[str, Any], name: str, notes: list[str]) -> list[str]:
+    """A dependency group of PDM's [tool.pdm.dev-dependencies] (PEP 508 lines; its `-e` ones, local paths, left out
+    with a note) and of Poetry's [tool.poetry.group.<name>.dependencies] (legacy [tool.poetry.dev-dependencies] for
+    `dev`), Poetry's tables translated by poetry.requirements."""
+    pdm = _strings(_table(_table(tool, "pdm"), "dev-dependencies").get(name))
+    if editable := [line for line in pdm if line.startswith("-e")]:
+        notes.append(f"[tool.pdm.dev-dependencies] {name} not installed (a local path): {', '.join(editable[:10])}")
+    poetry_table = _table(tool, "poetry")
+    tables = {f"[tool.poetry.group.{name}.dependencies]": _table(_table(_table(poetry_table, "group"), name),
+                                                                  "dependencies")}
+    if name == "dev":
+        tables["[tool.poetry.dev-dependencies]"] = _table(poetry_table, "dev-dependencies")
+    return [line for line in pdm if not line.startswith("-e")] \
+        + [line for where, table in tables.items() for line in poetry.requirements(table, where, notes)]
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _chosen(present: Iterable[str], named: tuple[str, ...]) -> list[str]:

@@ -21,6 +21,7 @@ from agents.environments import (
     prepare_environment,
     run_repository,
 )
+from agents.environments.poetry import specifier
 from agents.environments.prepare import READY, _pip, installed
 from agents.environments.requirements import collect_requirements, dependency_files, environment_key
 from agents.environments.wheels import repack_installed, write_wheel
@@ -675,6 +676,74 @@ def test_a_dev_group_is_read_only_without_a_test_like_one_and_without_lint_or_do
                      "pre-commit~=2.20, mypy==1.19.1, Sphinx>=4.3.2,<5.0.0, furo>=2022.9.29,<2023.0.0, types-PyYAML, "
                      "flake8_bugbear"]
     assert collect_requirements(setup_cfg, ["setup.cfg"]).requirements == ["mock"]
+
+
+@pytest.mark.parametrize(("poetry", "pep440"), [
+    ("^1.2.3", ">=1.2.3,<2.0.0"), ("^1.2", ">=1.2,<2.0"), ("^0.2.3", ">=0.2.3,<0.3.0"), ("^0.0.3", ">=0.0.3,<0.0.4"),
+    ("^0", ">=0,<1"), ("~1.2.3", ">=1.2.3,<1.3.0"), ("~1.2", ">=1.2,<1.3"), ("~1", ">=1,<2"), ("*", ""),
+    ("1.2.3", "==1.2.3"), ("1.2.*", "==1.2.*"), (">= 1.2, < 1.5", ">=1.2,<1.5"), ("~=1.4", "~=1.4"),
+    (">=2.0 !=2.1", ">=2.0,!=2.1"), ("^1 || ^2", None), ("latest", None), ("1.0 |", None),
+])
+def test_poetrys_version_constraints_become_pep_440_specifiers(poetry, pep440):
+    assert specifier(poetry) == pep440
+
+
+def test_poetry_and_pdm_groups_are_read_as_dependency_groups(tmp_path):
+    # poetry-core 2.5.0 and unearth 0.19.0: their tests' dependencies (virtualenv, flask) are in these groups only
+    poetry = _repo(tmp_path / "poetry", {"pyproject.toml": """\
+        [tool.poetry.dependencies]
+        python = "^3.9"
+        attrs = "^23.1"
+        sqlalchemy = {version = "~2.0", extras = ["asyncio"], optional = true}
+        uvloop = {version = "*", markers = "sys_platform != 'win32'", python = ">=3.10"}
+        sibling = {path = "../sibling", develop = true}
+        [tool.poetry.group.test.dependencies]
+        virtualenv = ">=20.21"
+        tomli-w = "^1.0.0"
+        private-helper = {version = "1.0", source = "internal"}
+        [tool.poetry.group.dev.dependencies]
+        pre-commit = ">=2.15.0"
+        [tool.poetry.dev-dependencies]
+        black = "*"
+        """})
+    pdm = _repo(tmp_path / "pdm", {"pyproject.toml": """\
+        [project]
+        dependencies = ["packaging>=20"]
+        [tool.pdm.dev-dependencies]
+        test = ["flask>=2.1.2", "-e file:///${PROJECT_ROOT}/plugins/x#egg=x"]
+        doc = ["furo"]
+        [tool.poetry.dependencies]
+        ignored = "*"
+        """})
+
+    requirements, _, notes = collect_requirements(poetry, ["pyproject.toml"])
+
+    assert requirements == ["attrs>=23.1,<24.0", 'uvloop; (sys_platform != \'win32\') and (python_version >= "3.10")',
+                            "virtualenv>=20.21", "tomli-w>=1.0.0,<2.0.0"]
+    assert notes == ["[tool.poetry.dependencies] not installed: sibling (a path dependency: packages come only from "
+                     "the operator's sources)",
+                     "[tool.poetry.group.test.dependencies] not installed: private-helper (from its own package "
+                     "source 'internal': packages come only from the operator's sources)"]
+    assert collect_requirements(pdm, ["pyproject.toml"]) == (
+        ["packaging>=20", "flask>=2.1.2"], [],
+        ["[tool.pdm.dev-dependencies] test not installed (a local path): -e file:///${PROJECT_ROOT}/plugins/x#egg=x"])
+
+
+def test_a_poetry_dev_group_is_read_without_its_tools_when_no_group_is_test_like(tmp_path):
+    root = _repo(tmp_path, {"pyproject.toml": """\
+        [tool.poetry.group.dev.dependencies]
+        pytest = "^8.0"
+        mypy = "^1.0"
+        [tool.poetry.dev-dependencies]
+        pytest-mock = {version = "^3.0", python = "^3.8 || ~2.7"}
+        """})
+
+    requirements, _, notes = collect_requirements(root, ["pyproject.toml"])
+
+    assert requirements == ["pytest>=8.0,<9.0", 'pytest-mock>=3.0,<4.0; ((python_version >= "3.8" and python_version '
+                                                '< "4.0") or (python_version >= "2.7" and python_version < "2.8"))']
+    assert notes == ["left out of the dev group (lint, typing, docs and release tools, not the tests'): "
+                     "mypy>=1.0,<2.0"]
 
 
 def test_the_key_follows_the_dependency_files_bytes(tmp_path):
