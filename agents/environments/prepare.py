@@ -134,9 +134,17 @@ def _build(home: Path, requirements: list[str], constraints: list[str], sources:
 
 def installed(venv: Path, name: str) -> bool:
     """Whether the venv holds the distribution (its dist-info), read without starting its python."""
+    return installed_version(venv, name) is not None
+
+
+def installed_version(venv: Path, name: str) -> str | None:
+    """The version of the distribution the venv holds, from its dist-info's name ("pytest-7.4.4.dist-info")."""
     wanted = normalized(name)
-    return any(normalized(info.name.split("-", 1)[0]) == wanted
-               for info in venv.glob("lib/python*/site-packages/*.dist-info"))
+    for info in venv.glob("lib/python*/site-packages/*.dist-info"):
+        found, _, version = info.name.removesuffix(".dist-info").partition("-")
+        if normalized(found) == wanted:
+            return version
+    return None
 
 
 def _step(what: str, argv: list[str], log: Path, deadline: float) -> None:

@@ -13,6 +13,7 @@ twice at the base commit is not the change's to fix, and a flaky one judges noth
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.environments.baseline import FAILED, Baseline, compare, counts
-from agents.environments.prepare import Environment, PackageSources, prepare_environment, ready_environment
+from agents.environments.prepare import Environment, PackageSources, installed_version, prepare_environment, ready_environment
 from agents.environments.run import BaselineRuns, run_baseline, run_repository
 from agents.environments.testcmd import GIVEN, TestCommand, detect_test_command
 from agents.repo.files import git
@@ -55,6 +56,11 @@ _WHAT_TO_DO = {
     5: "check the test command's paths and the pytest configuration's testpaths, markers and python_files (or set "
        "the project's test_command setting, or [tests] command in .aiteam.toml)",
 }
+_TEST_DEPENDENCIES = "a requirements file, a test/tests/testing/dev extra, or tox.ini's [testenv] deps"
+# the last import error in a run's output: what a conftest, a settings module or pytest's own plugins could not import
+_IMPORT_ERROR = re.compile(r"^(?:E\s+|ERROR: )?((?:ModuleNotFoundError|ImportError): .+|Error importing plugin .+)$",
+                           re.MULTILINE)
+_OLDEST_PYTEST = 7  # its `pythonpath` setting is how the runner puts the checkout ahead of site-packages
 _TOO_LARGE = ("Set the project's test_command setting, or [tests] command in the repository's .aiteam.toml, to a "
               "part of the suite (some of its test directories, or -m or -k) that covers the code tickets change")
 
@@ -69,6 +75,7 @@ def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, s
     command = detect_test_command(root, configured=configured)
     environment = prepare_environment(root, cache_dir=cache_dir, sources=sources(command),
                                       runner_packages=("pytest", *command.plugins))
+    _ensure_pytest(environment)
     runs = run_baseline(root, command, environment, limits=limits)
     _ensure_usable(runs, command, limits)
     return {
@@ -80,6 +87,17 @@ def prepare_repository(root: Path, *, configured: str | None, cache_dir: Path, s
         "counts": counts(runs.baseline.outcomes),
         "reports": [{k: report.to_dict()[k] for k in _REPORT_KEYS} for report in runs.reports],
     }
+
+
+def _ensure_pytest(environment: Environment) -> None:
+    version = installed_version(environment.venv, "pytest") or ""
+    major = version.split(".", 1)[0]
+    if major.isdigit() and int(major) < _OLDEST_PYTEST:
+        raise BaselineUnusable(
+            f"the repository's test dependencies install pytest {version}: aiteam runs the tests with pytest "
+            f"{_OLDEST_PYTEST} or later, whose `pythonpath` setting makes the checkout's own code the one imported "
+            f"(with an older pytest the tests would import an installed copy, or nothing). Allow pytest>="
+            f"{_OLDEST_PYTEST} in the repository's test dependencies ({_TEST_DEPENDENCIES})")
 
 
 def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimits) -> None:
@@ -100,8 +118,9 @@ def _ensure_usable(runs: BaselineRuns, command: TestCommand, limits: SandboxLimi
     # an empty baseline, and QC's reproduction test is what judges the change; unless a person wrote the command
     # down for aiteam, which then names where the tests are.
     if not any(runs.outcomes) and command.source in GIVEN:  # the canaries ran, so pytest did not exit 5
-        raise BaselineUnusable(f"the base commit's test run reported no test of the repository: {_WHAT_TO_DO[5]}",
-                               runs.reports[0].output_tail)
+        tail = runs.reports[0].output_tail
+        advice = _missing_module(tail) or _WHAT_TO_DO[5]
+        raise BaselineUnusable(f"the base commit's test run reported no test of the repository: {advice}", tail)
     tally = counts(runs.baseline.outcomes)
     if not runs.baseline.passing and tally["failed"] + tally["errors"]:  # all skipped (a database it lacks) is kept
         raise BaselineUnusable(
@@ -139,14 +158,38 @@ def run_problem(report: Mapping[str, Any], *, limits: SandboxLimits | None = Non
         return "it wrote a file larger than the sandbox's file-size limit"
     if killed:
         return f"it was killed ({killed})"
-    code = report.get("exit_code", 0)
-    if code in (0, 1):
-        return ""
+    return _exit_problem(report.get("exit_code", 0), bool(report.get("not_started")), tail, raise_memory)
+
+
+def _exit_problem(code: int, not_started: bool, tail: str, raise_memory: str) -> str:
+    if code in (0, 1):  # a session that never started ran no test, the canaries included, whatever its exit code
+        if not not_started:
+            return ""
+        why = _missing_module(tail) or _last_error(tail) or "the output says why"
+        return f"pytest stopped before its session started (exit {code}), so no test ran: {why}"
     what = _EXIT_CODES.get(code, f"pytest exited with {code}")
     if "MemoryError" in tail:
         return f"{what}: the tests ran out of memory (MemoryError in the output): {raise_memory}"
+    if code == 4 and (missing := _missing_module(tail)):  # a conftest or a -p plugin: not a plugin's unknown option
+        where = "a conftest.py could not be imported: " if "ImportError while loading conftest" in tail else ""
+        return f"{what}: {where}{missing}"
     advice = _WHAT_TO_DO.get(code, "the output's last lines say why")
     return f"{what}: {advice}"
+
+
+def _missing_module(tail: str) -> str:
+    """What to do about the last import error in a run's output, quoting it; "" when there is none."""
+    errors = _IMPORT_ERROR.findall(tail)
+    if not errors:
+        return ""
+    return (f"the output shows `{errors[-1].strip()}`: a module the tests import is missing. It must be in the "
+            f"repository's test dependencies ({_TEST_DEPENDENCIES}), or importable from the checkout")
+
+
+def _last_error(tail: str) -> str:
+    """The last line of the output's last traceback (the exception pytest stopped on), quoted."""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return f"the output ends on `{lines[-1][:300]}`" if lines else ""
 
 
 def recorded_command(prepared: Mapping[str, Any], extra_paths: Iterable[str] = ()) -> TestCommand:

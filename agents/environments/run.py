@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import agents.environments.pyconfig as pyconfig
 from agents.environments.baseline import Baseline, baseline_from
 from agents.environments.prepare import Environment
 from agents.environments.testcmd import TestCommand
@@ -20,15 +21,19 @@ class BaselineRuns:
     outcomes: tuple[dict[str, str], dict[str, str]] = ({}, {})  # each run's, as stored with the baseline
 
 
-def repo_tests(command: TestCommand, environment: Environment, *, expected: Iterable[str] = ()) -> RepoTests:
+def repo_tests(checkout: Path, command: TestCommand, environment: Environment, *,
+               expected: Iterable[str] = ()) -> RepoTests:
+    """configured: whether pytest finds a configuration file of the checkout's, as it reads them when it starts."""
+    named = any(arg in ("-c", "--config-file") or arg.startswith("--config-file=") for arg in command.args)
     return RepoTests(venv=environment.venv, args=command.args, paths=command.paths, pythonpath=command.pythonpath,
-                     expected=tuple(expected))
+                     expected=tuple(expected), configured=named or pyconfig.pytest_config(checkout) is not None)
 
 
 def run_repository(checkout: Path, command: TestCommand, environment: Environment, *,
                    limits: SandboxLimits = DEFAULT_LIMITS, expected: Iterable[str] = ()) -> RepoRun:
     """One sandboxed run of the checkout's tests. expected: tests the report must mention (reproductions)."""
-    return run_repository_tests(checkout, repo_tests(command, environment, expected=expected), limits=limits)
+    return run_repository_tests(checkout, repo_tests(checkout, command, environment, expected=expected),
+                                limits=limits)
 
 
 def run_baseline(checkout: Path, command: TestCommand, environment: Environment, *,

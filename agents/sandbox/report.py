@@ -43,6 +43,9 @@ class TestReport:
     isolation: str = ""
     tampered: list[str] = field(default_factory=list)  # why the run's own report cannot be believed (canary.py)
     unjudged: str = ""  # why its outcomes cannot be judged though not forged: a suite too large for the stream
+    # pytest never started its session (it stopped while reading its configuration or the conftests): no test ran,
+    # the canaries included, whatever the exit code
+    not_started: bool = False
 
     def __post_init__(self) -> None:
         """Cap both lists at MAX_TEST_IDS (a junit file of up to MAX_READ_BYTES can name ~10^5 tests), counting

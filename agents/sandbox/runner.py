@@ -52,6 +52,7 @@ class _Run:
     streamed: bytes = b""  # what the run's outcome plugin wrote to the worker's pipe (stream.py)
     overflowed: bool = False
     unjudged: str = ""  # why its outcomes cannot be judged, though nothing says they were forged
+    not_started: bool = False  # the outcome stream never saw pytest's session start
 
 
 def run_tests(source_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, command: list[str] | None = None) -> TestReport:
@@ -75,6 +76,7 @@ class RepoTests:
     paths: tuple[str, ...] = (".",)  # what pytest collects, relative to the root
     pythonpath: tuple[str, ...] = (".",)  # importable roots, relative: the checkout's code, not an installed copy
     expected: tuple[str, ...] = ()  # test ids the report must mention (a ticket's reproduction tests)
+    configured: bool = True  # it has a pytest configuration file (or its options name one)
 
 
 @dataclass(frozen=True)
@@ -144,13 +146,16 @@ def repository_command(scratch: Path, tests: RepoTests, canary: Canary | None) -
     """pytest of the venv, with the repository's configuration (its tests need its settings and plugins) and
     options, and these pinned after them: the report's path, no cache, the root, the importable roots and the
     outcome plugin (-p, as in default_command). The canary file is named on the command line: pytest collects a
-    named file whatever its python_files says."""
+    named file whatever its python_files says. A repository without a configuration file gets an empty one (-c, and
+    --confcutdir as in default_command): pytest 7 resolves -o pythonpath against the file's directory and stops
+    before its session without one."""
     importable = " ".join(str(scratch / path) for path in tests.pythonpath)
     planted = [f"{canary.directory}/{canary.module}.py"] if canary else []
     plugin = ["-p", canary.plugin] if canary else []
-    return [str(tests.venv / "bin" / "python"), *PYTHON_FLAGS, "-m", "pytest", *tests.args, f"--rootdir={scratch}",
-            "-o", f"pythonpath={importable}", "-p", "no:cacheprovider", f"--junitxml={scratch / REPORT_NAME}",
-            *plugin, "--", *tests.paths, *planted]
+    config = [] if tests.configured else ["-c", os.devnull, f"--confcutdir={scratch}"]
+    return [str(tests.venv / "bin" / "python"), *PYTHON_FLAGS, "-m", "pytest", *tests.args, *config,
+            f"--rootdir={scratch}", "-o", f"pythonpath={importable}", "-p", "no:cacheprovider",
+            f"--junitxml={scratch / REPORT_NAME}", *plugin, "--", *tests.paths, *planted]
 
 
 def default_command(scratch: Path, *, coverage: bool = False, canary: Canary | None = None) -> list[str]:
@@ -368,7 +373,8 @@ def _judged(run: _Run, scratch: Path, canary: Canary | None,
                                ended_by_itself=not (killed or internal))
     if not streamed.finished:  # pytest never ended its session: a non-zero exit must not read as "nothing failed"
         outcome = replace(outcome, errors=max(outcome.errors, int(run.exit_code != 0 and not run.timed_out)))
-    run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed), unjudged=too_large(streamed))
+    run = replace(run, exit_code=_streamed_exit_code(run, outcome, streamed, killed), unjudged=too_large(streamed),
+                  not_started=not (streamed.started or killed))
     outcomes = project_outcomes(canary, streamed)
     return (run if tampered else replace(run, output_tail=scrubbed(run.output_tail, canary, streamed))), outcome, tampered, \
         outcomes
@@ -392,6 +398,7 @@ def _report(run: _Run, outcome: JunitOutcome | None, coverage_percent: float | N
         coverage_percent=coverage_percent,
         exit_code=run.exit_code, timed_out=run.timed_out, killed_reason=_killed_reason(run),
         output_tail=run.output_tail, isolation=run.isolation, tampered=tampered, unjudged=run.unjudged,
+        not_started=run.not_started,
     )
 
 

@@ -3,13 +3,16 @@ breaks or drops a passing test, fail-to-pass holds a bug's reproduction test to 
 The comparison is pure (first tests); the last ones run a real repository in the sandbox."""
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agents.environments import (
+    Environment,
     PackageSources,
     baseline_from,
     compare,
@@ -18,9 +21,11 @@ from agents.environments import (
     run_repository,
 )
 from agents.environments import run as environment_runs
-from agents.environments.repository import BaselineUnusable, prepare_repository
+from agents.environments.repository import BaselineUnusable, judged_report, prepare_repository
 from agents.environments.wheels import repack_installed, write_wheel
 from agents.sandbox import SandboxLimits, stream
+from agents.sandbox.report import TestReport
+from agents.sandbox.runner import RepoRun, repository_command
 
 pytestmark = pytest.mark.xdist_group("sandbox_uid")  # with the other sandbox modules: one run at a time
 LIMITS = SandboxLimits(timeout_s=60, cpu_s=30, memory_bytes=1024**3, max_output_chars=8000)
@@ -232,6 +237,20 @@ def test_a_module_that_cannot_import_does_not_hide_the_others_outcomes(tmp_path,
      "exit 4", "file or directory not found: no_such_dir"),
     ({"tests/test_a.py": "def test_a():\n    pass\n", "docs/conf.py": ""}, "pytest docs",
      "the base commit's test run reported no test of the repository: check the test command's paths", "collected"),
+    # tomlkit 0.15.3's shape: pytest 7 stopped on the runner's own option before its session, exit 1, and the empty
+    # outcomes were kept as a baseline that judged nothing
+    ({"tests/test_a.py": "def test_a():\n    pass\n", "conftest.py": "raise SystemExit('stopped here')\n"}, None,
+     "pytest stopped before its session started (exit 1), so no test ran: the output ends on `stopped here`",
+     "stopped here"),
+    ({"tests/test_a.py": "def test_a():\n    pass\n"}, "pytest -p not_installed_plugin tests",
+     "(exit 4, a usage error): the output shows `Error importing plugin \"not_installed_plugin\": No "
+     "module named 'not_installed_plugin'`: a module the tests import is missing", "not_installed_plugin"),
+    ({"tests/test_a.py": "def test_a():\n    pass\n", "conftest.py": "import os\n\nos._exit(0)\n"}, None,
+     "pytest stopped before its session started (exit 0), so no test ran", ""),
+    ({"tests/test_a.py": "def test_a():\n    pass\n", "conftest.py": "import not_installed_here\n"}, None,
+     "exit 4, a usage error): a conftest.py could not be imported: the output shows `ModuleNotFoundError: No "
+     "module named 'not_installed_here'`: a module the tests import is missing. It must be in the repository's "
+     "test dependencies", "ImportError while loading conftest"),
 ])
 def test_a_base_run_that_judges_nothing_is_refused_with_its_output_and_what_to_do(tmp_path, offline, files,
                                                                                    configured, words, tail):
@@ -240,8 +259,53 @@ def test_a_base_run_that_judges_nothing_is_refused_with_its_output_and_what_to_d
     with pytest.raises(BaselineUnusable) as refused:
         _prepared(root, offline, configured)
 
-    assert words in str(refused.value) and "forged" not in str(refused.value)
+    assert words in str(refused.value) and "forged" not in str(refused.value), str(refused.value)
     assert tail in refused.value.log_tail
+
+
+@pytest.mark.parametrize(("files", "empty_config"), [
+    ({"setup.py": "", "tests/test_a.py": ""}, True),
+    ({"setup.cfg": "[tool:pytest]\naddopts = -ra\n", "tests/test_a.py": ""}, False),
+    ({"setup.py": "", ".aiteam.toml": '[tests]\ncommand = "pytest -c tests/pytest.ini tests"\n'}, False),
+])
+def test_a_repository_without_a_pytest_configuration_runs_with_an_empty_one(tmp_path, files, empty_config):
+    # pytest 7 resolves -o pythonpath against the configuration file's directory and stops without one
+    root = _files(tmp_path, files)
+    environment = Environment(tmp_path / "venv", "key", True, 0.0, (), (), ())
+
+    argv = repository_command(tmp_path, environment_runs.repo_tests(root, detect_test_command(root), environment), None)
+
+    assert ("-c" in argv and os.devnull in argv and f"--confcutdir={tmp_path}" in argv) is empty_config
+    assert argv.count("-c") == int(empty_config or ".aiteam.toml" in files)  # the repository's own -c stands alone
+
+
+def test_a_pytest_older_than_7_is_refused_by_its_version_before_any_run(tmp_path, offline, monkeypatch):
+    sources, cache = offline
+    old = tmp_path / "old"
+    write_wheel(old, "pytest", "6.2.5", {"pytest/__init__.py": b""})
+    runs = []
+    monkeypatch.setattr(environment_runs, "run_repository", lambda *args, **kwargs: runs.append(1))
+    root = _files(tmp_path / "repo", {"requirements.txt": "pytest==6.2.5\n", "tests/test_a.py": "def test_a():\n    pass\n"})
+
+    with pytest.raises(BaselineUnusable) as refused:
+        prepare_repository(root, configured=None, cache_dir=cache, limits=LIMITS,
+                           sources=lambda command: replace(sources, find_links=(*sources.find_links, old)))
+
+    assert str(refused.value).startswith("the repository's test dependencies install pytest 6.2.5: aiteam runs the "
+                                         "tests with pytest 7 or later")
+    assert "Allow pytest>=7" in str(refused.value) and runs == []
+
+
+def test_a_judged_run_whose_session_never_started_is_not_ok_whatever_its_exit_code():
+    # tomlkit 0.15.3's shape after a change: an empty baseline and a run that stopped before its session read as ok
+    prepared = {"baseline": {"outcomes": {}, "flaky": [], "passing": []}}
+    after = RepoRun(TestReport(exit_code=0, not_started=True, output_tail="RuntimeError: broken\n"), {})
+
+    report = judged_report(after, prepared)
+
+    assert not report["ok"]
+    assert report["comparison"]["not_run"] == ("the tests did not run: pytest stopped before its session started "
+                                               "(exit 0), so no test ran: the output ends on `RuntimeError: broken`")
 
 
 def test_a_repository_with_no_tests_yet_still_has_a_baseline(tmp_path, offline):
