@@ -208,7 +208,7 @@ def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCom
     kept, left_out = _split_addopts(root, config.addopts if config else ())
     if left_out:  # the configuration's own options without coverage: -o replaces them as a whole
         args += ["-o", f"addopts={shlex.join(kept)}"]
-    return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root, config), source, shown,
+    return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root), source, shown,
                        dropped=(*dropped, *(f"{word} (addopts)" for word in left_out)))
 
 
@@ -280,7 +280,7 @@ def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestC
              "-t": "top", "--top-level-directory": "top"}
     if words and words[0] != "discover" and not words[0].startswith("-"):  # named modules, classes or methods
         paths = tuple(_dotted_to_node(root, name, source) for name in words)
-        return TestCommand("unittest", paths, _WHOLE_RUN, (".",), source, shown)
+        return TestCommand("unittest", paths, _WHOLE_RUN, _importable(root), source, shown)
     found: dict[str, str] = {}
     positional = ["start", "pattern", "top"]
     rest = words[1:] if words[:1] == ["discover"] else words
@@ -296,7 +296,7 @@ def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestC
     start = _inside(root, found.get("start", "."), source)
     top = _inside(root, found.get("top", start), source)
     return TestCommand("unittest", (start,), ("-o", f"python_files={found.get('pattern', 'test*.py')}",
-                                              *_WHOLE_RUN), tuple(dict.fromkeys([".", top])), source, shown)
+                                              *_WHOLE_RUN), _importable(root, top), source, shown)
 
 
 def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
@@ -311,7 +311,7 @@ def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCom
     paths = tuple(_dotted_to_node(root, label, source) for label in labels) or (".",)
     # Django's runner collects test*.py; pytest-django sets Django up from --ds and gives each test its database
     return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", *_WHOLE_RUN),
-                       (".",), source, shown, plugins=("pytest-django",))
+                       _importable(root), source, shown, plugins=("pytest-django",))
 
 
 def _from_pytest_config(root: Path) -> TestCommand | None:
@@ -370,14 +370,17 @@ def _dotted_to_node(root: Path, name: str, source: str) -> str:
     raise BadTestCommand(f"{source}: test label {name!r} names no module or package of the repository")
 
 
-def _importable(root: Path, config: pyconfig.PytestConfig | None) -> tuple[str, ...]:
-    """The root, src/ for a src layout, and what the repository's pytest configuration adds (its own
-    `pythonpath` is overridden by the runner's, so it is carried over)."""
+def _importable(root: Path, *command: str) -> tuple[str, ...]:
+    """The root, src/ for a src layout, what the repository's pytest configuration adds (its own `pythonpath` is
+    overridden by the runner's, so it is carried over), and the roots the command itself adds (unittest's top
+    directory), for every form of command: ahead of site-packages, they make the checkout's code the one imported,
+    not a release of it the environment installed (a docs extra, a plugin's dependency)."""
     src = root / "src"
     layout = ["src"] if src.is_dir() and not (src / "__init__.py").exists() else []
+    config = pyconfig.pytest_config(root)
     extra = [path for path in (config.pythonpath if config else ()) if path not in (".", "src")
              and not PurePosixPath(path).is_absolute() and ".." not in PurePosixPath(path).parts]
-    return tuple(dict.fromkeys([".", *layout, *extra]))
+    return tuple(dict.fromkeys([".", *layout, *extra, *command]))
 
 
 def _files(root: Path, suffix: str) -> Iterator[Path]:

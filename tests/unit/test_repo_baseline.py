@@ -308,6 +308,31 @@ def test_a_judged_run_whose_session_never_started_is_not_ok_whatever_its_exit_co
                                                "(exit 0), so no test ran: the output ends on `RuntimeError: broken`")
 
 
+def test_unittest_discovery_in_a_src_layout_imports_the_checkout_not_an_installed_release(tmp_path, offline):
+    # zope.interface 8.7's shape: a docs extra installed the released package; the tests imported it, not the checkout
+    sources, cache = offline
+    released = tmp_path / "released"
+    write_wheel(released, "ns.calc", "1.0", {"ns/calc/__init__.py": b'WHERE = "installed"\n'})
+    root = _files(tmp_path / "repo", {
+        "requirements.txt": "ns.calc\n", "tox.ini": "[testenv]\ncommands = python -m unittest discover -s src/ns\n",
+        "src/ns/calc/__init__.py": 'WHERE = "checkout"\n', "src/ns/calc/tests/__init__.py": "",
+        "src/ns/calc/tests/test_where.py": """\
+            import unittest
+
+            from ns.calc import WHERE
+
+
+            class T(unittest.TestCase):
+                def test_where(self):
+                    self.assertEqual(WHERE, "checkout")
+            """})
+
+    prepared = prepare_repository(root, configured=None, cache_dir=cache, limits=LIMITS,
+                                  sources=lambda command: replace(sources, find_links=(*sources.find_links, released)))
+
+    assert prepared["runs"][0] == {"src/ns/calc/tests/test_where.py::T::test_where": P}
+
+
 def test_a_repository_with_no_tests_yet_still_has_a_baseline(tmp_path, offline):
     prepared = _prepared(_files(tmp_path, {"tool.py": "print(1)\n"}), offline)
 

@@ -75,6 +75,19 @@ def test_a_src_layout_makes_src_importable(tmp_path):
     assert command.pythonpath == (".", "src") and command.paths == (".",)
 
 
+@pytest.mark.parametrize(("configured", "pythonpath"), [
+    # zope.interface 8.7's shape: a namespace package under src/, discovered from inside it
+    ("python -m unittest discover -s src/zope", (".", "src", "src/zope")),
+    ("python -m unittest zope.calc.tests", (".", "src")),
+    ("django-admin test --settings=tests.settings", (".", "src")),
+])
+def test_a_src_layout_is_importable_for_unittest_and_django_too(tmp_path, configured, pythonpath):
+    root = _repo(tmp_path, {"setup.cfg": "[metadata]\nname = x\n", "src/zope/calc/__init__.py": "",
+                            "src/zope/calc/tests/__init__.py": "", "zope/calc/tests.py": "", "tests/settings.py": ""})
+
+    assert detect_test_command(root, configured=configured).pythonpath == pythonpath
+
+
 def test_tox_commands_are_read_not_run(tmp_path):
     root = _repo(tmp_path, {"tox.ini": """\
         [testenv]
