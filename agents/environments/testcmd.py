@@ -13,6 +13,7 @@ configuration must not decide how that change is judged.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator
@@ -143,7 +144,9 @@ def parse_command(root: Path, text: str, *, source: str) -> TestCommand:
     return found
 
 
-def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested: bool = False) -> TestCommand | None:
+def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested: bool = False,
+                cwd: str = ".") -> TestCommand | None:
+    """cwd: where the command runs, relative to the root (tox's changedir): its paths and labels are read from there."""
     if not words:
         return None
     head, rest = os.path.basename(words[0]), words[1:]
@@ -155,11 +158,11 @@ def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested
         elif rest and os.path.basename(rest[0]) == "manage.py":
             head, rest = "manage.py", rest[1:]
     if head in ("pytest", "py.test"):
-        return _pytest(root, rest, source=source, shown=shown)
+        return _pytest(root, rest, source=source, shown=shown, cwd=cwd)
     if head == "unittest":
-        return _unittest(root, rest, source=source, shown=shown)
+        return _unittest(root, rest, source=source, shown=shown, cwd=cwd)
     if head in ("manage.py", "django-admin") and rest[:1] == ["test"]:
-        return _django(root, rest[1:], source=source, shown=shown)
+        return _django(root, rest[1:], source=source, shown=shown, cwd=cwd)
     if not nested and head == "tox":
         return _first(root, pyconfig.tox_commands(root), source=f"{source} → tox.ini [testenv] commands", tox=True)
     if not nested and head == "make" and [w for w in rest if not w.startswith("-")] in ([], ["test"]):
@@ -173,12 +176,15 @@ def _first(root: Path, lines: list[str], *, source: str, tox: bool = False) -> T
     {env:NAME:default} its default) and make's variables empty. A tox line for some environments only (`unit:
     pytest tests`) counts when no line for every environment does: the first such that aiteam can run as written."""
     factors = [pyconfig.TOX_FACTOR.match(line) if tox else None for line in lines]
+    cwd = _tox_changedir(root) if tox else "."
+    source = source if cwd == "." else f"{source}, in changedir {cwd}"
     for line in [line for line, factor in zip(lines, factors, strict=True) if factor is None]:
-        if (found := _first_in(root, line, source=source)) is not None:
+        if (found := _first_in(root, line, source=source, cwd=cwd)) is not None:
             return found
     for factor in filter(None, factors):
         try:
-            found = _first_in(root, factor.string[factor.end():], source=f"{source} ({factor.group(0).strip()})")
+            found = _first_in(root, factor.string[factor.end():], source=f"{source} ({factor.group(0).strip()})",
+                              cwd=cwd)
         except BadTestCommand:  # another environment's command is no reason to refuse the repository
             continue
         if found is not None:
@@ -186,7 +192,15 @@ def _first(root: Path, lines: list[str], *, source: str, tox: bool = False) -> T
     return None
 
 
-def _first_in(root: Path, line: str, *, source: str) -> TestCommand | None:
+def _tox_changedir(root: Path) -> str:
+    """tox.ini's [testenv] changedir (the default environment's), {toxinidir} read as the root: "." without one."""
+    lines = [line for line in pyconfig.tox_setting(root, "changedir") if not pyconfig.TOX_FACTOR.match(line)]
+    if not lines:
+        return "."
+    return posixpath.normpath(_TOX_ROOT.sub(".", lines[0]).strip() or ".")
+
+
+def _first_in(root: Path, line: str, *, source: str, cwd: str = ".") -> TestCommand | None:
     for part in line.replace("&&", ";").split(";"):
         cleaned = _TOX_DEFAULTED.sub(r"\1", _TOX_ROOT.sub(".", part.strip().lstrip("@-+"))).strip()
         try:
@@ -194,21 +208,24 @@ def _first_in(root: Path, line: str, *, source: str) -> TestCommand | None:
         except ValueError:
             continue
         words = words[:1] + [word for word in words[1:] if word != "[]" and not _MAKE_VARIABLE.match(word)]
-        if (found := _recognized(root, words, source=source, shown=cleaned, nested=True)) is not None:
+        if (found := _recognized(root, words, source=source, shown=cleaned, nested=True, cwd=cwd)) is not None:
             return found
     return None
 
 
-def _pytest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
-    args, paths, dropped = _split_pytest(root, words, source)
+def _pytest(root: Path, words: list[str], *, source: str, shown: str, cwd: str = ".") -> TestCommand:
+    args, paths, dropped = _split_pytest(root, words, source, cwd=cwd)
     config = pyconfig.pytest_config(root)
+    here = _inside(root, ".", source, cwd)
+    if not paths and here != ".":  # pytest reads testpaths only when it runs in the root
+        paths = [here]
     if not paths:  # as pytest reads testpaths: globs expanded, what matches nothing skipped, "." when none does
         paths = [found for pattern in (config.testpaths if config else ()) for found in _matching(root, pattern)] \
             or ["."]
     kept, left_out = _split_addopts(root, config.addopts if config else ())
     if left_out:  # the configuration's own options without coverage: -o replaces them as a whole
         args += ["-o", f"addopts={shlex.join(kept)}"]
-    return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root), source, shown,
+    return TestCommand("pytest", tuple(paths), (*args, *_WHOLE_RUN), _importable(root, here), source, shown,
                        dropped=(*dropped, *(f"{word} (addopts)" for word in left_out)))
 
 
@@ -220,8 +237,8 @@ def _matching(root: Path, pattern: str) -> list[str]:
         return []
 
 
-def _split_pytest(root: Path, words: list[str], source: str, *,
-                  refuse: bool = True) -> tuple[list[str], list[str], list[str]]:
+def _split_pytest(root: Path, words: list[str], source: str, *, refuse: bool = True,
+                  cwd: str = ".") -> tuple[list[str], list[str], list[str]]:
     """(options, paths, what was left out) of pytest's arguments; an option aiteam cannot run with is refused
     (BadTestCommand), or left out too when not `refuse`."""
     args: list[str] = []
@@ -235,12 +252,12 @@ def _split_pytest(root: Path, words: list[str], source: str, *,
         if refused and refuse:
             why = _REFUSED.get(option, "turns off the report")
             raise BadTestCommand(f"{source}: pytest option {word} {why}; aiteam needs every test's outcome")
-        group = words[index:index + 1 + _value_words(root, words, index)]
+        group = words[index:index + 1 + _value_words(root / cwd, words, index)]
         if refused or option in _DROPPED_VALUED or option in _DROPPED_FLAGS or option == _COV or _XDIST_ATTACHED.fullmatch(word) \
                 or any(_UNRESOLVED.search(part) for part in group):
             dropped.append(" ".join(group))
         elif not word.startswith("-"):
-            paths.append(_inside(root, word, source))
+            paths.append(_inside(root, word, source, cwd))
         else:
             args += group
         index += len(group)
@@ -275,12 +292,13 @@ def _split_addopts(root: Path, addopts: tuple[str, ...]) -> tuple[list[str], lis
     return ([*args, *paths], dropped) if dropped else (list(addopts), [])
 
 
-def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
+def _unittest(root: Path, words: list[str], *, source: str, shown: str, cwd: str = ".") -> TestCommand:
     flags = {"-s": "start", "--start-directory": "start", "-p": "pattern", "--pattern": "pattern",
              "-t": "top", "--top-level-directory": "top"}
     if words and words[0] != "discover" and not words[0].startswith("-"):  # named modules, classes or methods
-        paths = tuple(_dotted_to_node(root, name, source) for name in words)
-        return TestCommand("unittest", paths, _WHOLE_RUN, _importable(root), source, shown)
+        paths = tuple(_dotted_to_node(root, name, source, cwd) for name in words)
+        return TestCommand("unittest", paths, _WHOLE_RUN, _importable(root, _inside(root, ".", source, cwd)), source,
+                           shown)
     found: dict[str, str] = {}
     positional = ["start", "pattern", "top"]
     rest = words[1:] if words[:1] == ["discover"] else words
@@ -293,25 +311,27 @@ def _unittest(root: Path, words: list[str], *, source: str, shown: str) -> TestC
         elif not word.startswith("-") and positional:
             found.setdefault(positional.pop(0), word)
         index += 1
-    start = _inside(root, found.get("start", "."), source)
-    top = _inside(root, found.get("top", start), source)
+    start = _inside(root, found.get("start", "."), source, cwd)
+    top = _inside(root, found["top"], source, cwd) if "top" in found else start
     return TestCommand("unittest", (start,), ("-o", f"python_files={found.get('pattern', 'test*.py')}",
-                                              *_WHOLE_RUN), _importable(root, top), source, shown)
+                                              *_WHOLE_RUN), _importable(root, _inside(root, ".", source, cwd), top),
+                       source, shown)
 
 
-def _django(root: Path, words: list[str], *, source: str, shown: str) -> TestCommand:
+def _django(root: Path, words: list[str], *, source: str, shown: str, cwd: str = ".") -> TestCommand:
     settings = next((w.split("=", 1)[1] for w in words if w.startswith("--settings=")), None)
     if "--settings" in words[:-1]:
         settings = words[words.index("--settings") + 1]
-    settings = settings or pyconfig.django_settings_module(root)
+    here = _inside(root, ".", source, cwd)
+    settings = settings or pyconfig.django_settings_module(root / here)
     if not settings:
         raise BadTestCommand(f"{source}: manage.py test, but manage.py sets no DJANGO_SETTINGS_MODULE and the "
                              "command gives no --settings")
     labels = [w for i, w in enumerate(words) if not w.startswith("-") and (i == 0 or words[i - 1] not in _DJANGO_VALUED)]
-    paths = tuple(_dotted_to_node(root, label, source) for label in labels) or (".",)
+    paths = tuple(_dotted_to_node(root, label, source, cwd) for label in labels) or (here,)
     # Django's runner collects test*.py; pytest-django sets Django up from --ds and gives each test its database
     return TestCommand("django", paths, (f"--ds={settings}", "-o", "python_files=test*.py", *_WHOLE_RUN),
-                       _importable(root), source, shown, plugins=("pytest-django",))
+                       _importable(root, here), source, shown, plugins=("pytest-django",))
 
 
 def _from_pytest_config(root: Path) -> TestCommand | None:
@@ -348,25 +368,34 @@ def _from_file_names(root: Path) -> TestCommand | None:
     return _unittest(root, ["discover"], source="unittest discovery", shown="python -m unittest discover")
 
 
-def _inside(root: Path, word: str, source: str) -> str:
-    """A path (or pytest node id) of the repository, relative: nothing outside the checkout may be run."""
+def _inside(root: Path, word: str, source: str, cwd: str = ".") -> str:
+    """A path (or pytest node id) of the repository, relative to the root, from one relative to cwd (tox's
+    changedir, itself relative to the root): nothing outside the checkout may be run."""
     path = PurePosixPath(word.split("::", 1)[0])
     if path.is_absolute() or ".." in path.parts:
         raise BadTestCommand(f"{source}: {word!r} is outside the repository")
-    return word
+    if cwd == ".":
+        return word
+    here = posixpath.normpath(cwd)
+    if PurePosixPath(here).is_absolute() or here.split("/")[0] == ".." or _UNRESOLVED.search(here):
+        raise BadTestCommand(f"{source}: tox runs the tests in changedir {cwd}, outside the repository; aiteam runs "
+                             "them in the checkout (set the project's test_command setting, or [tests] command in "
+                             ".aiteam.toml)")
+    file, separator, rest = word.partition("::")
+    return posixpath.normpath(posixpath.join(here, file)) + separator + rest
 
 
-def _dotted_to_node(root: Path, name: str, source: str) -> str:
+def _dotted_to_node(root: Path, name: str, source: str, cwd: str = ".") -> str:
     """unittest's and Django's dotted labels ("app.tests.test_x.TestA.test_b") as pytest paths or node ids."""
     if "/" in name or name.endswith(".py") or name == ".":
-        return _inside(root, name, source)
+        return _inside(root, name, source, cwd)
     parts = name.split(".")
     for cut in range(len(parts), 0, -1):
         base = "/".join(parts[:cut])
-        if (root / f"{base}.py").is_file():
-            return "::".join([f"{base}.py", *parts[cut:]])
-        if cut == len(parts) and (root / base).is_dir():
-            return base
+        if (root / cwd / f"{base}.py").is_file():
+            return _inside(root, "::".join([f"{base}.py", *parts[cut:]]), source, cwd)
+        if cut == len(parts) and (root / cwd / base).is_dir():
+            return _inside(root, base, source, cwd)
     raise BadTestCommand(f"{source}: test label {name!r} names no module or package of the repository")
 
 

@@ -391,6 +391,26 @@ def test_failing_subtests_fail_their_test_and_a_childs_python_imports_the_checko
     assert [report["tampered"] for report in prepared["reports"]] == [[], []]
 
 
+def test_a_tox_changedir_makes_its_directory_importable_for_the_tests_children_too(tmp_path, offline):
+    # typing_extensions 4.16.0's shape: `changedir = src` ignored, a test's own python could not import the module
+    root = _files(tmp_path, {"pyproject.toml": '[project]\nname = "calc"\n', "src/calc.py": CALC,
+                             "tox.ini": "[testenv]\nchangedir = src\ncommands = python -m unittest discover\n",
+                             "src/test_calc.py": """\
+        import subprocess
+        import sys
+        import unittest
+
+
+        class T(unittest.TestCase):
+            def test_child(self):
+                subprocess.run([sys.executable, "-c", "import calc"], check=True)
+        """})
+
+    prepared = _prepared(root, offline)
+
+    assert prepared["runs"][0] == {"src/test_calc.py::T::test_child": P}
+
+
 def test_a_suite_too_large_for_the_outcome_stream_is_refused_as_such_not_as_forged(tmp_path, offline, monkeypatch):
     monkeypatch.setattr(stream, "MAX_STREAM_BYTES", 2000)  # ~30 reports; the canaries' alone are 6
     root = _files(tmp_path, {"setup.py": "", "tests/test_many.py": """\

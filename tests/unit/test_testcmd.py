@@ -2,6 +2,7 @@
 Files only: nothing runs here (test_repo_env.py runs what these commands become)."""
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -86,6 +87,33 @@ def test_a_src_layout_is_importable_for_unittest_and_django_too(tmp_path, config
                             "src/zope/calc/tests/__init__.py": "", "zope/calc/tests.py": "", "tests/settings.py": ""})
 
     assert detect_test_command(root, configured=configured).pythonpath == pythonpath
+
+
+@pytest.mark.parametrize(("changedir", "commands", "paths", "pythonpath"), [
+    # typing_extensions 4.16.0's shape: its module and its tests in src/, imported from there
+    ("src", "python -m unittest discover", ("src",), (".", "src")),
+    ("{toxinidir}/src", "python -m pytest test_calc.py::T {posargs}", ("src/test_calc.py::T",), (".", "src")),
+    ("src", "pytest", ("src",), (".", "src")),  # pytest collects where it runs
+    ("src", "python -m unittest test_calc.T", ("src/test_calc.py::T",), (".", "src")),
+])
+def test_a_tox_changedir_is_where_the_commands_paths_and_importable_root_are(tmp_path, changedir, commands, paths,
+                                                                             pythonpath):
+    root = _repo(tmp_path, {"tox.ini": f"[testenv]\nchangedir = {changedir}\ncommands = {commands}\n",
+                            "src/calc.py": "", "src/test_calc.py": ""})
+
+    command = detect_test_command(root)
+
+    assert (command.paths, command.pythonpath) == (paths, pythonpath)
+    assert command.source.endswith("in changedir src")
+
+
+@pytest.mark.parametrize("changedir", ["{envtmpdir}", "../elsewhere", "/tmp"])
+def test_a_tox_changedir_outside_the_repository_is_refused_by_name(tmp_path, changedir):
+    root = _repo(tmp_path, {"tox.ini": f"[testenv]\nchangedir = {changedir}\ncommands = pytest\n", "test_a.py": ""})
+
+    with pytest.raises(BadTestCommand, match=f"tox runs the tests in changedir {re.escape(changedir)}, outside the "
+                                             "repository"):
+        detect_test_command(root)
 
 
 def test_tox_commands_are_read_not_run(tmp_path):
