@@ -22,6 +22,7 @@ AITEAM_FILE = ".aiteam.toml"
 _TOML_FILES = ("pytest.toml", ".pytest.toml")
 _INI_SECTIONS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
                  ("setup.cfg", "tool:pytest"))
+_TEST_WORD = re.compile(r"""["']test["']""")  # Django's test command, as a script hands it on
 _SETTINGS_MODULE = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
 TOX_FACTOR = re.compile(r"^!?[\w.]+(?:[-,]!?[\w.]+)*:\s")  # "py311: pkg", "!pypy,django42: pkg": some environments'
 _TOX_REFERENCE = re.compile(r"\{\[([^\]]+)\]([\w-]+)\}")  # {[base]deps}: another section's setting
@@ -204,6 +205,16 @@ def django_settings_module(root: Path) -> str | None:
     """What manage.py sets DJANGO_SETTINGS_MODULE to (``os.environ.setdefault(...)``), read, not run."""
     match = _SETTINGS_MODULE.search(read_text(root / "manage.py") or "")
     return match.group(1) if match else None
+
+
+def django_test_script(path: Path) -> str | None:
+    """The settings module of a test script of Django's usual shape (django-filter's runtests.py): it sets
+    DJANGO_SETTINGS_MODULE and hands "test" and its own arguments to execute_from_command_line, as `django-admin test
+    --settings=...` would. None for any other script (settings configured in code, a runner of its own)."""
+    text = read_text(path) or ""
+    match = _SETTINGS_MODULE.search(text)
+    hands_test = "execute_from_command_line(" in text and _TEST_WORD.search(text) is not None
+    return match.group(1) if match and hands_test and "settings.configure(" not in text else None
 
 
 def aiteam_command(root: Path) -> str | None:

@@ -140,7 +140,8 @@ def parse_command(root: Path, text: str, *, source: str) -> TestCommand:
     if found is None:
         raise BadTestCommand(
             f"{source}: {text!r} is not a test command aiteam can run per test. Use pytest [options] [paths], "
-            "python -m pytest, python -m unittest [discover ...], python manage.py test [labels], tox or make test")
+            "python -m pytest, python -m unittest [discover ...], python manage.py test [labels], django-admin test "
+            "--settings=<module> [labels] (or python -m django test ...), tox or make test")
     return found
 
 
@@ -149,25 +150,32 @@ def _recognized(root: Path, words: list[str], *, source: str, shown: str, nested
     """cwd: where the command runs, relative to the root (tox's changedir): its paths and labels are read from there."""
     if not words:
         return None
-    head, rest = os.path.basename(words[0]), words[1:]
-    if head == "coverage" and rest[:1] == ["run"] and "-m" in rest:
-        head, rest = "python", rest[rest.index("-m"):]
+    head, rest, script = os.path.basename(words[0]), words[1:], words[0]
+    if head == "coverage" and rest[:1] == ["run"]:  # coverage run [options] -m module | script.py
+        start = next((i for i, w in enumerate(rest) if w == "-m" or _is_script(w)), None)
+        head, rest = ("python", rest[start:]) if start is not None else (head, rest)
     if head in _PYTHONS or head.startswith("python3."):
         if rest[:1] == ["-m"] and len(rest) > 1:
             head, rest = rest[1], rest[2:]
-        elif rest and os.path.basename(rest[0]) == "manage.py":
-            head, rest = "manage.py", rest[1:]
+        elif rest and _is_script(rest[0]):
+            script, head, rest = rest[0], os.path.basename(rest[0]), rest[1:]
+    if head == "runtests.py" and (settings := pyconfig.django_test_script(root / _inside(root, script, source, cwd))):
+        head, rest = "manage.py", ["test", *rest, f"--settings={settings}"]  # what it hands to Django, read not run
     if head in ("pytest", "py.test"):
         return _pytest(root, rest, source=source, shown=shown, cwd=cwd)
     if head == "unittest":
         return _unittest(root, rest, source=source, shown=shown, cwd=cwd)
-    if head in ("manage.py", "django-admin") and rest[:1] == ["test"]:
+    if head in ("manage.py", "django-admin", "django") and rest[:1] == ["test"]:
         return _django(root, rest[1:], source=source, shown=shown, cwd=cwd)
     if not nested and head == "tox":
         return _first(root, pyconfig.tox_commands(root), source=f"{source} → tox.ini [testenv] commands", tox=True)
     if not nested and head == "make" and [w for w in rest if not w.startswith("-")] in ([], ["test"]):
         return _first(root, pyconfig.makefile_recipe(root), source=f"{source} → Makefile test")
     return None
+
+
+def _is_script(word: str) -> bool:
+    return word.endswith(".py") and not word.startswith("-")
 
 
 def _first(root: Path, lines: list[str], *, source: str, tox: bool = False) -> TestCommand | None:

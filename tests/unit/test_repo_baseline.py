@@ -296,6 +296,23 @@ def test_a_pytest_older_than_7_is_refused_by_its_version_before_any_run(tmp_path
     assert "Allow pytest>=7" in str(refused.value) and runs == []
 
 
+def test_a_given_command_that_reported_no_test_names_the_module_the_output_says_is_missing(tmp_path, offline,
+                                                                                          monkeypatch):
+    tail = "  File \"settings.py\", line 3\nModuleNotFoundError: No module named 'rest_framework'\n"
+    empty = RepoRun(TestReport(exit_code=0, output_tail=tail), {})
+    monkeypatch.setattr(environment_runs, "run_repository", lambda *args, **kwargs: empty)
+    root = _files(tmp_path, {"setup.py": "", "tests/test_a.py": "def test_a():\n    pass\n"})
+
+    with pytest.raises(BaselineUnusable) as refused:
+        _prepared(root, offline, "pytest tests")
+
+    assert str(refused.value) == (
+        "the base commit's test run reported no test of the repository: the output shows `ModuleNotFoundError: No "
+        "module named 'rest_framework'`: a module the tests import is missing. It must be in the repository's test "
+        "dependencies (a requirements file, a test/tests/testing/dev extra, or tox.ini's [testenv] deps), or "
+        "importable from the checkout")
+
+
 def test_a_judged_run_whose_session_never_started_is_not_ok_whatever_its_exit_code():
     # tomlkit 0.15.3's shape after a change: an empty baseline and a run that stopped before its session read as ok
     prepared = {"baseline": {"outcomes": {}, "flaky": [], "passing": []}}

@@ -259,6 +259,50 @@ def test_django_labels_become_paths(tmp_path):
     assert command.paths == ("shop/tests.py::CartTests",) and "--ds=shop.dev" in command.args
 
 
+RUNTESTS = """\
+    import os
+    import sys
+
+    from django.core.management import execute_from_command_line
+
+
+    def runtests():
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+        argv = sys.argv[:1] + ["test"] + sys.argv[1:]
+        execute_from_command_line(argv)
+
+
+    if __name__ == "__main__":
+        runtests()
+    """
+
+
+@pytest.mark.parametrize(("files", "configured"), [
+    ({}, "python -m django test --settings=tests.settings"),
+    ({}, "django-admin test --settings tests.settings"),
+    # django-filter 26.2's shape: a reusable app without manage.py, its tox running Django's usual runtests.py
+    ({"runtests.py": RUNTESTS, "tox.ini": "[testenv]\ncommands = coverage run --parallel-mode --source app "
+                                          "./runtests.py --testrunner xmlrunner.XMLTestRunner {posargs}\n"}, None),
+    ({"runtests.py": RUNTESTS, "Makefile": "test:\n\tpython runtests.py\n"}, None),
+])
+def test_a_django_app_without_manage_py_runs_django_tests_with_its_settings(tmp_path, files, configured):
+    root = _repo(tmp_path, {"setup.py": "", "app/__init__.py": "", "tests/__init__.py": "", "tests/settings.py": "",
+                            "tests/test_app.py": "", **files})
+
+    command = detect_test_command(root, configured=configured)
+
+    assert (command.runner, command.paths, command.plugins) == ("django", (".",), ("pytest-django",))
+    assert command.args[0] == "--ds=tests.settings"
+
+
+def test_a_runtests_py_that_configures_django_in_code_is_not_read_as_django_admin_test(tmp_path):
+    script = RUNTESTS.replace('execute_from_command_line(argv)', 'settings.configure(DEBUG=True)')
+    root = _repo(tmp_path, {"runtests.py": script, "tox.ini": "[testenv]\ncommands = python runtests.py\n",
+                            "tests/__init__.py": "", "tests/test_app.py": ""})
+
+    assert detect_test_command(root).runner != "django"
+
+
 def test_a_makefile_test_target_is_read_for_its_runner(tmp_path):
     root = _repo(tmp_path, {"Makefile": "lint:\n\truff .\n\ntest:\n\t@. venv/bin/activate && $(PYTHON) -m unittest "
                                         "discover -s tests -p 'check_*.py'\n", "tests/check_a.py": "", "a.py": ""})
