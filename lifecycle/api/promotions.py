@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from lifecycle.actors import Actor
 from lifecycle.api.parsers import BoundedJSONParser
 from lifecycle.api.serializers import CappedChoiceField, ErrorOut, StrictCharField, StrictSerializer
+from lifecycle.errors import DomainError
 from lifecycle.evals.report import case_changes, summary
 from lifecycle.models import Project, PromotedArtifact, PromotionDecision
 from lifecycle.services.promotions import (
@@ -99,6 +100,8 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             return PromotionDecision.objects.none()
         rows = promotions_visible_to(self.request.user).select_related("current_run", "candidate_run")
         if state := self.request.query_params.get("state"):
+            if state not in PromotionDecision.State.values:
+                raise DomainError(f"unknown state; use one of {', '.join(PromotionDecision.State.values)}", "state")
             rows = rows.filter(state=state)
         return rows.order_by("-created_at")
 

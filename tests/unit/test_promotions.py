@@ -324,6 +324,8 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
     assert current_version(Project.objects.get(pk=acme_project.pk), "prompts")[0] == current
     listed = api_for(alice).get("/api/v1/promotions/?state=accepted").data["results"]
     assert {row["kind"] for row in listed} == {"promotion", "rollback"}
+    unknown = api_for(alice).get("/api/v1/promotions/?state=" + "x" * 300)
+    assert unknown.status_code == 400 and "unknown state; use one of proposed" in unknown.data["state"][0]
 
 
 @pytest.mark.django_db
