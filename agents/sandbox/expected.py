@@ -25,17 +25,17 @@ _PLAIN_BASES = frozenset({"object", "TestCase", "unittest.TestCase"})
 
 def expected_tests(root: Path) -> list[str]:
     """pytest ids without parameters ("tests/test_a.py::TestX::test_y") of every test the files define."""
-    ids: list[str] = []
-    for path in _test_files(root):
-        data = read_untrusted(path)
-        try:
-            tree = python_ast.parse(data or b"", filename=str(path))
-        except (SyntaxError, ValueError):
-            continue  # pytest reports it as a collection error, which the report must show anyway
-        if not _disabled(tree.body):
-            module = path.relative_to(root).as_posix()
-            ids += [f"{module}::{name}" for name in dict.fromkeys(_tests_in(tree.body))]
-    return ids
+    return [test for path in _test_files(root)
+            for test in module_tests(path.relative_to(root).as_posix(), read_untrusted(path) or b"")]
+
+
+def module_tests(module: str, source: bytes) -> list[str]:
+    """pytest ids without parameters of the tests one module's source defines, `module` its path from the root."""
+    try:
+        tree = python_ast.parse(source, filename=module)
+    except (SyntaxError, ValueError):
+        return []  # pytest reports it as a collection error, which the report must show anyway
+    return [] if _disabled(tree.body) else [f"{module}::{name}" for name in dict.fromkeys(_tests_in(tree.body))]
 
 
 def _test_files(root: Path) -> Iterator[Path]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from django.conf import settings
 
 from agents import python_ast
-from agents.sandbox.expected import expected_tests
+from agents.sandbox.expected import module_tests
 from lifecycle.management.commands.aiteam_demo import brief_from_text
 
 KINDS = ("brief", "ticket")
@@ -63,12 +62,8 @@ class Case:
     @property
     def hidden_ids(self) -> list[str]:
         """pytest's ids without parameters (`path::name`, `path::Class::name`) of the tests the hidden modules
-        define, found as the sandbox finds a project's expected tests (agents.sandbox.expected)."""
-        with tempfile.TemporaryDirectory(prefix="hidden-ids-") as scratch:
-            for path, text in self.hidden.items():
-                (Path(scratch) / path).parent.mkdir(parents=True, exist_ok=True)
-                (Path(scratch) / path).write_text(text, encoding="utf-8")
-            return expected_tests(Path(scratch))
+        define, read as the sandbox reads a project's expected tests (agents.sandbox.expected)."""
+        return [test for path, text in self.hidden.items() for test in module_tests(path, text.encode())]
 
 
 def suite_folder(name: str) -> Path:
