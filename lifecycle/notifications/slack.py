@@ -16,7 +16,8 @@ new message of that channel (with the review task's buttons when it waits for a 
 conversation to the thread the message starts, once, with the ts Slack returned. The team's analysis and every later
 message then go into that thread by the path above; replies there continue the conversation. Slack's
 chat.postMessage has no idempotency key, so a post whose answer was lost may have been made: it is tried once more
-at most (two posts at worst), and a binding written by an earlier attempt stops any further post.
+at most (two posts at worst), a new message's and a thread post's alike, and a binding written by an earlier
+attempt stops any further post of a new message.
 
 Each post row records the ts Slack answered in its body (a new message's in the transaction that binds its thread),
 so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py), and a row whose ts is
@@ -63,7 +64,7 @@ STARTED = "conversation_started"  # the row that posts a system conversation's f
 REVIEW_BUTTONS = {"approve": "primary", "reject": "danger"}  # of a waiting task's options, the ones a press decides
 APPROVE = "Approve: "
 LABEL_MAX_CHARS = 75  # a button's text
-LOST_ANSWERS_RETRIED = 1  # a new message whose answer was lost is posted again this often at most
+LOST_ANSWERS_RETRIED = 1  # a post whose answer was lost is posted again this often at most
 
 
 def queue_slack_post(event: OutboxEvent) -> None:
@@ -124,8 +125,11 @@ def send(note: Notification) -> None:
     if json.loads(note.body).get("ts"):
         return  # posted; only the row's outcome was not recorded (a retry would post it twice)
     text, rows = shown(note, message)
-    answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
-                                                               rows=rows))
+    try:
+        answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
+                                                                   rows=rows))
+    except AnswerLost as exc:
+        raise _lost_again(note, exc) from None
     if isinstance(answer.get("ts"), str):  # what an update names; the row's claim token guards it as _record does
         Notification.objects.filter(pk=note.pk, attempts=note.attempts).update(
             body=json.dumps({**json.loads(note.body), "ts": answer["ts"]}))

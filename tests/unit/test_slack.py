@@ -386,6 +386,22 @@ def test_a_lost_answer_is_posted_again_once_at_most(scripted, slack, workspace, 
     assert len(slack.posted) == 2 and not ConversationChannelBinding.objects.exists()
 
 
+
+def test_a_thread_answer_whose_slack_answer_is_lost_is_posted_twice_at_most(scripted, slack, workspace, settings,
+                                                                            monkeypatch):
+    settings.AITEAM_NOTIFY_TIMEOUT_S = 0.2
+    monkeypatch.setattr(slack, "reply_delay", lambda request: 0.6)  # Slack posts it, its answer comes too late
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Two requirements are in flight.")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    note = Notification.objects.get(channel="slack")
+    assert note.state == "pending" and "ReadTimeout" in note.last_error
+
+    for day in range(1, 6):  # every retry the backoff allows
+        notification_send(note.pk, now=timezone.now() + timedelta(days=day))
+    note.refresh_from_db()
+    assert note.state == "failed" and "may be in the channel already" in note.last_error
+    assert [p["text"] for p in slack.posted] == ["Two requirements are in flight."] * 2
+
 def test_a_post_bound_by_an_earlier_attempt_is_not_posted_again(scripted, slack, workspace, acme_project):
     script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")
     announcing(acme_project)
