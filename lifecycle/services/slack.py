@@ -36,6 +36,8 @@ from lifecycle.services.decisions import review_decide
 VIA = "slack"
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 STARTS = "app_mention"  # and a direct message (channel_type "im"): the ways to start a conversation from Slack
+# subtypes that are still a person's new message: a thread reply also sent to the channel, a message with a file
+PERSONS_SUBTYPES = ("", "thread_broadcast", "file_share")
 # Slack's channel ids and timestamps ("C0123ABCD", "1700000000.000200") are short; what SlackMessageSeen holds of them
 ID_MAX_CHARS = min(SlackMessageSeen._meta.get_field(name).max_length for name in ("channel", "ts"))
 
@@ -57,7 +59,7 @@ def slack_user(workspace: SlackWorkspace, slack_user_id: str) -> Any:
 
 def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], event_id: str = "") -> str:
     """A message event (or app_mention): what became of it ("posted", "started", "repeat", "ignored: <why>")."""
-    if event.get("subtype") or event.get("bot_id"):
+    if str(event.get("subtype") or "") not in PERSONS_SUBTYPES or event.get("bot_id"):
         return "ignored: an edit, a join or a bot's message (ours included) is not a person's message"
     user_id, channel, ts = (str(event.get(k) or "") for k in ("user", "channel", "ts"))
     if not (user_id and channel and ts):

@@ -161,6 +161,33 @@ def test_a_bots_message_in_the_thread_is_not_taken_as_a_persons(slack, workspace
     assert response.json()["detail"].startswith("ignored: an edit, a join or a bot's message")
 
 
+
+@pytest.mark.parametrize("subtype,extra", [("thread_broadcast", {}), ("file_share", {"files": [{"id": "F1"}]})])
+def test_a_reply_also_sent_to_the_channel_or_with_a_file_is_the_persons_message(scripted, slack, workspace, rita,
+                                                                                subtype, extra):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    script_answer(scripted, specialists={"status_reporter": []}, answer="second answer")
+    event = {"type": "message", "subtype": subtype, "user": "URITA", "text": "and which is oldest?", "channel": "C1",
+             "ts": "100.5", "thread_ts": "100.1", "channel_type": "channel", **extra}
+    response = post(slack, EVENTS, event_body(TEAM, event, "Ev100.5"))
+
+    assert response.json()["detail"] == "posted"
+    reply = ConversationChannelBinding.objects.get().conversation.messages.get(seq=3)
+    assert (reply.author, reply.user, reply.text) == ("person", rita, "and which is oldest?")
+    assert [p["text"] for p in slack.posted] == ["first answer", "second answer"]
+
+
+@pytest.mark.parametrize("subtype", ["message_changed", "message_deleted", "channel_join"])
+def test_an_edit_a_deletion_or_a_join_in_the_thread_is_not_a_message(scripted, slack, workspace, subtype):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    event = {"type": "message", "subtype": subtype, "user": "URITA", "text": "edited", "channel": "C1",
+             "ts": "100.7", "thread_ts": "100.1"}
+    response = post(slack, EVENTS, event_body(TEAM, event))
+    assert response.json()["detail"].startswith("ignored: an edit, a join or a bot's message")
+    assert Message.objects.filter(author="person").count() == 1
+
 def ask_for_approval(scripted, slack, acme_project):
     task = open_review(acme_project, title="Reading list")
     script_answer(scripted, specialists={"review_assistant": [
