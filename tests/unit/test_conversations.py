@@ -315,6 +315,26 @@ def test_a_member_who_left_neither_reads_nor_is_answered(scripted, acme, rita):
     assert len(scripted.requests) == 3  # the first answer's route, findings and answer: none for the late one
 
 
+
+def test_a_question_whose_asker_was_deactivated_before_it_was_answered_is_not_answered(scripted, acme, acme_project,
+                                                                                      rita, monkeypatch):
+    """Its tools would act as the asker: a pre-authorized cancel would run as an account that was switched off."""
+    task = open_review(acme_project, title="Reading list")
+    ActionPreauthorization.objects.create(project=acme_project, action="cancel_requirement")
+    queued = []
+    monkeypatch.setattr("lifecycle.services.conversations.send_task", lambda name, pk: queued.append(pk))
+    ask(rita, acme, "Cancel it", requirement=task.requirement)
+    rita.is_active = False  # an admin deactivates rita before a worker picks the answer up
+    rita.save(update_fields=["is_active"])
+    script_answer(scripted, specialists={"review_assistant": [
+        ("cancel_requirement", {"requirement_id": str(task.requirement_id), "reason": "not needed"})]}, answer="Done.")
+    answering.answer_message(queued[0])
+
+    answer = Message.objects.get(pk=queued[0])
+    assert answer.state == "failed" and "rita was deactivated" in answer.error
+    assert not ActionApproval.objects.exists() and not scripted.requests
+    assert Requirement.objects.get(pk=task.requirement_id).state != "cancelled"
+
 def test_a_requeued_answer_fences_off_the_attempt_it_replaced(scripted, acme, rita, settings):
     from datetime import timedelta
 
