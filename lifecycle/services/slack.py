@@ -6,7 +6,9 @@ a message in a thread no conversation is bound to, is ignored (logged by the cal
 
 Repeats: Slack retries an event it got no quick answer to, and reports a mention twice (app_mention and message).
 Each Slack message (channel, ts) is taken in once: its SlackMessageSeen row is written in the transaction that
-writes the conversation's message, so a repeat finds it and does nothing.
+writes the conversation's message, so a repeat finds it and does nothing. Two people starting a conversation in
+the same thread at once are not a repeat: the second finds the first's binding when it writes its own, and its
+message goes into the conversation that binding names.
 """
 from __future__ import annotations
 
@@ -109,24 +111,35 @@ def slack_action_take(*, workspace: SlackWorkspace, slack_user_id: str, value: s
 
 
 def _take(workspace: SlackWorkspace, user: Any, key: str, text: str, *, starts: bool) -> tuple[str, Any]:
-    binding = (ConversationChannelBinding.objects.select_related("conversation")
-               .filter(channel=Channel.SLACK, external_id=key).first())
+    binding = thread_binding(key)
     if binding is None and not starts:
         return "ignored: not in a thread bound to a conversation (mention the bot to start one)", None
     if not text:
         return "ignored: no text", None
     actor = Actor.human(user, VIA)
     if binding is None:
-        conversation, answer = conversation_start(actor=actor, organization=workspace.organization, text=text,
-                                                  channel=Channel.SLACK)
-        ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK, external_id=key)
-        return "started", answer.in_reply_to
+        try:
+            with transaction.atomic():
+                conversation, answer = conversation_start(actor=actor, organization=workspace.organization, text=text,
+                                                          channel=Channel.SLACK)
+                ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK,
+                                                          external_id=key)
+            return "started", answer.in_reply_to
+        except IntegrityError:  # someone else started one in this thread at the same moment: this message is its next
+            binding = thread_binding(key)
+            if binding is None:
+                raise
     if binding.conversation.organization_id != workspace.organization_id:
         return "ignored: the thread's conversation is another organization's", None
     # whoever may write in the Slack thread reads it there already: they take part in the conversation
     ConversationParticipant.objects.get_or_create(conversation=binding.conversation, user=user)
     answer = message_post(conversation_id=binding.conversation_id, actor=actor, text=text, channel=Channel.SLACK)
     return "posted", answer.in_reply_to
+
+
+def thread_binding(key: str) -> ConversationChannelBinding | None:
+    return (ConversationChannelBinding.objects.select_related("conversation")
+            .filter(channel=Channel.SLACK, external_id=key).first())
 
 
 def _starts(event: dict[str, Any]) -> bool:

@@ -144,6 +144,37 @@ def test_a_reply_in_the_thread_is_the_mapped_persons_message_and_a_repeat_adds_n
     assert conversation.messages.count() == 4 and len(slack.posted) == 2
 
 
+
+def test_two_people_starting_in_one_thread_at_once_both_go_into_its_conversation(scripted, slack, workspace, acme,
+                                                                                 rita, sam, monkeypatch):
+    """Between sam's lookup of the thread's binding (none yet) and his writing one, rita's request commits its
+    own: sam's write fails on the unique binding, which is no Slack retry; his message goes into rita's
+    conversation. A true retry of his is still a repeat."""
+    from lifecycle.services import slack as slack_service
+
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="USAM", user=sam)
+    theirs = Conversation.objects.create(organization=acme, title="rita's", started_by=rita)
+    looked_up = slack_service.thread_binding
+
+    def rita_binds_right_after_the_lookup(key):
+        if not ConversationChannelBinding.objects.exists():
+            ConversationChannelBinding.objects.create(conversation=theirs, channel="slack", external_id=key)
+            return None
+        return looked_up(key)
+
+    monkeypatch.setattr(slack_service, "thread_binding", rita_binds_right_after_the_lookup)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="The export step failed.")
+    response = say(slack, "<@UBOT> what failed?", ts="50.2", thread_ts="50.0", user="USAM", kind="app_mention")
+
+    assert response.json()["detail"] == "posted"
+    assert Conversation.objects.get() == theirs
+    question = theirs.messages.get(author="person")
+    assert (question.user, question.text, question.channel) == (sam, "what failed?", "slack")
+    assert [p["text"] for p in slack.posted] == ["The export step failed."]
+    retried = say(slack, "<@UBOT> what failed?", ts="50.2", thread_ts="50.0", user="USAM", kind="app_mention",
+                  HTTP_X_SLACK_RETRY_NUM="1")
+    assert retried.json()["detail"] == "repeat" and theirs.messages.count() == 2
+
 def test_an_unmapped_user_or_an_unbound_thread_is_ignored(slack, workspace):
     unmapped = say(slack, "<@UBOT> hello", ts="200.1", user="USTRANGER", kind="app_mention")
     unbound = say(slack, "just chatting", ts="200.2", thread_ts="199.0")
