@@ -2,7 +2,9 @@
 mention of the bot (or a direct message) outside one starts a conversation and binds its thread; a button press
 decides an approval request or a review task. Always as the aiteam user the Slack user is mapped to
 (SlackIdentity), with that user's permissions: nothing in Slack's text grants anything. An unmapped Slack user, or
-a message in a thread no conversation is bound to, is ignored (logged by the caller).
+a message in a thread no conversation is bound to, is ignored (logged by the caller). A message the conversation
+refuses (too long, say) is answered in its thread with why (the SlackMessageRefused event: its subscriber queues
+the post, lifecycle/notifications/slack.py), once: the message is taken in as seen.
 
 Repeats: Slack retries an event it got no quick answer to, and reports a mention twice (app_mention and message).
 Each Slack message (channel, ts) is taken in once: its SlackMessageSeen row is written in the transaction that
@@ -34,9 +36,11 @@ from lifecycle.models.conversations import Channel
 from lifecycle.services.approvals import approval_decide
 from lifecycle.services.conversations import conversation_start, message_post
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.outbox import emit
 
 VIA = "slack"
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
+REFUSED = "SlackMessageRefused"  # the outbox event that has the thread told why a message was not taken
 STARTS = "app_mention"  # and a direct message (channel_type "im"): the ways to start a conversation from Slack
 # subtypes that are still a person's new message: a thread reply also sent to the channel, a message with a file
 PERSONS_SUBTYPES = ("", "thread_broadcast", "file_share")
@@ -60,7 +64,8 @@ def slack_user(workspace: SlackWorkspace, slack_user_id: str) -> Any:
 
 
 def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], event_id: str = "") -> str:
-    """A message event (or app_mention): what became of it ("posted", "started", "repeat", "ignored: <why>")."""
+    """A message event (or app_mention): what became of it ("posted", "started", "repeat", "ignored: <why>", or
+    "refused: <why>" when the conversation refused it: the thread is told)."""
     if str(event.get("subtype") or "") not in PERSONS_SUBTYPES or event.get("bot_id"):
         return "ignored: an edit, a join or a bot's message (ours included) is not a person's message"
     user_id, channel, ts = (str(event.get(k) or "") for k in ("user", "channel", "ts"))
@@ -77,7 +82,12 @@ def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], even
     try:
         with transaction.atomic():
             seen = SlackMessageSeen.objects.create(workspace=workspace, channel=channel, ts=ts, event_id=event_id[:40])
-            outcome, message = _take(workspace, user, key, text, starts=_starts(event))
+            try:
+                with transaction.atomic():  # a refusal undoes what was written for the message (a participant)
+                    outcome, message = _take(workspace, user, key, text, starts=_starts(event))
+            except (DomainError, NotPermitted) as exc:  # seen: a retry of it is a repeat, told once
+                emit(None, REFUSED, {"thread": key, "ts": ts, "reason": str(exc)})
+                return f"refused: {exc}"
             if message is None:
                 transaction.set_rollback(True)  # nothing taken in: a repeat of it is looked at again
             else:

@@ -175,6 +175,35 @@ def test_two_people_starting_in_one_thread_at_once_both_go_into_its_conversation
                   HTTP_X_SLACK_RETRY_NUM="1")
     assert retried.json()["detail"] == "repeat" and theirs.messages.count() == 2
 
+
+def test_a_refused_message_is_answered_in_its_thread_with_why_once(slack, workspace):
+    long = "<@UBOT> " + "x" * 4100
+    response = say(slack, long, ts="100.1", kind="app_mention")
+
+    assert response.status_code == 200
+    assert response.json()["detail"] == "refused: write a message of 1 to 4000 characters"
+    assert not Conversation.objects.exists()
+    [posted] = slack.posted
+    assert (posted["channel"], posted["thread_ts"]) == ("C1", "100.1")
+    assert posted["text"] == "Your message was not taken: write a message of 1 to 4000 characters"
+    retried = say(slack, long, ts="100.1", kind="app_mention", HTTP_X_SLACK_RETRY_NUM="1")
+    also_a_message = say(slack, long, ts="100.1", event_id="EvOther")
+    assert retried.json()["detail"] == also_a_message.json()["detail"] == "repeat"
+    assert len(slack.posted) == 1 and Notification.objects.get().state == "sent"
+
+
+def test_a_refused_reply_in_a_bound_thread_is_answered_there_and_adds_nothing(scripted, slack, workspace, sam):
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="USAM", user=sam)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    response = say(slack, "y" * 4001, ts="100.5", thread_ts="100.1", user="USAM")
+
+    assert response.json()["detail"].startswith("refused: ")
+    conversation = ConversationChannelBinding.objects.get().conversation
+    assert conversation.messages.count() == 2 and not conversation.participants.filter(user=sam).exists()
+    assert [(p["thread_ts"], p["text"][:27]) for p in slack.posted] == [
+        ("100.1", "first answer"), ("100.1", "Your message was not taken:")]
+
 def test_an_unmapped_user_or_an_unbound_thread_is_ignored(slack, workspace):
     unmapped = say(slack, "<@UBOT> hello", ts="200.1", user="USTRANGER", kind="app_mention")
     unbound = say(slack, "just chatting", ts="200.2", thread_ts="199.0")
