@@ -10,7 +10,7 @@ from lifecycle import step_keys
 from lifecycle.models import OutboxEvent, Requirement, ReviewTask
 from lifecycle.notifications import handlers as notifying
 from lifecycle.notifications.conversation_mail import conversation_mail_queue
-from lifecycle.notifications.slack import queue_slack_post, queue_slack_start
+from lifecycle.notifications.slack import queue_slack_post, queue_slack_refusal, queue_slack_start
 from lifecycle.notifications.slack_updates import EVENTS as SLACK_UPDATING
 from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.replay.runs import replay_compare, replay_review_answer
@@ -100,6 +100,8 @@ HANDLERS: dict[str, list[Handler]] = {
     "TicketRefused": [queue_ticket_comment],
     # an answer or a system line in a conversation bound to a Slack thread (lifecycle/notifications/slack.py)
     "MessageWritten": [queue_slack_post],
+    # a person's Slack message the conversation refused: the thread is told why (lifecycle/notifications/slack.py)
+    "SlackMessageRefused": [queue_slack_refusal],
     # a proposal announced to the project's owners (lifecycle/notifications/promotions.py)
     "PromotionProposed": [notifying.queue_notifications],
 }

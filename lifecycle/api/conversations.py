@@ -134,7 +134,7 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     """The caller's conversations (those they take part in); another person's or organization's is 404."""
 
     serializer_class = ConversationOut
-    submission_actions = ("create", "messages")  # each POST queues model calls: the tighter rate limit
+    submission_actions = ("create", "messages")  # each POST queues model calls: the tighter rate limit (not a GET)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -203,6 +203,7 @@ class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     caller's organizations' requests can be read by id (its audit)."""
 
     serializer_class = ApprovalOut
+    submission_actions = ("approve", "reject")  # a review decision or a cancel, as review-tasks' decision is
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -1,7 +1,7 @@
 """Request rate limits (REST_FRAMEWORK's DEFAULT_THROTTLE_RATES, set from AITEAM_THROTTLE_*): per address when
-anonymous, per user when signed in, and a tighter one per user on what starts work (a brief, a replay, a review
-decision). Counts live in Django's cache, shared by every web process when it is Redis. Over a limit: 429 with
-`Retry-After`."""
+anonymous, per user when signed in, and a tighter one per user on what starts work (a brief, a replay, a question
+to the assistant, a review decision, a decision on an action the assistant asked for). Counts live in Django's cache,
+shared by every web process when it is Redis. Over a limit: 429 with `Retry-After`."""
 from __future__ import annotations
 
 import logging
@@ -9,6 +9,7 @@ import logging
 from redis.exceptions import RedisError
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.settings import api_settings
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,13 @@ class UserRateThrottle(RatesFromSettings, throttling.UserRateThrottle):
 
 
 class SubmissionRateThrottle(RatesFromSettings, throttling.UserRateThrottle):
-    """Counts only the actions a view names in `submission_actions`."""
+    """Counts only the writes of the actions a view names in `submission_actions`: reading one that also takes a
+    POST (a conversation's messages, polled for its answer) is an ordinary request."""
 
     scope = "submit"
 
     def allow_request(self, request, view) -> bool:
-        if getattr(view, "action", None) not in getattr(view, "submission_actions", ()):
+        if request.method in SAFE_METHODS or getattr(view, "action", None) not in getattr(view, "submission_actions", ()):
             return True
         return super().allow_request(request, view)
 

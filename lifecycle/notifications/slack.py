@@ -6,9 +6,11 @@ the binding (relaying the event again adds none), in the relay's transaction; th
 notification (lifecycle/notifications/sending.py): claimed once, retried with backoff while Slack's failure is
 transient (no answer, 429, 5xx, Slack's own trouble), failed for good when not (a token refused, a channel not
 found). The row holds the message's id, never its text or a token: both are read when sending, the text then
-cleaned of control and format characters (lifecycle/notifications/messages.py). The bot token
-comes from the variable the workspace's row names, one of AITEAM_SLACK_TOKEN_ENVS that no other organization's
-workspace names, and goes into the Authorization header only.
+cleaned of control and format characters (lifecycle/notifications/messages.py). A person's Slack message the
+conversation refused (SlackMessageRefused) gets one row, keyed by the message, replying in its thread with why:
+that row holds the refusal's words (ours), never the message. The bot token comes from the variable the workspace's
+row names, one of AITEAM_SLACK_TOKEN_ENVS that no other organization's workspace names, and goes into the
+Authorization header only.
 
 The system speaks first there too: a system conversation of a project naming a channel (`settings["slack_channel"]`,
 in its organization's Slack workspace) gets one row, keyed by the conversation, that posts the event's facts as a
@@ -16,7 +18,8 @@ new message of that channel (with the review task's buttons when it waits for a 
 conversation to the thread the message starts, once, with the ts Slack returned. The team's analysis and every later
 message then go into that thread by the path above; replies there continue the conversation. Slack's
 chat.postMessage has no idempotency key, so a post whose answer was lost may have been made: it is tried once more
-at most (two posts at worst), and a binding written by an earlier attempt stops any further post.
+at most (two posts at worst), a new message's and a thread post's alike, and a binding written by an earlier
+attempt stops any further post of a new message.
 
 Each post row records the ts Slack answered in its body (a new message's in the transaction that binds its thread),
 so a decision made anywhere can rewrite the post (lifecycle/notifications/slack_updates.py), and a row whose ts is
@@ -60,10 +63,12 @@ from lifecycle.services.slack import thread_key
 log = logging.getLogger(__name__)
 CHANNEL = "slack"
 STARTED = "conversation_started"  # the row that posts a system conversation's facts as a new channel message
+REFUSED = "message_refused"  # the row that tells a thread why a person's message in it was not taken
+REASON_MAX_CHARS = 500
 REVIEW_BUTTONS = {"approve": "primary", "reject": "danger"}  # of a waiting task's options, the ones a press decides
 APPROVE = "Approve: "
 LABEL_MAX_CHARS = 75  # a button's text
-LOST_ANSWERS_RETRIED = 1  # a new message whose answer was lost is posted again this often at most
+LOST_ANSWERS_RETRIED = 1  # a post whose answer was lost is posted again this often at most
 
 
 def queue_slack_post(event: OutboxEvent) -> None:
@@ -99,6 +104,22 @@ def queue_slack_start(conversation: Conversation) -> None:
         transaction.on_commit(lambda: send_later([row.pk]))
 
 
+def queue_slack_refusal(event: OutboxEvent) -> None:
+    """The outbox subscriber of SlackMessageRefused: one row per refused Slack message, replying in its thread with
+    why (the reason is ours: the conversation's refusal)."""
+    payload = event.payload or {}
+    thread, ts = str(payload.get("thread") or ""), str(payload.get("ts") or "")
+    if not (thread and ts):
+        return
+    row, new = Notification.objects.get_or_create(
+        key=f"refusal:{thread}:{ts}:{CHANNEL}",
+        defaults={"event": REFUSED, "channel": CHANNEL, "recipient": thread, "subject": "a message not taken",
+                  "body": json.dumps({"refused": str(payload.get("reason") or "")[:REASON_MAX_CHARS]}),
+                  "next_attempt_at": timezone.now()})
+    if new:
+        transaction.on_commit(lambda: send_later([row.pk]))
+
+
 def slack_channel_problems(project_settings: dict[str, Any], organization_id: Any) -> list[str]:
     """What the project form refuses of `settings["slack_channel"]` beyond its form (repo_settings): the channel is
     looked up in the organization's one Slack workspace."""
@@ -115,21 +136,33 @@ def send(note: Notification) -> None:
     """Post the row's message into its thread, or as the new message that starts one; ChannelError to retry,
     ChannelRefused when retrying cannot help."""
     team, channel, thread_ts = (note.recipient.split(":") + ["", ""])[:3]
+    if note.event == REFUSED:
+        refused = untrusted_line(json.loads(note.body).get("refused") or "")
+        _post_in_thread(note, team, channel, thread_ts, f"Your message was not taken: {refused}", [])
+        return
     message = Message.objects.select_related("conversation").filter(pk=json.loads(note.body).get("message")).first()
     if message is None:
         raise ChannelRefused("the message is gone")
     if note.event == STARTED:
         _start_thread(note, message, team, channel)
         return
+    _post_in_thread(note, team, channel, thread_ts, *shown(note, message))
+
+
+def _post_in_thread(note: Notification, team: str, channel: str, thread_ts: str, text: str, rows: list[Row]) -> None:
+    """Post into the thread, once: not again once its ts is recorded, once more at most when Slack's answer was
+    lost."""
     if json.loads(note.body).get("ts"):
         return  # posted; only the row's outcome was not recorded (a retry would post it twice)
-    text, rows = shown(note, message)
-    answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
-                                                               rows=rows))
+    try:
+        answer = call_slack(team, lambda slack: slack.post_message(channel=channel, thread_ts=thread_ts, text=text,
+                                                                   rows=rows))
+    except AnswerLost as exc:
+        raise _lost_again(note, exc) from None
     if isinstance(answer.get("ts"), str):  # what an update names; the row's claim token guards it as _record does
         Notification.objects.filter(pk=note.pk, attempts=note.attempts).update(
             body=json.dumps({**json.loads(note.body), "ts": answer["ts"]}))
-    log.info("slack: message %s posted into %s as %s", message.pk, note.recipient, answer.get("ts"))
+    log.info("slack: notification %s posted into %s as %s", note.pk, note.recipient, answer.get("ts"))
 
 
 def shown(note: Notification, message: Message) -> tuple[str, list[Row]]:

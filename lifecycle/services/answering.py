@@ -104,9 +104,8 @@ def _claim(message_id: int) -> Message | None:
 def _answer(message: Message) -> None:
     conversation = message.conversation
     asker = message.in_reply_to.user if message.in_reply_to is not None else None
-    if asker is not None and not Membership.objects.filter(user=asker, organization_id=conversation.organization_id
-                                                           ).exists():
-        _fail(message, f"{asker} is no longer a member of this organization: the team does not answer them here")
+    if asker is not None and (gone := _gone(asker, conversation.organization_id)):
+        _fail(message, f"{asker} {gone}: the team does not answer them here")
         return
     llm = llm_from_settings(RecordingProvider(_Budgeted(provider_from_settings(), conversation.organization_id),
                                               lambda record: llm_call_record(record, requirement_id=None, step_id=None,
@@ -127,6 +126,15 @@ def _answer(message: Message) -> None:
         if updated:
             Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
             message_written(message)
+
+
+def _gone(asker: Any, organization_id: Any) -> str:
+    """Why a question asked before is no longer answered (its tools would act as the asker), or ""."""
+    if not asker.is_active:
+        return "was deactivated"
+    if not Membership.objects.filter(user=asker, organization_id=organization_id).exists():
+        return "is no longer a member of this organization"
+    return ""
 
 
 def _question(conversation: Conversation, message: Message) -> QuestionContext:

@@ -56,6 +56,7 @@ class Proposed:
     summary: str
     project: Project | None
     arguments: dict[str, Any]
+    requirement_id: Any  # the requirement it acts on (a review task's, or the one it cancels)
 
 
 def action_types() -> list[tuple[str, str]]:
@@ -89,7 +90,7 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
                  "constraint": constraint, **({"budget": budget} if budget is not None else {})}
     summary = f"{decision.replace('_', ' ')} the {task.get_kind_display().lower()} of {task.requirement}"
     return Proposed(action=f"{task.kind}:{decision}", summary=summary[:300], project=task.requirement.project,
-                    arguments=arguments)
+                    arguments=arguments, requirement_id=task.requirement_id)
 
 
 def propose_cancel(*, organization_id: Any, requirement_id: Any, reason: str) -> Proposed:
@@ -100,26 +101,29 @@ def propose_cancel(*, organization_id: Any, requirement_id: Any, reason: str) ->
     if not reason.strip():
         raise DomainError("say why it is cancelled", "reason")
     return Proposed(action=CANCEL, summary=f"cancel {requirement}"[:300], project=requirement.project,
-                    arguments={"requirement_id": str(requirement.pk), "reason": reason.strip()[:REASON_MAX_CHARS]})
+                    arguments={"requirement_id": str(requirement.pk), "reason": reason.strip()[:REASON_MAX_CHARS]},
+                    requirement_id=requirement.pk)
 
 
 def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversation,
                      tool_call: ToolCall | None = None) -> ActionApproval:
     """Ask for an action: pending, for a person to decide; or, when the project pre-authorized its type, run at
     once as the asker (with the asker's permissions: a pre-authorization lets the assistant act without a second
-    confirmation, it grants no one a permission). A deployment that a hold keeps for a person (its CI workflows,
-    the scope guard: lifecycle/services/holds.py) waits for one whatever was pre-authorized, as at the gate."""
+    confirmation, it grants no one a permission). It waits for a person whatever was pre-authorized when the asker
+    could not decide it themselves, when it acts outside what the conversation is about (_waits), or when it is a
+    deployment a hold keeps for a person (its CI workflows, the scope guard: lifecycle/services/holds.py)."""
     preauthorization = (preauthorization_for(proposed.project.pk, proposed.action)
                         if proposed.project is not None else None)
-    held = _held(proposed) if preauthorization is not None else ""
+    approval = ActionApproval(
+        organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
+        tool_call=tool_call, action=proposed.action, arguments=typed(proposed.arguments),
+        summary=typed(proposed.summary), requested_for=asker)
+    waits = _waits(approval, proposed, conversation) if preauthorization is not None else ""
+    approval.preauthorization = None if waits else preauthorization
+    approval.result = f"waits for a person though pre-authorized: {waits}" if waits else ""
     with transaction.atomic():
         _lock_still_to_do(proposed)
-        approval = ActionApproval.objects.create(
-            organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
-            tool_call=tool_call, action=proposed.action, arguments=typed(proposed.arguments),
-            summary=typed(proposed.summary),
-            requested_for=asker, preauthorization=None if held else preauthorization,
-            result=f"waits for a person though pre-authorized: {held}" if held else "")
+        approval.save(force_insert=True)
         emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
                                        "conversation": str(conversation.pk)})
         if approval.preauthorization_id:
@@ -255,11 +259,18 @@ def _may_decide(user: Any, approval: ActionApproval) -> bool:
     return not decide_refusal(user, approval.organization, project_id=approval.project_id)
 
 
-def _held(proposed: Proposed) -> str:
-    """Why a pre-authorized deployment still waits for a person, or ""."""
-    if proposed.action != APPROVE_DEPLOYMENT:
-        return ""
-    return change_hold(ReviewTask.objects.get(pk=proposed.arguments["task_id"]))
+def _waits(approval: ActionApproval, proposed: Proposed, conversation: Conversation) -> str:
+    """Why a pre-authorized request still waits for a person, or "". A pre-authorization saves the asker a second
+    confirmation of what they may do themselves: it does not decide for someone who may not (that is a reviewer's
+    request to decide). And the model's words come from untrusted text (a brief, a ticket, a tool's result), which
+    may name any requirement of the organization: only what the conversation is about runs at once."""
+    if not _may_decide(approval.requested_for, approval):
+        return f"{approval.requested_for} may not decide it themselves"
+    if conversation.requirement_id is None or str(conversation.requirement_id) != str(proposed.requirement_id):
+        return "it acts outside what this conversation is about"
+    if proposed.action == APPROVE_DEPLOYMENT:
+        return change_hold(ReviewTask.objects.get(pk=proposed.arguments["task_id"]))
+    return ""
 
 
 def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> None:

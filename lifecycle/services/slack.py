@@ -2,11 +2,15 @@
 mention of the bot (or a direct message) outside one starts a conversation and binds its thread; a button press
 decides an approval request or a review task. Always as the aiteam user the Slack user is mapped to
 (SlackIdentity), with that user's permissions: nothing in Slack's text grants anything. An unmapped Slack user, or
-a message in a thread no conversation is bound to, is ignored (logged by the caller).
+a message in a thread no conversation is bound to, is ignored (logged by the caller). A message the conversation
+refuses (too long, say) is answered in its thread with why (the SlackMessageRefused event: its subscriber queues
+the post, lifecycle/notifications/slack.py), once: the message is taken in as seen.
 
 Repeats: Slack retries an event it got no quick answer to, and reports a mention twice (app_mention and message).
 Each Slack message (channel, ts) is taken in once: its SlackMessageSeen row is written in the transaction that
-writes the conversation's message, so a repeat finds it and does nothing.
+writes the conversation's message, so a repeat finds it and does nothing. Two people starting a conversation in
+the same thread at once are not a repeat: the second finds the first's binding when it writes its own, and its
+message goes into the conversation that binding names.
 """
 from __future__ import annotations
 
@@ -32,10 +36,14 @@ from lifecycle.models.conversations import Channel
 from lifecycle.services.approvals import approval_decide
 from lifecycle.services.conversations import conversation_start, message_post
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.outbox import emit
 
 VIA = "slack"
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
+REFUSED = "SlackMessageRefused"  # the outbox event that has the thread told why a message was not taken
 STARTS = "app_mention"  # and a direct message (channel_type "im"): the ways to start a conversation from Slack
+# subtypes that are still a person's new message: a thread reply also sent to the channel, a message with a file
+PERSONS_SUBTYPES = ("", "thread_broadcast", "file_share")
 # Slack's channel ids and timestamps ("C0123ABCD", "1700000000.000200") are short; what SlackMessageSeen holds of them
 ID_MAX_CHARS = min(SlackMessageSeen._meta.get_field(name).max_length for name in ("channel", "ts"))
 
@@ -56,8 +64,9 @@ def slack_user(workspace: SlackWorkspace, slack_user_id: str) -> Any:
 
 
 def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], event_id: str = "") -> str:
-    """A message event (or app_mention): what became of it ("posted", "started", "repeat", "ignored: <why>")."""
-    if event.get("subtype") or event.get("bot_id"):
+    """A message event (or app_mention): what became of it ("posted", "started", "repeat", "ignored: <why>", or
+    "refused: <why>" when the conversation refused it: the thread is told)."""
+    if str(event.get("subtype") or "") not in PERSONS_SUBTYPES or event.get("bot_id"):
         return "ignored: an edit, a join or a bot's message (ours included) is not a person's message"
     user_id, channel, ts = (str(event.get(k) or "") for k in ("user", "channel", "ts"))
     if not (user_id and channel and ts):
@@ -73,7 +82,12 @@ def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], even
     try:
         with transaction.atomic():
             seen = SlackMessageSeen.objects.create(workspace=workspace, channel=channel, ts=ts, event_id=event_id[:40])
-            outcome, message = _take(workspace, user, key, text, starts=_starts(event))
+            try:
+                with transaction.atomic():  # a refusal undoes what was written for the message (a participant)
+                    outcome, message = _take(workspace, user, key, text, starts=_starts(event))
+            except (DomainError, NotPermitted) as exc:  # seen: a retry of it is a repeat, told once
+                emit(None, REFUSED, {"thread": key, "ts": ts, "reason": str(exc)})
+                return f"refused: {exc}"
             if message is None:
                 transaction.set_rollback(True)  # nothing taken in: a repeat of it is looked at again
             else:
@@ -107,24 +121,35 @@ def slack_action_take(*, workspace: SlackWorkspace, slack_user_id: str, value: s
 
 
 def _take(workspace: SlackWorkspace, user: Any, key: str, text: str, *, starts: bool) -> tuple[str, Any]:
-    binding = (ConversationChannelBinding.objects.select_related("conversation")
-               .filter(channel=Channel.SLACK, external_id=key).first())
+    binding = thread_binding(key)
     if binding is None and not starts:
         return "ignored: not in a thread bound to a conversation (mention the bot to start one)", None
     if not text:
         return "ignored: no text", None
     actor = Actor.human(user, VIA)
     if binding is None:
-        conversation, answer = conversation_start(actor=actor, organization=workspace.organization, text=text,
-                                                  channel=Channel.SLACK)
-        ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK, external_id=key)
-        return "started", answer.in_reply_to
+        try:
+            with transaction.atomic():
+                conversation, answer = conversation_start(actor=actor, organization=workspace.organization, text=text,
+                                                          channel=Channel.SLACK)
+                ConversationChannelBinding.objects.create(conversation=conversation, channel=Channel.SLACK,
+                                                          external_id=key)
+            return "started", answer.in_reply_to
+        except IntegrityError:  # someone else started one in this thread at the same moment: this message is its next
+            binding = thread_binding(key)
+            if binding is None:
+                raise
     if binding.conversation.organization_id != workspace.organization_id:
         return "ignored: the thread's conversation is another organization's", None
     # whoever may write in the Slack thread reads it there already: they take part in the conversation
     ConversationParticipant.objects.get_or_create(conversation=binding.conversation, user=user)
     answer = message_post(conversation_id=binding.conversation_id, actor=actor, text=text, channel=Channel.SLACK)
     return "posted", answer.in_reply_to
+
+
+def thread_binding(key: str) -> ConversationChannelBinding | None:
+    return (ConversationChannelBinding.objects.select_related("conversation")
+            .filter(channel=Channel.SLACK, external_id=key).first())
 
 
 def _starts(event: dict[str, Any]) -> bool:

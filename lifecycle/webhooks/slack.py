@@ -63,11 +63,8 @@ def events(request: HttpRequest) -> JsonResponse:
         return _answer(request, f"ignored: workspace {echoed(repr(payload.get('team_id')))} belongs to no organization")
     if payload.get("type") != "event_callback" or event.get("type") not in MESSAGE_EVENTS:
         return _answer(request, f"ignored: a {echoed(event.get('type') or payload.get('type'))} event does nothing")
-    try:
-        outcome = slack_message_take(workspace=workspace, event=event, event_id=str(payload.get("event_id") or ""))
-    except (DomainError, NotPermitted) as exc:
-        outcome = f"ignored: {exc}"
-    return _answer(request, outcome)
+    return _answer(request, slack_message_take(workspace=workspace, event=event,
+                                               event_id=str(payload.get("event_id") or "")))
 
 
 @csrf_exempt

@@ -144,6 +144,66 @@ def test_a_reply_in_the_thread_is_the_mapped_persons_message_and_a_repeat_adds_n
     assert conversation.messages.count() == 4 and len(slack.posted) == 2
 
 
+
+def test_two_people_starting_in_one_thread_at_once_both_go_into_its_conversation(scripted, slack, workspace, acme,
+                                                                                 rita, sam, monkeypatch):
+    """Between sam's lookup of the thread's binding (none yet) and his writing one, rita's request commits its
+    own: sam's write fails on the unique binding, which is no Slack retry; his message goes into rita's
+    conversation. A true retry of his is still a repeat."""
+    from lifecycle.services import slack as slack_service
+
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="USAM", user=sam)
+    theirs = Conversation.objects.create(organization=acme, title="rita's", started_by=rita)
+    looked_up = slack_service.thread_binding
+
+    def rita_binds_right_after_the_lookup(key):
+        if not ConversationChannelBinding.objects.exists():
+            ConversationChannelBinding.objects.create(conversation=theirs, channel="slack", external_id=key)
+            return None
+        return looked_up(key)
+
+    monkeypatch.setattr(slack_service, "thread_binding", rita_binds_right_after_the_lookup)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="The export step failed.")
+    response = say(slack, "<@UBOT> what failed?", ts="50.2", thread_ts="50.0", user="USAM", kind="app_mention")
+
+    assert response.json()["detail"] == "posted"
+    assert Conversation.objects.get() == theirs
+    question = theirs.messages.get(author="person")
+    assert (question.user, question.text, question.channel) == (sam, "what failed?", "slack")
+    assert [p["text"] for p in slack.posted] == ["The export step failed."]
+    retried = say(slack, "<@UBOT> what failed?", ts="50.2", thread_ts="50.0", user="USAM", kind="app_mention",
+                  HTTP_X_SLACK_RETRY_NUM="1")
+    assert retried.json()["detail"] == "repeat" and theirs.messages.count() == 2
+
+
+def test_a_refused_message_is_answered_in_its_thread_with_why_once(slack, workspace):
+    long = "<@UBOT> " + "x" * 4100
+    response = say(slack, long, ts="100.1", kind="app_mention")
+
+    assert response.status_code == 200
+    assert response.json()["detail"] == "refused: write a message of 1 to 4000 characters"
+    assert not Conversation.objects.exists()
+    [posted] = slack.posted
+    assert (posted["channel"], posted["thread_ts"]) == ("C1", "100.1")
+    assert posted["text"] == "Your message was not taken: write a message of 1 to 4000 characters"
+    retried = say(slack, long, ts="100.1", kind="app_mention", HTTP_X_SLACK_RETRY_NUM="1")
+    also_a_message = say(slack, long, ts="100.1", event_id="EvOther")
+    assert retried.json()["detail"] == also_a_message.json()["detail"] == "repeat"
+    assert len(slack.posted) == 1 and Notification.objects.get().state == "sent"
+
+
+def test_a_refused_reply_in_a_bound_thread_is_answered_there_and_adds_nothing(scripted, slack, workspace, sam):
+    SlackIdentity.objects.create(workspace=workspace, slack_user_id="USAM", user=sam)
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    response = say(slack, "y" * 4001, ts="100.5", thread_ts="100.1", user="USAM")
+
+    assert response.json()["detail"].startswith("refused: ")
+    conversation = ConversationChannelBinding.objects.get().conversation
+    assert conversation.messages.count() == 2 and not conversation.participants.filter(user=sam).exists()
+    assert [(p["thread_ts"], p["text"][:27]) for p in slack.posted] == [
+        ("100.1", "first answer"), ("100.1", "Your message was not taken:")]
+
 def test_an_unmapped_user_or_an_unbound_thread_is_ignored(slack, workspace):
     unmapped = say(slack, "<@UBOT> hello", ts="200.1", user="USTRANGER", kind="app_mention")
     unbound = say(slack, "just chatting", ts="200.2", thread_ts="199.0")
@@ -160,6 +220,33 @@ def test_a_bots_message_in_the_thread_is_not_taken_as_a_persons(slack, workspace
     response = post(slack, EVENTS, event_body(TEAM, event))
     assert response.json()["detail"].startswith("ignored: an edit, a join or a bot's message")
 
+
+
+@pytest.mark.parametrize("subtype,extra", [("thread_broadcast", {}), ("file_share", {"files": [{"id": "F1"}]})])
+def test_a_reply_also_sent_to_the_channel_or_with_a_file_is_the_persons_message(scripted, slack, workspace, rita,
+                                                                                subtype, extra):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    script_answer(scripted, specialists={"status_reporter": []}, answer="second answer")
+    event = {"type": "message", "subtype": subtype, "user": "URITA", "text": "and which is oldest?", "channel": "C1",
+             "ts": "100.5", "thread_ts": "100.1", "channel_type": "channel", **extra}
+    response = post(slack, EVENTS, event_body(TEAM, event, "Ev100.5"))
+
+    assert response.json()["detail"] == "posted"
+    reply = ConversationChannelBinding.objects.get().conversation.messages.get(seq=3)
+    assert (reply.author, reply.user, reply.text) == ("person", rita, "and which is oldest?")
+    assert [p["text"] for p in slack.posted] == ["first answer", "second answer"]
+
+
+@pytest.mark.parametrize("subtype", ["message_changed", "message_deleted", "channel_join"])
+def test_an_edit_a_deletion_or_a_join_in_the_thread_is_not_a_message(scripted, slack, workspace, subtype):
+    script_answer(scripted, specialists={"status_reporter": []}, answer="first answer")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    event = {"type": "message", "subtype": subtype, "user": "URITA", "text": "edited", "channel": "C1",
+             "ts": "100.7", "thread_ts": "100.1"}
+    response = post(slack, EVENTS, event_body(TEAM, event))
+    assert response.json()["detail"].startswith("ignored: an edit, a join or a bot's message")
+    assert Message.objects.filter(author="person").count() == 1
 
 def ask_for_approval(scripted, slack, acme_project):
     task = open_review(acme_project, title="Reading list")
@@ -385,6 +472,22 @@ def test_a_lost_answer_is_posted_again_once_at_most(scripted, slack, workspace, 
     assert note.state == "failed" and "may be in the channel already" in note.last_error
     assert len(slack.posted) == 2 and not ConversationChannelBinding.objects.exists()
 
+
+
+def test_a_thread_answer_whose_slack_answer_is_lost_is_posted_twice_at_most(scripted, slack, workspace, settings,
+                                                                            monkeypatch):
+    settings.AITEAM_NOTIFY_TIMEOUT_S = 0.2
+    monkeypatch.setattr(slack, "reply_delay", lambda request: 0.6)  # Slack posts it, its answer comes too late
+    script_answer(scripted, specialists={"status_reporter": []}, answer="Two requirements are in flight.")
+    say(slack, "<@UBOT> what is in flight?", ts="100.1", kind="app_mention")
+    note = Notification.objects.get(channel="slack")
+    assert note.state == "pending" and "ReadTimeout" in note.last_error
+
+    for day in range(1, 6):  # every retry the backoff allows
+        notification_send(note.pk, now=timezone.now() + timedelta(days=day))
+    note.refresh_from_db()
+    assert note.state == "failed" and "may be in the channel already" in note.last_error
+    assert [p["text"] for p in slack.posted] == ["Two requirements are in flight."] * 2
 
 def test_a_post_bound_by_an_earlier_attempt_is_not_posted_again(scripted, slack, workspace, acme_project):
     script_answer(scripted, specialists={"status_reporter": []}, answer="Delivered.")

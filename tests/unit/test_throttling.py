@@ -15,6 +15,9 @@ from tests.conftest import api_for
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/requirements/"
+CONVERSATIONS = "/api/v1/conversations/"
+REVIEW_TASKS = "/api/v1/review-tasks/"
+NO_SUCH = "00000000-0000-0000-0000-000000000000"
 LIMITS = {"anon": "60/min", "user": "600/min", "submit": "30/min"}
 
 
@@ -76,6 +79,26 @@ def test_submissions_have_their_own_tighter_limit(limits, alice, rita):
     assert client.get(URL).status_code == 200  # reading is not a submission
     assert api_for(rita).post(URL, {}, format="json").status_code == 400
 
+
+
+def test_polling_a_conversations_messages_is_not_a_submission_but_asking_is(limits, rita):
+    limits(submit="2/min")
+    client = api_for(rita)
+    conversation = client.post(CONVERSATIONS, {"text": "What is in flight?"}, format="json").json()["id"]
+    messages = f"{CONVERSATIONS}{conversation}/messages/"
+    assert [client.get(messages).status_code for _ in range(4)] == [200] * 4  # polled for the answer
+    assert client.post(messages, {"text": "And which is oldest?"}, format="json").status_code == 201
+    assert_throttled(client.post(messages, {"text": "And then?"}, format="json"))
+    assert client.get(messages).status_code == 200
+
+
+def test_deciding_an_action_request_counts_as_a_review_decision_does(limits, rita):
+    limits(submit="1/min")
+    client = api_for(rita)
+    assert client.post(f"{REVIEW_TASKS}{NO_SUCH}/decision/", {}, format="json").status_code == 404
+    for decision in ("approve", "reject"):
+        assert_throttled(client.post(f"/api/v1/approvals/{NO_SUCH}/{decision}/", {}, format="json"))
+    assert client.get("/api/v1/approvals/").status_code == 200
 
 def test_a_claimed_forwarded_address_does_not_escape_the_limit(limits):
     limits(anon="2/min")
