@@ -263,8 +263,10 @@ def _mutate(proposed: approvals.Proposed, scope: Scope, call: ToolCall) -> str:
     if approval.preauthorization_id:
         ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.PRE_AUTHORIZED, result=approval.result)
         return f"pre-authorized for this project, so it ran at once as {scope.asker}: {approval.result}"
+    who = (str(scope.asker) if approvals.may_decide(scope.asker, approval)
+           else f"a reviewer of the project ({scope.asker} may not decide it)")
     text = (f"approval request {approval.pk} created: '{approval.summary}'. It has NOT run: it waits for "
-            f"{scope.asker} to approve or reject it.")
+            f"{who} to approve or reject it.")
     ToolCall.objects.filter(pk=call.pk).update(result=text)
     return text
 

@@ -121,7 +121,6 @@ def test_a_pre_authorization_names_one_action_type_only(scripted, acme, acme_pro
     assert ActionApproval.objects.get().state == "pending"
 
 
-
 def test_a_pre_authorization_does_not_decide_for_an_asker_who_may_not_decide(scripted, acme, acme_project, sam, rita):
     """Sam (a submitter) cannot run a failed step again: pre-authorized or not, the request waits for a reviewer,
     rather than running as sam, failing, and leaving nothing for anyone to approve."""
@@ -134,7 +133,9 @@ def test_a_pre_authorization_does_not_decide_for_an_asker_who_may_not_decide(scr
     approval = ActionApproval.objects.get()
     assert (approval.state, approval.preauthorization, approval.decided_by) == ("pending", None, None)
     assert "sam may not decide it themselves" in approval.result
-    assert ToolCall.objects.get(message=answer).status == "awaiting_approval"
+    call = ToolCall.objects.get(message=answer)
+    assert call.status == "awaiting_approval"
+    assert call.result.endswith("it waits for a reviewer of the project (sam may not decide it) to approve or reject it.")
     assert ReviewTask.objects.get(pk=task.pk).is_pending
     assert approvals.approvals_to_decide(rita) == [approval] and not approvals.may_decide(sam, approval)
 
@@ -161,6 +162,7 @@ def test_untrusted_text_cannot_make_a_pre_authorized_action_run_outside_the_conv
     assert (approval.state, approval.preauthorization, approval.decided_by) == ("pending", None, None)
     assert "outside what this conversation is about" in approval.result
     assert Requirement.objects.get(pk=victim.pk).state != "cancelled"
+
 
 def test_tools_do_not_reach_another_organization(scripted, acme, acme_project, rita, oscar):
     from lifecycle.models import Project
