@@ -7,6 +7,7 @@ and how to start it; under CI=true that is a failure instead.
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 import redis
@@ -50,8 +51,11 @@ def _quiet_before_flush(transactional_db):
 
         try:
             wait_for(quiet, timeout=60, what="the workers to go quiet")
-        except AssertionError:
-            pass  # a test that leaves work queued on purpose (e.g. a killed worker) is flushed anyway
+        except AssertionError:  # a test that leaves work queued on purpose (e.g. a killed worker) is flushed anyway
+            busy = list(Step.objects.filter(state__in=["queued", "running"]).values_list("key", "state"))
+            unsent = list(OutboxEvent.objects.filter(sent_at=None).values_list("name", flat=True))
+            warnings.warn(f"not quiet after 60 s, flushed anyway: steps {busy[:10]}, unsent events {unsent[:10]}",
+                          stacklevel=1)
 
 
 @pytest.fixture(scope="session")
