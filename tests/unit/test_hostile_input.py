@@ -217,6 +217,20 @@ def test_a_playbook_table_lists_ten_problems_each_name_cut():
     assert all(len(problem) < 300 for problem in problems)
 
 
+@pytest.mark.parametrize("budget", [
+    {"roles": {f"r{i}": {} for i in range(100_000)}},
+    {"requirement": {"tokens": 5}, **{f"k{i}": 1 for i in range(100_000)}},
+    {"requirement": {f"d{i}": 1 for i in range(100_000)}},
+], ids=["unknown roles", "unknown keys", "unknown dimensions"])
+def test_a_budget_override_lists_ten_problems_and_counts_the_rest(acme_project, rita, budget):
+    task = open_review(acme_project, kind="budget_exhausted", stories=0)
+    errors = assert_400(api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/",
+                                           {"decision": "override_budget", "budget": budget}, format="json"))
+    message = errors["budget"][0]
+    assert message.endswith(f"; and {100_000 - ECHO_MAX_NAMES} more") and len(message) < 2000, message[:300]
+    assert ReviewTask.objects.get(pk=task.pk).is_pending
+
+
 def test_unknown_prompt_names_of_a_candidate_are_listed_cut(acme_project):
     with pytest.raises(DomainError) as refused:
         bundle_with(acme_project, {f"{i}-" + "p" * 1000: "text" for i in range(30)})

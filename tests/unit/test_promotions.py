@@ -329,6 +329,20 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
 
 
 @pytest.mark.django_db
+def test_a_budget_profile_with_many_problems_is_refused_with_ten_and_a_count(alice, acme_project):
+    Membership.objects.create(user=alice, organization=evaluator()[1], role="reviewer")  # reads the eval runs
+    candidate = {"roles": {f"r{i}": {} for i in range(100_000)}}
+    before, after = evidence(acme_project, "budgets", {}, candidate)
+    refused = api_for(alice).post("/api/v1/promotions/", {
+        "project": str(acme_project.pk), "artifact": "budgets", "candidate": candidate, "current_run": before.pk,
+        "candidate_run": after.pk, "expected_effect": "fewer loops"}, format="json")
+    assert refused.status_code == 400
+    message = refused.json()["candidate"][0]
+    assert message.startswith("unknown role 'r0'") and message.endswith("; and 99990 more") and len(message) < 2000
+    assert not PromotionDecision.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_prompt_proposal_the_api_refuses_leaves_no_bundle_behind(alice, acme_project):
     Membership.objects.create(user=alice, organization=evaluator()[1], role="reviewer")  # reads the eval runs
     current = current_version(acme_project, "prompts")[0]
