@@ -21,3 +21,9 @@ urlpatterns = [
     path("api/v1/", include("lifecycle.api.urls")),
     path("webhooks/", include("lifecycle.webhooks.urls")),
 ]
+
+# JSON under /api/ (docs/api.md: every error body is JSON), Django's pages elsewhere
+handler400 = "lifecycle.api.errors.bad_request"
+handler403 = "lifecycle.api.errors.permission_denied"
+handler404 = "lifecycle.api.errors.page_not_found"
+handler500 = "lifecycle.api.errors.server_error"

@@ -9,6 +9,7 @@ from rest_framework.settings import api_settings
 from lifecycle import selectors
 from lifecycle.actors import Actor
 from lifecycle.api import serializers as s
+from lifecycle.api.parsers import BoundedJSONParser
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.origin import request_origin
@@ -177,6 +178,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """The projects of the user's organizations; their admins change what the API lets them change (PATCH)."""
 
     serializer_class = s.ProjectOut
+    parser_classes = [BoundedJSONParser]  # a JSON true or false: a form field is a string, never a boolean
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
