@@ -98,7 +98,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
         data = s.RetriageIn(data=request.data)
         data.is_valid(raise_exception=True)
-        requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"),
+                             origin=request_origin(request), **data.validated_data)
         return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
                                          context=self.get_serializer_context()).data)
 
@@ -111,7 +112,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         data = s.CancelIn(data=request.data)
         data.is_valid(raise_exception=True)
         requirement_cancel_request(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"),
-                                   **data.validated_data)
+                                   origin=request_origin(request), **data.validated_data)
         return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
                                          context=self.get_serializer_context()).data)
 
@@ -138,7 +139,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         if getattr(self, "swagger_fake_view", False):
             return ReviewTask.objects.none()
         tasks = selectors.review_tasks_visible_to(self.request.user).select_related("decided_by", "assignee", "assignee_group")
-        wanted = self.request.query_params.get("state")
+        wanted = self.request.query_params.get("state") if self.action == "list" else None  # a filter of the list only
         if wanted == "open":
             return tasks.filter(state__in=PENDING_REVIEW_STATES)
         if wanted:

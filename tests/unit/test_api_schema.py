@@ -122,6 +122,16 @@ def test_the_usage_cost_is_a_number_and_missing_people_are_null(acme_project, ri
 
 
 @pytest.mark.django_db
+def test_the_schema_has_one_version_and_refuses_a_query_for_another(alice, settings):
+    served = api_for(alice).get("/api/schema/", {"format": "json"})
+    assert served.json()["info"]["version"] == settings.SPECTACULAR_SETTINGS["VERSION"]
+    refused = api_for(alice).get("/api/schema/", {"version": "v" * 5000})
+    assert refused.status_code == 400 and "vvv" not in refused.content.decode()
+    assert refused["Content-Type"] == "application/json" and "one version" in refused.json()["version"][0]
+
+
+@pytest.mark.django_db
 def test_the_schema_is_served_to_signed_in_users_only(alice):
-    assert APIClient().get("/api/schema/").status_code == 401
+    anonymous = APIClient().get("/api/schema/")
+    assert anonymous.status_code == 401 and anonymous["Content-Type"] == "application/json"  # an error: JSON
     assert api_for(alice).get("/api/schema/").status_code == 200

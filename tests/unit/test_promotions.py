@@ -326,6 +326,9 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
     assert {row["kind"] for row in listed} == {"promotion", "rollback"}
     unknown = api_for(alice).get("/api/v1/promotions/?state=" + "x" * 300)
     assert unknown.status_code == 400 and "unknown state; use one of proposed" in unknown.data["state"][0]
+    # a filter of the list: a promotion read by id, or decided, is found whatever ?state= says
+    assert api_for(alice).get(f"/api/v1/promotions/{pk}/?state=nope").json()["id"] == pk
+    assert api_for(alice).get(f"/api/v1/promotions/{pk}/?state=proposed").json()["state"] == "accepted"
 
 
 @pytest.mark.django_db
