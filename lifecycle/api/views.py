@@ -51,10 +51,10 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         parameters=[
         OpenApiParameter(KEY_HEADER, str, OpenApiParameter.HEADER, description=(
             f"optional, 1 to {KEY_MAX_CHARS} printable ASCII characters: a repeat of this POST with the same key and "
-            "body (a retry) answers 201 with the requirement the first one made and `Idempotent-Replayed: true`; "
-            "the key with another body is 422")),
-        OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201], enum=["true"],
-                         description=f"present when a repeat with an {KEY_HEADER} found the requirement made before"),
+            "body (a retry) answers what the first one answered (201 with the requirement it made, or 200 with the "
+            "ticket's live requirement it found) and `Idempotent-Replayed: true`; the key with another body is 422")),
+        OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[200, 201], enum=["true"],
+                         description=f"present when a repeat with an {KEY_HEADER} got the answer of the POST before"),
         OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[200, 201],
                          description="the requirement's URL")])
     def create(self, request):
@@ -68,15 +68,15 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
                 raise DomainError("no such project", "project")
         key = request.headers.get(KEY_HEADER)
         if "ticket" in given:
-            requirement, outcome = ticket_submit(user=request.user, ticket=Ticket(**given["ticket"]), project=project,
-                                                 playbook=given["playbook"], idempotency_key=key)
+            submitted = ticket_submit(user=request.user, ticket=Ticket(**given["ticket"]), project=project,
+                                      playbook=given["playbook"], idempotency_key=key)
         else:
-            requirement, made = requirement_submit_once(user=request.user, idempotency_key=key, brief=given["brief"],
-                                                        title=given["title"], project=project, playbook=given["playbook"])
-            outcome = "created" if made else "repeat"
+            submitted = requirement_submit_once(user=request.user, idempotency_key=key, brief=given["brief"],
+                                                title=given["title"], project=project, playbook=given["playbook"])
+        requirement = submitted.requirement
         headers = {"Location": f"{request.path}{requirement.pk}/"} | (
-            {"Idempotent-Replayed": "true"} if outcome == "repeat" else {})
-        answer = status.HTTP_200_OK if outcome == "live" else status.HTTP_201_CREATED
+            {"Idempotent-Replayed": "true"} if submitted.replayed else {})
+        answer = status.HTTP_200_OK if submitted.live else status.HTTP_201_CREATED
         return Response(s.RequirementCreatedOut(requirement).data, status=answer, headers=headers)
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
