@@ -16,6 +16,8 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
+from lifecycle.errors import capped
+
 STEPS, TOKENS, SANDBOX_RUNS, COST_USD = "steps", "tokens", "sandbox_runs", "cost_usd"
 DIMENSIONS = (STEPS, TOKENS, SANDBOX_RUNS, COST_USD)
 ROLES = ("product_owner", "business_analyst", "tech_architect", "tech_lead", "senior_engineer", "qc_engineer",
@@ -83,13 +85,14 @@ def normalize(budget: dict[str, Any]) -> dict[str, Any]:
 
 def problems(budget: Any) -> list[str]:
     """Everything wrong with a budget someone sets (a decision's override, a project's or a promoted profile), in
-    words a project admin or API client can act on: its shape, and each limit within its dimension's maximum."""
-    return _problems(budget, bounded=True)
+    words a project admin or API client can act on: its shape, and each limit within its dimension's maximum. At
+    most ECHO_MAX_NAMES of them, the rest counted (lifecycle.errors.capped)."""
+    return capped(_problems(budget, bounded=True))
 
 
 def shape_problems(budget: Any) -> list[str]:
     """What makes a stored budget unreadable; a limit beyond its maximum is not (it is read as the maximum)."""
-    return _problems(budget, bounded=False)
+    return capped(_problems(budget, bounded=False))
 
 
 def _problems(budget: Any, *, bounded: bool) -> list[str]:

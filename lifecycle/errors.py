@@ -22,6 +22,13 @@ def echoed_names(names: Iterable[object]) -> str:
     return shown + (f" and {len(names) - ECHO_MAX_NAMES} more" if len(names) > ECHO_MAX_NAMES else "")
 
 
+def capped(problems: list[str]) -> list[str]:
+    """Problems for an error (each already short): the first ECHO_MAX_NAMES, then how many more, so a body with
+    100,000 wrong keys is answered in a few lines, not one line each."""
+    more = len(problems) - ECHO_MAX_NAMES
+    return problems[:ECHO_MAX_NAMES] + ([f"and {more} more"] if more > 0 else [])
+
+
 class DomainError(Exception):
     """The request is wrong in domain terms (HTTP 400). `field` names the input at fault."""
 

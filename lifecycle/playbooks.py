@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lifecycle.errors import ECHO_MAX_NAMES, DomainError, echoed
+from lifecycle.errors import DomainError, capped, echoed
 
 # Every phase in the order the flow runs them; a playbook lists a subsequence.
 PHASES = ("clarify", "stories", "design", "plan", "develop", "code_review", "quality_gate", "deploy")
@@ -80,9 +80,7 @@ def table_problems(table: object) -> list[str]:
                 if kind not in TRIAGE_PLAYBOOKS] + [
         f"{echoed(kind)}: unknown playbook {echoed(repr(name))}; use one of {', '.join(PLAYBOOKS)}"
         for kind, name in table.items() if not isinstance(name, str) or name not in PLAYBOOKS]
-    # each problem repeats at most ECHO_MAX_CHARS of a name, and at most ECHO_MAX_NAMES are listed
-    more = len(problems) - ECHO_MAX_NAMES
-    return problems[:ECHO_MAX_NAMES] + ([f"and {more} more"] if more > 0 else [])
+    return capped(problems)  # each repeats at most ECHO_MAX_CHARS of a name
 
 
 class UnknownPlaybook(DomainError):

@@ -99,7 +99,7 @@ class PromotionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         if getattr(self, "swagger_fake_view", False):
             return PromotionDecision.objects.none()
         rows = promotions_visible_to(self.request.user).select_related("current_run", "candidate_run")
-        if state := self.request.query_params.get("state"):
+        if self.action == "list" and (state := self.request.query_params.get("state")):  # a filter of the list only
             if state not in PromotionDecision.State.values:
                 raise DomainError(f"unknown state; use one of {', '.join(PromotionDecision.State.values)}", "state")
             rows = rows.filter(state=state)

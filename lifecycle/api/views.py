@@ -9,6 +9,7 @@ from rest_framework.settings import api_settings
 from lifecycle import selectors
 from lifecycle.actors import Actor
 from lifecycle.api import serializers as s
+from lifecycle.api.parsers import BoundedJSONParser
 from lifecycle.errors import DomainError
 from lifecycle.models import Project, Requirement, ReviewTask
 from lifecycle.origin import request_origin
@@ -50,10 +51,10 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         parameters=[
         OpenApiParameter(KEY_HEADER, str, OpenApiParameter.HEADER, description=(
             f"optional, 1 to {KEY_MAX_CHARS} printable ASCII characters: a repeat of this POST with the same key and "
-            "body (a retry) answers 201 with the requirement the first one made and `Idempotent-Replayed: true`; "
-            "the key with another body is 422")),
-        OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201], enum=["true"],
-                         description=f"present when a repeat with an {KEY_HEADER} found the requirement made before"),
+            "body (a retry) answers what the first one answered (201 with the requirement it made, or 200 with the "
+            "ticket's live requirement it found) and `Idempotent-Replayed: true`; the key with another body is 422")),
+        OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[200, 201], enum=["true"],
+                         description=f"present when a repeat with an {KEY_HEADER} got the answer of the POST before"),
         OpenApiParameter("Location", str, OpenApiParameter.HEADER, response=[200, 201],
                          description="the requirement's URL")])
     def create(self, request):
@@ -67,15 +68,15 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
                 raise DomainError("no such project", "project")
         key = request.headers.get(KEY_HEADER)
         if "ticket" in given:
-            requirement, outcome = ticket_submit(user=request.user, ticket=Ticket(**given["ticket"]), project=project,
-                                                 playbook=given["playbook"], idempotency_key=key)
+            submitted = ticket_submit(user=request.user, ticket=Ticket(**given["ticket"]), project=project,
+                                      playbook=given["playbook"], idempotency_key=key)
         else:
-            requirement, made = requirement_submit_once(user=request.user, idempotency_key=key, brief=given["brief"],
-                                                        title=given["title"], project=project, playbook=given["playbook"])
-            outcome = "created" if made else "repeat"
+            submitted = requirement_submit_once(user=request.user, idempotency_key=key, brief=given["brief"],
+                                                title=given["title"], project=project, playbook=given["playbook"])
+        requirement = submitted.requirement
         headers = {"Location": f"{request.path}{requirement.pk}/"} | (
-            {"Idempotent-Replayed": "true"} if outcome == "repeat" else {})
-        answer = status.HTTP_200_OK if outcome == "live" else status.HTTP_201_CREATED
+            {"Idempotent-Replayed": "true"} if submitted.replayed else {})
+        answer = status.HTTP_200_OK if submitted.live else status.HTTP_201_CREATED
         return Response(s.RequirementCreatedOut(requirement).data, status=answer, headers=headers)
 
     @extend_schema(parameters=[s.RoutingQueryIn], responses={200: s.FailureRouteOut(many=True)})
@@ -97,7 +98,8 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         requirement = get_object_or_404(selectors.requirements_visible_to(request.user), pk=pk)
         data = s.RetriageIn(data=request.data)
         data.is_valid(raise_exception=True)
-        requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"), **data.validated_data)
+        requirement_retriage(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"),
+                             origin=request_origin(request), **data.validated_data)
         return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
                                          context=self.get_serializer_context()).data)
 
@@ -110,7 +112,7 @@ class RequirementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         data = s.CancelIn(data=request.data)
         data.is_valid(raise_exception=True)
         requirement_cancel_request(requirement_id=requirement.pk, actor=Actor.human(request.user, "api"),
-                                   **data.validated_data)
+                                   origin=request_origin(request), **data.validated_data)
         return Response(s.RequirementOut(self.get_queryset().get(pk=requirement.pk),
                                          context=self.get_serializer_context()).data)
 
@@ -137,7 +139,7 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         if getattr(self, "swagger_fake_view", False):
             return ReviewTask.objects.none()
         tasks = selectors.review_tasks_visible_to(self.request.user).select_related("decided_by", "assignee", "assignee_group")
-        wanted = self.request.query_params.get("state")
+        wanted = self.request.query_params.get("state") if self.action == "list" else None  # a filter of the list only
         if wanted == "open":
             return tasks.filter(state__in=PENDING_REVIEW_STATES)
         if wanted:
@@ -177,6 +179,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """The projects of the user's organizations; their admins change what the API lets them change (PATCH)."""
 
     serializer_class = s.ProjectOut
+    parser_classes = [BoundedJSONParser]  # a JSON true or false: a form field is a string, never a boolean
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -151,8 +151,7 @@ def _submit(run: EvalRun, case: Case, user: Any, organization: Organization, scr
     if case.kind == "brief":
         return requirement_submit(user=user, brief=case.body, title=case.title, project=project, via="cli")
     ticket = Ticket(source=TicketSource.CLI, key=f"eval-{run.pk}-{case.name}"[:100], title=case.title, body=case.body)
-    requirement, _ = ticket_submit(user=user, ticket=ticket, project=project)
-    return requirement
+    return ticket_submit(user=user, ticket=ticket, project=project).requirement
 
 
 def _use_versions(project: Project, run: EvalRun) -> None:

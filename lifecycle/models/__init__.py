@@ -12,6 +12,7 @@ from lifecycle.models.conversations import (
 )
 from lifecycle.models.evals import EvalCase, EvalOutcome, EvalRun, HiddenResult
 from lifecycle.models.inbox import StoryEdit
+from lifecycle.models.intake import IdempotencyKey
 from lifecycle.models.llm import LLMCall
 from lifecycle.models.meta_eval import AppendOnlyError, MetaEvalLog, MetaKind
 from lifecycle.models.notifications import Notification
@@ -32,8 +33,8 @@ from lifecycle.models.webhooks import WebhookDelivery
 __all__ = [
     "ActionApproval", "ActionPreauthorization", "Conversation", "ConversationChannelBinding",
     "ConversationEmail", "ConversationParticipant", "Message", "ToolCall",
-    "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "ImplementationTask", "LLMCall", "Membership", "Organization",
-    "OutboxEvent", "Project",
+    "ApiToken", "Artifact", "ArtifactBlob", "FailureRoute", "IdempotencyKey", "ImplementationTask", "LLMCall",
+    "Membership", "Organization", "OutboxEvent", "Project",
     "PromotedArtifact", "PromotionDecision", "PromptBundle", "Replay",
     "Requirement", "RequirementDoc", "ReviewTask", "StateTransition", "Step", "UserStory",
     "SlackIdentity", "SlackMessageSeen", "SlackWorkspace",

@@ -54,10 +54,6 @@ class Requirement(FSMModelMixin, models.Model):
     workspace_head = models.CharField(max_length=40, null=True, blank=True, default="", db_default="",  # noqa: DJ001
                                       help_text="the workspace commit the last committed apply made; an apply whose "
                                                 "transaction failed after its git commit is reset to it")
-    idempotency_key = models.CharField(  # noqa: DJ001 (NULL: submitted without a key; keys are unique per submitter)
-        max_length=255, null=True, blank=True, editable=False,
-        help_text="the Idempotency-Key its POST came with: a repeat of that POST by the same user gets this "
-                  "requirement back instead of a second one")
     # The ticket it came from, if any (its title is the requirement's title, its body the brief): lifecycle/tickets.py
     ticket_source = models.CharField(max_length=10, choices=TicketSource.choices, blank=True, editable=False,
                                      help_text="where the ticket came from; empty: a brief, not a ticket")
@@ -78,9 +74,6 @@ class Requirement(FSMModelMixin, models.Model):
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organization", "-created_at"])]
         constraints = [
-            models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
-                                    condition=models.Q(idempotency_key__isnull=False),
-                                    name="one_requirement_per_idempotency_key"),
             # a ticket delivered twice at once (a webhook and its retry, a label and a /aiteam comment) makes one
             # run: the second INSERT waits for the first's transaction, then fails here; a finished run frees it
             models.UniqueConstraint(fields=["project", "ticket_source", "ticket_key", "ticket_via_webhook"],

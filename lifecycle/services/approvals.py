@@ -45,7 +45,6 @@ CANCEL = "cancel_requirement"
 APPROVE_STORIES = f"{ReviewKind.STORIES_APPROVAL}:{Decision.APPROVE}"
 APPROVE_DEPLOYMENT = f"{ReviewKind.DEPLOYMENT_APPROVAL}:{Decision.APPROVE}"
 REASON_MAX_CHARS = 2000
-PENDING_SHOWN = 200  # the newest pending requests a person is shown to decide
 
 
 @dataclass(frozen=True)
@@ -334,11 +333,36 @@ def approvals_visible_to(user: Any) -> QuerySet[ActionApproval]:
     return ActionApproval.objects.filter(mine, organization_id__in=members).distinct()
 
 
-def approvals_to_decide(user: Any) -> list[ActionApproval]:
-    """The pending requests the user may decide, newest first (the API's list, the admin's buttons)."""
-    pending = approvals_visible_to(user).filter(state=ActionApproval.State.PENDING).select_related(
-        "organization", "requested_for", "decided_by").order_by("-created_at")[:PENDING_SHOWN]
-    return [approval for approval in pending if _may_decide(user, approval)]
+def approvals_to_decide(user: Any) -> QuerySet[ActionApproval]:
+    """The pending requests the user may decide, newest first: the API's list, paged over every one of them. The
+    rule of _may_decide as one query, so that a count and a page hold only these."""
+    members = Membership.objects.filter(user=user).values("organization_id")
+    return ActionApproval.objects.filter(
+        _decided_by_role(user) | _withdrawn_by_submitter(user, members), organization_id__in=members,
+        state=ActionApproval.State.PENDING).select_related("requested_for", "decided_by").order_by("-created_at", "-pk")
+
+
+def _decided_by_role(user: Any) -> Q:
+    """A request of an organization where the user is a reviewer or an admin, except, for a reviewer, on a project
+    whose reviewers group they are not in (decide_refusal)."""
+    roles = dict(Membership.objects.filter(user=user, role__in=DECIDING_ROLES).values_list("organization_id", "role"))
+    groups = set(user.groups.values_list("name", flat=True))
+    narrowed = Project.objects.filter(organization_id__in=[org for org, role in roles.items() if role != Role.ADMIN])
+    closed = [pk for pk, group in narrowed.values_list("pk", "settings__reviewers_group")
+              if str(group or "") and str(group or "") not in groups]  # read as assignment.reviewers_group reads it
+    return Q(organization_id__in=list(roles)) & ~Q(project_id__in=closed)
+
+
+def _withdrawn_by_submitter(user: Any, members: QuerySet) -> Q:
+    """The cancel of a requirement the user submitted, in that requirement's organization."""
+    submitted: dict[Any, list[str]] = {}
+    for organization_id, pk in Requirement.objects.filter(submitted_by=user, organization_id__in=members).values_list(
+            "organization_id", "pk"):
+        submitted.setdefault(organization_id, []).append(str(pk))
+    withdraws = Q(pk__in=[])
+    for organization_id, ids in submitted.items():
+        withdraws |= Q(action=CANCEL, organization_id=organization_id, arguments__requirement_id__in=ids)
+    return withdraws
 
 
 def may_decide(user: Any, approval: ActionApproval) -> bool:

@@ -50,8 +50,7 @@ def ensure_may_review(user: Any, task: ReviewTask) -> None:
 def review_claim(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None = None) -> ReviewTask:
     """Take a task to work on. Claiming a task someone else holds is refused: unassign it or assign it instead."""
     with transaction.atomic():
-        task = _locked(task_id)
-        ensure_may_review(actor.user, task)
+        task = _locked(task_id, actor.user)
         if task.assignee_id == actor.user.pk:
             return task
         if task.assignee_id is not None:
@@ -65,8 +64,7 @@ def review_claim(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None = 
 def review_unassign(*, task_id: Any, actor: Actor, origin: dict[str, Any] | None = None) -> ReviewTask:
     """Put a task back in the unassigned pool (the assignee leaving it, or a reviewer freeing it)."""
     with transaction.atomic():
-        task = _locked(task_id)
-        ensure_may_review(actor.user, task)
+        task = _locked(task_id, actor.user)
         if task.assignee_id is None and task.assignee_group_id is None:
             return task
         previous = str(task.assignee or task.assignee_group)
@@ -83,8 +81,7 @@ def review_assign(
     if (user is None) == (group is None):
         raise DomainError("assign to either a user or a group", "assignee")
     with transaction.atomic():
-        task = _locked(task_id)
-        ensure_may_review(actor.user, task)
+        task = _locked(task_id, actor.user)
         refusal = _assign_refusal(task, user, group)
         if refusal:
             raise DomainError(f"cannot assign: {refusal}", "assignee")
@@ -141,10 +138,13 @@ def lock_task_requirement(task_id: Any, *, skip_locked: bool = False) -> bool:
     return locked.values_list("pk", flat=True).first() is not None
 
 
-def _locked(task_id: Any) -> ReviewTask:
+def _locked(task_id: Any, user: Any) -> ReviewTask:
+    """The task, locked, once `user` may review it and it is still pending: the permission first, as review_decide
+    checks it, so a member who may not review is told that (403), whatever state the task is in."""
     lock_task_requirement(task_id)
     task = ReviewTask.objects.select_for_update(of=("self",)).select_related(
         "organization", "requirement", "assignee", "assignee_group").get(pk=task_id)
+    ensure_may_review(user, task)
     if not task.is_pending:
         raise IllegalTransition(f"review task is already {task.state}")
     return task

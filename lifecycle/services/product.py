@@ -64,7 +64,8 @@ def _ticket_of(requirement: Requirement) -> dict[str, str]:
     return {"source": requirement.ticket_source, "key": requirement.ticket_key, "url": requirement.ticket_url}
 
 
-def requirement_retriage(*, requirement_id: Any, actor: Actor, playbook: str, reason: str) -> Requirement:
+def requirement_retriage(*, requirement_id: Any, actor: Actor, playbook: str, reason: str,
+                         origin: dict[str, Any] | None = None) -> Requirement:
     """A reviewer's override of the triage (or of a brief's playbook) before design or planning starts: the new
     playbook, and the Product Owner clarifies again under it (a bug fix needs acceptance criteria a feature's
     clarification may lack). Whatever waited on the old playbook (a clarification, a stories approval) expires."""
@@ -80,7 +81,8 @@ def requirement_retriage(*, requirement_id: Any, actor: Actor, playbook: str, re
             raise DomainError(f"it already runs the {new} playbook", "playbook")
         before = requirement.playbook
         requirement.playbook, requirement.clarification_round = new, requirement.clarification_round + 1
-        transition(requirement, "retriage", actor=actor, metadata={"playbook": [before, new], "reason": reason})
+        transition(requirement, "retriage", actor=actor, metadata={"playbook": [before, new], "reason": reason,
+                                                                   **({"origin": origin} if origin else {})})
         expired = []
         for pending in ReviewTask.objects.select_for_update().filter(requirement=requirement,
                                                                      state__in=PENDING_REVIEW_STATES):

@@ -26,7 +26,7 @@ from django.db.models import Q
 
 from lifecycle import playbooks
 from lifecycle.models import Project, Requirement, WebhookDelivery
-from lifecycle.services.intake import default_project, requirement_record, requirement_submit_once
+from lifecycle.services.intake import Submitted, default_project, requirement_record, requirement_submit, submit_once
 from lifecycle.states import NON_TERMINAL_STATES
 from lifecycle.tickets import Ticket
 
@@ -44,14 +44,18 @@ class Delivery:
 
 
 def ticket_submit(*, user: Any, ticket: Ticket, project: Project | None = None, playbook: str = playbooks.DEFAULT,
-                  idempotency_key: str | None = None) -> tuple[Requirement, str]:
-    """A member's ticket: (its new requirement, "created"), (the ticket's live requirement, "live"), or (what an
-    earlier POST with this idempotency key made, "repeat"). The member's right to submit is checked before
+                  idempotency_key: str | None = None) -> Submitted:
+    """A member's ticket: its new requirement, or the ticket's live one (`live`); with an idempotency key, a repeat
+    gets what the first POST got (`replayed`), made or found. The member's right to submit is checked before
     anything is looked up, so the answer tells a non-member nothing."""
     project = project or default_project(user)
-    return _once_per_ticket(project, ticket, False, lambda: requirement_submit_once(
-        user=user, idempotency_key=idempotency_key, brief=ticket.brief, title=ticket.title, project=project,
-        playbook=playbook, ticket=ticket))
+
+    def submit(given: dict[str, Any]) -> Submitted:
+        requirement, outcome = _once_per_ticket(project, ticket, False, lambda: requirement_submit(user=user, **given))
+        return Submitted(requirement, live=outcome == "live")
+
+    return submit_once(user=user, idempotency_key=idempotency_key, submit=submit, submission={
+        "brief": ticket.brief, "title": ticket.title, "project": project, "playbook": playbook, "ticket": ticket})
 
 
 def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticket) -> tuple[Requirement | None, str]:
@@ -63,10 +67,10 @@ def webhook_ticket_accept(*, project: Project, delivery: Delivery, ticket: Ticke
             row = WebhookDelivery.objects.create(project=project, source=delivery.source,
                                                  delivery_id=delivery.delivery_id, body_sha256=delivery.body_sha256,
                                                  event=delivery.event, started_run=False)
-            requirement, outcome = _once_per_ticket(project, ticket, True, lambda: (requirement_record(
+            requirement, outcome = _once_per_ticket(project, ticket, True, lambda: requirement_record(
                 project=project, brief=ticket.brief, title=ticket.title, via=delivery.source, actor_role=WEBHOOK_ACTOR,
                 ticket=ticket, ticket_via_webhook=True,
-                metadata={"delivery": delivery.delivery_id, "event": delivery.event}), True))
+                metadata={"delivery": delivery.delivery_id, "event": delivery.event}))
             row.requirement, row.started_run = requirement, outcome == "created"
             row.save(update_fields=["requirement", "started_run"])
     except IntegrityError:
@@ -84,15 +88,15 @@ def live_requirement(project: Project, ticket: Ticket, via_webhook: bool) -> Req
 
 
 def _once_per_ticket(project: Project, ticket: Ticket, via_webhook: bool,
-                     create: Callable[[], tuple[Requirement, bool]]) -> tuple[Requirement, str]:
-    """`create()` (answering (requirement, made)) in a savepoint; when the ticket's live requirement beat it to the
-    unique index, that one."""
+                     create: Callable[[], Requirement]) -> tuple[Requirement, str]:
+    """`create()` in a savepoint: (the requirement, "created"); when the ticket's live requirement beat it to the
+    unique index, (that one, "live")."""
     try:
         with transaction.atomic():
-            requirement, made = create()
+            requirement = create()
     except IntegrityError:
         live = live_requirement(project, ticket, via_webhook)
         if live is None:
             raise
         return live, "live"
-    return requirement, "created" if made else "repeat"
+    return requirement, "created"

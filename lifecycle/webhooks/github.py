@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lifecycle.errors import echoed
 from lifecycle.tickets import TicketSource
 from lifecycle.webhooks import signatures
 from lifecycle.webhooks.readings import Reading, delivery_id, field, optional_text, ticket
@@ -29,7 +30,7 @@ def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Rea
         return _labelled(event, payload, label)
     if kind == "issue_comment":
         return _commanded(event, payload)
-    return Reading(event, ignored=f"a {kind or 'unnamed'} event starts nothing")
+    return Reading(event, ignored=f"a {echoed(kind) or 'unnamed'} event starts nothing")
 
 
 def _labelled(event: str, payload: dict[str, Any], label: str) -> Reading:

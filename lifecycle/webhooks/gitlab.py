@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lifecycle.errors import echoed
 from lifecycle.tickets import TicketSource
 from lifecycle.webhooks import signatures
 from lifecycle.webhooks.readings import PayloadError, Reading, delivery_id, field, optional_text, ticket
@@ -26,7 +27,7 @@ def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Rea
     action = attributes.get("action") if isinstance(attributes, dict) else None
     event = f"{kind}.{action}" if isinstance(action, str) else kind
     if kind != ISSUE_HOOK or payload.get("object_kind") != "issue":
-        return Reading(event, ignored=f"a {kind or 'unnamed'} event starts nothing (confidential issues neither)")
+        return Reading(event, ignored=f"a {echoed(kind) or 'unnamed'} event starts nothing (confidential issues neither)")
     if not _label_added(payload, label, action):
         return Reading(event, ignored=f"the label {label!r} was not added")
     issue = field(payload, "object_attributes", kind=dict)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from lifecycle.errors import echoed
 from lifecycle.tickets import TicketSource
 from lifecycle.webhooks import signatures
 from lifecycle.webhooks.readings import PayloadError, Reading, delivery_id, field, ticket
@@ -24,7 +25,7 @@ def delivery_of(headers: Mapping[str, str]) -> str:
 def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Reading:
     event = payload.get("webhookEvent") if isinstance(payload.get("webhookEvent"), str) else ""
     if event not in (CREATED, UPDATED):
-        return Reading(event, ignored=f"a {event or 'unnamed'} event starts nothing")
+        return Reading(event, ignored=f"a {echoed(event) or 'unnamed'} event starts nothing")
     issue = field(payload, "issue", kind=dict)
     fields = field(issue, "fields", kind=dict)
     added = label in field(fields, "labels", kind=list) if event == CREATED else _label_added(payload, label)

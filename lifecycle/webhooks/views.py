@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from lifecycle.api.parsers import json_problem
-from lifecycle.errors import DomainError
+from lifecycle.errors import DomainError, echoed
 from lifecycle.models import Project, WebhookDelivery
 from lifecycle.services.tickets import Delivery, webhook_ticket_accept
 from lifecycle.webhooks import github, gitlab, jira
@@ -104,6 +104,7 @@ def _json(body: bytes) -> dict:
 
 
 def _answer(source: str, project: Project, event: str, outcome: str, requirement_id=None) -> JsonResponse:
-    logger.info("webhook %s for project %s: %s → %s", source, project.pk, event, outcome)
+    # an ignored event's name is the sender's (a Jira body, a header) and was never checked against EVENT_MAX_CHARS
+    logger.info("webhook %s for project %s: %s → %s", source, project.pk, echoed(event, EVENT_MAX_CHARS), outcome)
     return JsonResponse({"detail": outcome, "requirement": str(requirement_id) if requirement_id else None}, status=202)
 

@@ -42,7 +42,7 @@ def test_concurrent_repeats_of_one_keyed_post_make_one_requirement(alice):
         assert len(answers) == CLIENTS and {status for status, _, _ in answers} == {201}, answers
         assert len({pk for _, pk, _ in answers}) == 1, answers
         assert sorted(str(replayed) for _, _, replayed in answers) == ["None"] + ["true"] * (CLIENTS - 1), answers
-        requirement = Requirement.objects.get(idempotency_key=f"race-{race}")
+        requirement = Requirement.objects.get(idempotency_keys__key=f"race-{race}")
         assert StateTransition.objects.filter(requirement=requirement).count() == 1
         assert Step.objects.filter(requirement=requirement).count() == 1
     assert Requirement.objects.count() == RACES

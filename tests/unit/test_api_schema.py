@@ -55,10 +55,14 @@ def responses(schema, method: str, path: str) -> set[str]:
 def test_every_error_an_operation_can_answer_is_documented_with_its_body(schema):
     assert responses(schema, "get", "/api/v1/requirements/") == {"200", "400", "401"}
     assert responses(schema, "get", "/api/v1/requirements/{id}/") == {"200", "400", "401", "404"}
-    assert responses(schema, "post", "/api/v1/requirements/") == {"200", "201", "400", "401", "403", "422"}  # 200: a live ticket
-    for action in ("decision", "claim", "unassign"):
+    assert responses(schema, "post", "/api/v1/requirements/") == {  # 200: a live ticket
+        "200", "201", "400", "401", "403", "413", "415", "422"}
+    assert responses(schema, "post", "/api/v1/review-tasks/{id}/decision/") == {
+        "200", "400", "401", "403", "404", "409", "413", "415"}
+    for action in ("claim", "unassign"):  # no body read: neither 413 nor 415
         assert responses(schema, "post", f"/api/v1/review-tasks/{{id}}/{action}/") == {
             "200", "400", "401", "403", "404", "409"}
+    assert responses(schema, "patch", "/api/v1/projects/{id}/") == {"200", "400", "401", "403", "404", "413", "415"}
     assert "409" in responses(schema, "post", "/api/v1/requirements/{id}/replay/")
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
@@ -66,6 +70,27 @@ def test_every_error_an_operation_can_answer_is_documented_with_its_body(schema)
                 if code.startswith("4"):
                     body = response["content"]["application/json"]["schema"]
                     assert body == {"$ref": "#/components/schemas/ErrorOut"}, (method, path, code)
+
+
+def test_a_project_patch_takes_json_only_as_the_schema_says(schema):
+    body = schema["paths"]["/api/v1/projects/{id}/"]["patch"]["requestBody"]["content"]
+    assert set(body) == {"application/json"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("method", "path", "content_type"), [
+    ("post", "/api/v1/requirements/", "text/plain"),
+    ("post", "/api/v1/review-tasks/{task}/decision/", "text/plain"),
+    ("patch", "/api/v1/projects/{project}/", "text/plain"),
+    ("patch", "/api/v1/projects/{project}/", "application/x-www-form-urlencoded"),  # a form's "true" is a string
+    ("patch", "/api/v1/projects/{project}/", "multipart/form-data; boundary=x"),
+])
+def test_a_body_in_a_content_type_the_operation_does_not_take_is_a_415(acme_project, rita, method, path, content_type):
+    from tests.review_tasks import open_review
+
+    url = path.format(task=open_review(acme_project).pk, project=acme_project.pk)
+    response = getattr(api_for(rita), method)(url, "decision=approve", content_type=content_type)
+    assert response.status_code == 415 and content_type in response.json()["detail"]
 
 
 def test_ids_are_uuids_and_the_review_task_list_documents_its_state_filter(schema):
@@ -97,6 +122,16 @@ def test_the_usage_cost_is_a_number_and_missing_people_are_null(acme_project, ri
 
 
 @pytest.mark.django_db
+def test_the_schema_has_one_version_and_refuses_a_query_for_another(alice, settings):
+    served = api_for(alice).get("/api/schema/", {"format": "json"})
+    assert served.json()["info"]["version"] == settings.SPECTACULAR_SETTINGS["VERSION"]
+    refused = api_for(alice).get("/api/schema/", {"version": "v" * 5000})
+    assert refused.status_code == 400 and "vvv" not in refused.content.decode()
+    assert refused["Content-Type"] == "application/json" and "one version" in refused.json()["version"][0]
+
+
+@pytest.mark.django_db
 def test_the_schema_is_served_to_signed_in_users_only(alice):
-    assert APIClient().get("/api/schema/").status_code == 401
+    anonymous = APIClient().get("/api/schema/")
+    assert anonymous.status_code == 401 and anonymous["Content-Type"] == "application/json"  # an error: JSON
     assert api_for(alice).get("/api/schema/").status_code == 200

@@ -78,3 +78,42 @@ def test_the_depth_is_a_setting_and_a_body_within_it_reaches_validation(alice, s
     assert_refused(within, "title")
     assert "nested" not in json.dumps(within.json())
     assert_refused(api_for(alice).post(URL, {"brief": "ok", "title": {"a": [[1]]}}, format="json"), "deeper than 3")
+
+
+# --- what Django answers itself (no API view took the request, or it could not read the body): JSON under /api/
+
+@pytest.mark.parametrize(("send", "status", "words"), [
+    (lambda c: c.get("/api/v1/requirement/"), 404, "Not found"),  # a mistyped resource
+    (lambda c: c.post(f"{URL}1.5/cancel/", {"reason": "r"}, format="json"), 404, "Not found"),  # no route takes the id
+    (lambda c: c.get("/api/"), 404, "Not found"),
+    (lambda c: c.post(URL, json.dumps({"brief": "x" * 5000}), content_type="application/json"), 413,
+     "larger than the 4096 bytes DATA_UPLOAD_MAX_MEMORY_SIZE allows"),
+    (lambda c: c.post(URL, "brief=" + "x" * 5000, content_type="application/x-www-form-urlencoded"), 413, "larger"),
+    (lambda c: c.post(URL, b"garbage", content_type="multipart/form-data"), 400, "boundary is missing"),
+], ids=["mistyped path", "dotted id", "api root", "big json", "big form", "multipart without boundary"])
+def test_an_error_django_answers_under_the_api_is_json(alice, settings, send, status, words):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    response = send(api_for(alice))
+    assert response.status_code == status, (response.status_code, response.content[:200])
+    assert response["Content-Type"] == "application/json" and words in response.json()["detail"]
+    assert not Requirement.objects.exists()
+
+
+def test_pages_outside_the_api_keep_djangos_html_errors(settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    missing = Client().get("/staff/nope/")
+    too_big = Client().post("/admin/login/", {"username": "x" * 5000, "password": "x"})
+    assert (missing.status_code, too_big.status_code) == (404, 400)
+    assert missing["Content-Type"].startswith("text/html") and too_big["Content-Type"].startswith("text/html")
+
+
+def test_a_server_error_under_the_api_is_json_too(alice, monkeypatch):
+    def broken(**_):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("lifecycle.api.views.requirement_submit_once", broken)
+    client = api_for(alice)
+    client.raise_request_exception = False  # answer as a server would, not re-raise in the test
+    response = client.post(URL, {"brief": "b"}, format="json")
+    assert (response.status_code, response["Content-Type"]) == (500, "application/json")
+    assert response.json() == {"detail": "A server error occurred."} and "a bug" not in response.content.decode()

@@ -137,7 +137,7 @@ def test_a_pre_authorization_does_not_decide_for_an_asker_who_may_not_decide(scr
     assert call.status == "awaiting_approval"
     assert call.result.endswith("it waits for a reviewer of the project (sam may not decide it) to approve or reject it.")
     assert ReviewTask.objects.get(pk=task.pk).is_pending
-    assert approvals.approvals_to_decide(rita) == [approval] and not approvals.may_decide(sam, approval)
+    assert list(approvals.approvals_to_decide(rita)) == [approval] and not approvals.may_decide(sam, approval)
 
 
 @pytest.mark.parametrize("about_sams", [True, False], ids=["about-another-requirement", "about-no-requirement"])

@@ -231,3 +231,38 @@ def test_an_approval_shows_the_texts_approving_records_as_the_approvers_words(sc
 
     [listed] = api_for(rita).get("/api/v1/approvals/").json()["results"]
     assert listed["proposed"] == {"budget": '{"requirement": {"cost_usd": "9.5"}}', "reason": "<b>worth it</b>"}
+
+
+def test_the_approvals_list_pages_over_every_request_the_caller_may_decide_and_counts_only_those(
+        acme, acme_project, rita, alice, sam):
+    from django.contrib.auth.models import Group
+
+    from lifecycle.services.approvals import may_decide
+    from tests.factories import MembershipFactory, ProjectFactory
+
+    grouped = ProjectFactory(organization=acme, slug="web", settings={"reviewers_group": "web-reviewers"})
+    rosa = MembershipFactory(organization=acme, role="reviewer", user__username="rosa").user
+    rosa.groups.add(Group.objects.create(name="web-reviewers"))
+    mine = Requirement.objects.create(organization=acme, project=acme_project, brief="b", submitted_by=alice)
+
+    def ask(project, count, action="stories_approval:approve", **arguments):
+        ActionApproval.objects.bulk_create([ActionApproval(
+            organization=acme, project=project, action=action, summary=f"{action} #{i}", requested_for=rita,
+            arguments=arguments or {"task_id": "00000000-0000-0000-0000-000000000000", "decision": "approve"})
+            for i in range(count)])
+
+    ask(acme_project, 230)
+    ask(grouped, 30)  # decided by web-reviewers (rosa) only
+    ask(acme_project, 1, action="cancel_requirement", requirement_id=str(mine.pk), reason="r")  # alice's own too
+    ActionApproval.objects.filter(summary="stories_approval:approve #0", project=grouped).update(state="rejected")
+
+    first = api_for(rita).get("/api/v1/approvals/?limit=200").json()
+    rest = api_for(rita).get("/api/v1/approvals/?limit=200&offset=200").json()
+    assert (first["count"], len(first["results"]), len(rest["results"]), rest["next"]) == (231, 200, 31, None)
+    assert first["next"].endswith("offset=200")
+    listed = {row["id"] for row in first["results"] + rest["results"]}
+    for user, count in ((rita, 231), (rosa, 260), (alice, 1), (sam, 0)):
+        pages = api_for(user).get("/api/v1/approvals/?limit=200").json()
+        assert pages["count"] == count, user
+        decidable = {str(a.pk) for a in ActionApproval.objects.all() if may_decide(user, a)}
+        assert len(decidable) == count and (user != rita or listed == decidable)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import time
 from urllib.parse import urlencode
 
@@ -217,6 +218,20 @@ def test_a_playbook_table_lists_ten_problems_each_name_cut():
     assert all(len(problem) < 300 for problem in problems)
 
 
+@pytest.mark.parametrize("budget", [
+    {"roles": {f"r{i}": {} for i in range(100_000)}},
+    {"requirement": {"tokens": 5}, **{f"k{i}": 1 for i in range(100_000)}},
+    {"requirement": {f"d{i}": 1 for i in range(100_000)}},
+], ids=["unknown roles", "unknown keys", "unknown dimensions"])
+def test_a_budget_override_lists_ten_problems_and_counts_the_rest(acme_project, rita, budget):
+    task = open_review(acme_project, kind="budget_exhausted", stories=0)
+    errors = assert_400(api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/",
+                                           {"decision": "override_budget", "budget": budget}, format="json"))
+    message = errors["budget"][0]
+    assert message.endswith(f"; and {100_000 - ECHO_MAX_NAMES} more") and len(message) < 2000, message[:300]
+    assert ReviewTask.objects.get(pk=task.pk).is_pending
+
+
 def test_unknown_prompt_names_of_a_candidate_are_listed_cut(acme_project):
     with pytest.raises(DomainError) as refused:
         bundle_with(acme_project, {f"{i}-" + "p" * 1000: "text" for i in range(30)})
@@ -269,6 +284,27 @@ def test_a_gitlab_action_that_fits_is_recorded(hooked):
     action = "u" * (100 - len("Issue Hook."))
     assert to_gitlab(hooked, gitlab_issue(action=action), token=GL).status_code == 202
     assert WebhookDelivery.objects.get().event == f"Issue Hook.{action}"
+
+
+LONG_EVENT = "E" * 100_000
+
+
+@pytest.mark.parametrize("send", [
+    lambda p: to_jira(p, {**jira_issue(), "webhookEvent": LONG_EVENT}, secret=JR),
+    lambda p: to_gitlab(p, gitlab_issue(), token=GL, event=LONG_EVENT),
+    lambda p: to_gitlab(p, {**gitlab_issue(action=LONG_EVENT), "object_kind": "note"}, token=GL),
+    lambda p: to_gitlab(p, gitlab_issue(action=LONG_EVENT, previous=["aiteam"]), token=GL),
+    lambda p: to_github(p, github_issue(), secret=GH, event=LONG_EVENT),
+    lambda p: to_github(p, github_issue(action=LONG_EVENT), secret=GH),
+], ids=["jira webhookEvent", "gitlab event", "gitlab action, not an issue", "gitlab action, no label",
+        "github event", "github action"])
+def test_an_ignored_events_long_name_is_answered_and_logged_cut(hooked, caplog, send):
+    caplog.set_level(logging.INFO, logger="lifecycle.webhooks")
+    response = send(hooked)
+    assert response.status_code == 202 and response.json()["detail"].startswith("ignored:")
+    assert len(response.content) < 400, response.content[:400]
+    assert caplog.records and all(len(record.getMessage()) < 400 for record in caplog.records)
+    assert not WebhookDelivery.objects.exists()
 
 
 # --- Slack

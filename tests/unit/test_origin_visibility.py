@@ -65,3 +65,17 @@ def test_the_review_page_shows_the_address_to_the_organizations_admin_only(claim
     assert reviewer.status_code == admin.status_code == 200
     assert f"by rita via api from {ADDRESS}" in " ".join(admin.content.decode().split())
     assert "by rita via api" in " ".join(reviewer.content.decode().split()) and ADDRESS not in reviewer.content.decode()
+
+
+@pytest.mark.parametrize(("action", "body"), [
+    ("cancel", {"reason": "withdrawn"}),
+    ("retriage", {"playbook": "bug_fix", "reason": "a crash, not a feature"}),
+])
+def test_a_cancel_or_retriage_over_the_api_records_where_the_person_acted_from(acme_project, ada, action, body):
+    task = open_review(acme_project, kind="clarification")
+    response = api_for(ada).post(f"/api/v1/requirements/{task.requirement_id}/{action}/", body, format="json",
+                                 REMOTE_ADDR=ADDRESS, HTTP_USER_AGENT=AGENT)
+    assert response.status_code == 200, response.json()
+    [row] = [t for t in response.json()["transitions"] if t["event"] == action]
+    assert row["metadata"]["origin"]["ip"] == ADDRESS and row["metadata"]["origin"]["user_agent"] == AGENT
+    assert row["metadata"]["origin"]["path"] == f"/api/v1/requirements/{task.requirement_id}/{action}/"

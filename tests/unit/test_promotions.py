@@ -326,6 +326,23 @@ def test_the_api_proposes_decides_and_rolls_back_within_the_callers_organization
     assert {row["kind"] for row in listed} == {"promotion", "rollback"}
     unknown = api_for(alice).get("/api/v1/promotions/?state=" + "x" * 300)
     assert unknown.status_code == 400 and "unknown state; use one of proposed" in unknown.data["state"][0]
+    # a filter of the list: a promotion read by id, or decided, is found whatever ?state= says
+    assert api_for(alice).get(f"/api/v1/promotions/{pk}/?state=nope").json()["id"] == pk
+    assert api_for(alice).get(f"/api/v1/promotions/{pk}/?state=proposed").json()["state"] == "accepted"
+
+
+@pytest.mark.django_db
+def test_a_budget_profile_with_many_problems_is_refused_with_ten_and_a_count(alice, acme_project):
+    Membership.objects.create(user=alice, organization=evaluator()[1], role="reviewer")  # reads the eval runs
+    candidate = {"roles": {f"r{i}": {} for i in range(100_000)}}
+    before, after = evidence(acme_project, "budgets", {}, candidate)
+    refused = api_for(alice).post("/api/v1/promotions/", {
+        "project": str(acme_project.pk), "artifact": "budgets", "candidate": candidate, "current_run": before.pk,
+        "candidate_run": after.pk, "expected_effect": "fewer loops"}, format="json")
+    assert refused.status_code == 400
+    message = refused.json()["candidate"][0]
+    assert message.startswith("unknown role 'r0'") and message.endswith("; and 99990 more") and len(message) < 2000
+    assert not PromotionDecision.objects.exists()
 
 
 @pytest.mark.django_db

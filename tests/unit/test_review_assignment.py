@@ -187,3 +187,27 @@ def test_claim_and_unassign_over_the_api(alice, rita, sam, oscar):
     assert api_for(oscar).post(f"{url}/claim/").status_code == 404
     released = api_for(rita).post(f"{url}/unassign/")
     assert released.status_code == 200 and released.data["assignee"] is None and released.data["state"] == "open"
+
+
+@pytest.mark.parametrize("action", ["claim", "unassign", "decision"])
+def test_a_member_who_may_not_review_a_decided_task_is_told_so_not_that_it_is_decided(acme_project, rita, sam, action):
+    """The permission first, the task's state after, on every route: sam may not review, whatever the state."""
+    task = open_review(acme_project, kind="clarification")
+    decide(task, rita, "answer", answer="everyone")
+    response = api_for(sam).post(f"/api/v1/review-tasks/{task.pk}/{action}/", {"decision": "approve"}, format="json")
+    assert response.status_code == 403, response.json()
+    assert api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/{action}/", {"decision": "approve"},
+                              format="json").status_code == 409
+
+
+def test_the_state_filter_is_the_lists_and_leaves_a_task_by_id_alone(acme_project, rita):
+    task = open_review(acme_project, kind="clarification")
+    client = api_for(rita)
+    assert client.get("/api/v1/review-tasks/?state=resolved").json()["results"] == []
+    assert client.get("/api/v1/review-tasks/?state=nope").status_code == 400
+    assert client.get(f"/api/v1/review-tasks/{task.pk}/?state=nope").json()["id"] == str(task.pk)
+    claimed = client.post(f"/api/v1/review-tasks/{task.pk}/claim/?state=resolved")
+    assert claimed.status_code == 200 and claimed.json()["state"] == "claimed"
+    decided = client.post(f"/api/v1/review-tasks/{task.pk}/decision/?state=resolved", {"decision": "answer",
+                                                                                      "answer": "x"}, format="json")
+    assert decided.status_code == 200 and decided.json()["state"] == "resolved"

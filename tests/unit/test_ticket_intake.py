@@ -105,6 +105,18 @@ def test_a_repeated_post_with_an_idempotency_key_is_a_replay_not_a_live_ticket(a
     assert other.status_code == 422  # the key with another ticket
 
 
+def test_a_keyed_post_that_found_the_live_requirement_is_answered_the_same_after_it_ended(alice):
+    first = post(alice, {"ticket": TICKET})
+    keyed = post(alice, {"ticket": TICKET}, HTTP_IDEMPOTENCY_KEY="k-live")
+    assert (keyed.status_code, keyed.data["id"]) == (200, first.data["id"]) and "Idempotent-Replayed" not in keyed
+    Requirement.objects.filter(pk=first.data["id"]).update(state="cancelled")
+    retry = post(alice, {"ticket": TICKET}, HTTP_IDEMPOTENCY_KEY="k-live")  # its answer was lost: the same one again
+    assert (retry.status_code, retry.data["id"], retry["Idempotent-Replayed"]) == (200, first.data["id"], "true")
+    assert Requirement.objects.count() == 1
+    assert post(alice, {"ticket": {**TICKET, "key": "#43"}}, HTTP_IDEMPOTENCY_KEY="k-live").status_code == 422
+    assert post(alice, {"ticket": TICKET}, HTTP_IDEMPOTENCY_KEY="k-new").status_code == 201  # the ended one freed it
+
+
 def test_the_database_refuses_a_second_live_requirement_for_a_ticket(alice, acme_project):
     post(alice, {"ticket": TICKET})
     with pytest.raises(IntegrityError), transaction.atomic():

@@ -43,7 +43,9 @@ def test_a_reviewer_switches_a_misread_ticket_to_the_bug_fix_playbook(at_stories
     assert (req.playbook, req.state, req.clarification_round) == ("bug_fix", "ready_to_deploy", 2), transitions(req)
     row = req.transitions.get(event="retriage")
     assert (row.from_state, row.to_state, row.actor_user) == ("user_stories_created", "received", rita)
+    origin = row.metadata.pop("origin")  # where rita acted from, as a decision records it
     assert row.metadata == {"playbook": ["new_feature", "bug_fix"], "reason": TO_BUG_FIX["reason"]}
+    assert origin["path"] == f"{URL}{at_stories_gate.pk}/retriage/"
     assert req.review_tasks.get(kind="stories_approval").state == "expired"
     assert req.docs.get(version=2).acceptance_criteria == tickets.CRITERIA  # clarified again, as a bug ticket
     assert "Clarify this bug ticket" in scripted.requests[3].messages[0]["content"]

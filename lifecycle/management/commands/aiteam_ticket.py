@@ -118,10 +118,11 @@ class Command(BaseCommand):
         if not settings.CELERY_TASK_ALWAYS_EAGER:
             self.stdout.write("Celery is not eager: steps run on your workers; this command only submits and reports.")
         try:
-            requirement, outcome = ticket_submit(user=user, ticket=ticket, project=project)
+            submitted = ticket_submit(user=user, ticket=ticket, project=project)
         except (DomainError, NotPermitted) as exc:
             raise CommandError(str(exc)) from None
-        if outcome == "live":
+        requirement = submitted.requirement
+        if submitted.live:
             self.stdout.write(f"Ticket {ticket.key} already has a live run ({requirement.pk}): reporting it.")
         failed = _failed_step(requirement)
         if failed is not None and failed.error.startswith(CONFIG_ERRORS):  # its message says what to do
