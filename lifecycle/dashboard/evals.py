@@ -10,7 +10,7 @@ from django.db.models import Count, Exists, F, Q, QuerySet, Sum
 
 from lifecycle.dashboard import charts
 from lifecycle.dashboard.selectors import Scope
-from lifecycle.evals.report import CaseChange, case_changes
+from lifecycle.evals.report import CaseChange, cache_share, case_changes, shown_share
 from lifecycle.evals.running import ORGANIZATION
 from lifecycle.models import EvalCase, EvalOutcome, EvalRun, HiddenResult, Organization
 
@@ -45,6 +45,7 @@ def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
     it: a run interrupted (or still running) is marked unfinished and is never a baseline."""
     by_suite: dict[str, Suite] = {}
     for run in _with_totals(visible_runs(scope))[:RUNS]:
+        run.cache_share = shown_share(cache_share(run.uncached or 0, run.cache_read or 0, run.cache_written or 0))
         by_suite.setdefault(run.suite, Suite(run.suite)).runs.append(run)
     pairs = [_pair(suite, compare) for suite in by_suite.values()]
     ids = [run.pk for run, previous in pairs if previous for run in (run, previous)]
@@ -70,6 +71,8 @@ def _with_totals(runs: QuerySet) -> QuerySet:
         n_cases=Count("cases"), **outcomes, **hidden,
         false_passes=Count("cases", filter=Q(cases__gate_false_pass=True)),
         tokens=Sum(F("cases__input_tokens") + F("cases__output_tokens")), cost=Sum("cases__cost_usd"),
+        uncached=Sum("cases__input_tokens"), cache_read=Sum("cases__cache_read_tokens"),
+        cache_written=Sum("cases__cache_creation_tokens"),
         wall=Sum("cases__wall_s"),
     ).order_by("-started_at", "-pk")
 

@@ -63,7 +63,8 @@ def quality_gate_passed(requirement: Requirement) -> bool | None:
 def spend(requirement: Requirement) -> dict[str, Any]:
     totals = requirement.llm_calls.aggregate(llm_calls=Count("pk"), input_tokens=Sum("input_tokens"),
                                              output_tokens=Sum("output_tokens"),
-                                             cache_read_tokens=Sum("cache_read_tokens"), cost_usd=Sum("cost_usd"))
+                                             cache_read_tokens=Sum("cache_read_tokens"),
+                                             cache_creation_tokens=Sum("cache_creation_tokens"), cost_usd=Sum("cost_usd"))
     return {key: value or (Decimal(0) if key == "cost_usd" else 0) for key, value in totals.items()}
 
 

@@ -9,8 +9,32 @@ from lifecycle.models import EvalCase, EvalRun
 
 CASE_FIELDS = ("name", "kind", "requirement_id", "outcome", "state", "hidden", "hidden_passed", "hidden_total",
                "quality_gate_passed", "gate_false_pass", "attempts", "loops", "gates", "llm_calls", "input_tokens",
-               "output_tokens", "cache_read_tokens", "wall_s", "critical_path_s", "error", "hidden_error")
-COLUMNS = ("case", "outcome", "hidden", "gate", "steps", "tokens", "cache", "cost $", "wall s", "path s")
+               "output_tokens", "cache_read_tokens", "cache_creation_tokens", "wall_s", "critical_path_s", "error",
+               "hidden_error")
+COLUMNS = ("case", "outcome", "hidden", "gate", "steps", "tokens", "cached", "cost $", "wall s", "path s")
+
+
+def cache_share(uncached: int, read: int, written: int) -> float | None:
+    """The share of the input tokens read from cache (ADR 38): the API's three parts of a request's input add up
+    (`input_tokens` after the last breakpoint, `cache_read_input_tokens`, `cache_creation_input_tokens`); None
+    when there was no input."""
+    total = uncached + read + written
+    return read / total if total else None
+
+
+def shown_share(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def cache_line(cases: list[EvalCase]) -> str:
+    """The run's input tokens read from cache, for the line under the table."""
+    totals = summary(cases)
+    return (f"input tokens read from cache: {totals['cache_read_tokens']} of {totals['input_tokens_in_all']} "
+            f"({shown_share(totals['cache_share'])})")
+
+
+def _input(case: EvalCase) -> int:
+    return case.input_tokens + case.cache_read_tokens + case.cache_creation_tokens
 
 
 def run_json(run: EvalRun) -> dict[str, Any]:
@@ -32,7 +56,11 @@ def summary(cases: list[EvalCase]) -> dict[str, Any]:
     return {"cases": len(cases), "outcomes": outcomes, "hidden_full": sum(c.hidden == "full" for c in cases),
             "gate_false_passes": sum(c.gate_false_pass for c in cases),
             "cost_usd": str(sum((c.cost_usd for c in cases), start=0)),
-            "tokens": sum(c.input_tokens + c.output_tokens for c in cases)}
+            "tokens": sum(c.input_tokens + c.output_tokens for c in cases),
+            "input_tokens_in_all": sum(_input(c) for c in cases),
+            "cache_read_tokens": sum(c.cache_read_tokens for c in cases),
+            "cache_share": cache_share(sum(c.input_tokens for c in cases), sum(c.cache_read_tokens for c in cases),
+                                       sum(c.cache_creation_tokens for c in cases))}  # None: no input at all
 
 
 def table(cases: list[EvalCase]) -> str:
@@ -48,7 +76,9 @@ def _row(case: EvalCase) -> tuple[str, ...]:
         gate = "FALSE PASS"
     steps = sum(role.get("steps", 0) for role in case.attempts.values())
     return (case.name, case.outcome, f"{case.hidden} {case.hidden_passed}/{case.hidden_total}", gate, str(steps),
-            str(case.input_tokens + case.output_tokens), str(case.cache_read_tokens), f"{case.cost_usd:.4f}",
+            str(case.input_tokens + case.output_tokens),
+            shown_share(cache_share(case.input_tokens, case.cache_read_tokens, case.cache_creation_tokens)),
+            f"{case.cost_usd:.4f}",
             f"{case.wall_s:.1f}", f"{case.critical_path_s:.1f}")
 
 

@@ -76,6 +76,7 @@ class EvalCase(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_creation_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     wall_s = models.FloatField(default=0.0, help_text="submission to the case's end, hidden tests excluded")
     critical_path_s = models.FloatField(default=0.0, help_text="step time along the longest dependency chain")

@@ -21,14 +21,17 @@ def bundle(char: str) -> PromptBundle:
     return PromptBundle.objects.create(sha256=char * 64, prompts={"business_analyst": f"prompt {char}"})
 
 
-def eval_run(suite: str, prompts: PromptBundle, *, hours_ago: float, cases: list[tuple]) -> EvalRun:
-    """`cases`: (name, outcome, hidden, passed, false pass, cost) rows, each of 5 hidden tests."""
+def eval_run(suite: str, prompts: PromptBundle, *, hours_ago: float, cases: list[tuple],
+             cache: tuple[int, int] = (0, 0)) -> EvalRun:
+    """`cases`: (name, outcome, hidden, passed, false pass, cost) rows, each of 5 hidden tests, 1,000 input tokens
+    after the last cache breakpoint and `cache` (read, written) before it."""
     run = EvalRun.objects.create(suite=suite, bundle=prompts, provider="replay", finished_at=timezone.now())
     EvalRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(hours=hours_ago))
     EvalCase.objects.bulk_create(
         EvalCase(run=run, name=name, kind="brief", outcome=outcome, hidden=hidden, hidden_passed=passed,
                  hidden_total=5, quality_gate_passed=True, gate_false_pass=false_pass, input_tokens=1000,
-                 output_tokens=200, cost_usd=Decimal(cost), wall_s=60.0)
+                 output_tokens=200, cache_read_tokens=cache[0], cache_creation_tokens=cache[1],
+                 cost_usd=Decimal(cost), wall_s=60.0)
         for name, outcome, hidden, passed, false_pass, cost in cases)
     return run
 
@@ -39,7 +42,8 @@ def two_runs(db):
     first = eval_run("offline", bundle("a"), hours_ago=5, cases=[
         ("todo", "deployed", "partial", 3, True, "0.2000"), ("notes", "deployed", "full", 5, False, "0.1000")])
     second = eval_run("offline", bundle("b"), hours_ago=1, cases=[
-        ("todo", "deployed", "full", 5, False, "0.1500"), ("notes", "escalated", "not_run", 0, False, "0.3000")])
+        ("todo", "deployed", "full", 5, False, "0.1500"), ("notes", "escalated", "not_run", 0, False, "0.3000")],
+        cache=(3000, 1000))
     return first, second
 
 
@@ -84,7 +88,9 @@ def test_two_runs_on_two_bundles_are_listed_compared_and_charted(two_runs, admin
     assert rows == [str(second.pk), str(first.pk)]  # newest first
     assert "<code>aaaaaaaaaaaa</code>" in html and "<code>bbbbbbbbbbbb</code>" in html
     assert "<td>1 / 1 / 0 / 0</td><td>1</td>" in html  # the first run: full / partial / none / error, a false pass
-    assert "<td>2400</td><td>0.4500</td><td>120.0</td>" in html  # the second: tokens, cost, wall time
+    # the second: tokens, the share of its input read from cache (6,000 of 10,000), cost, wall time
+    assert "<td>2400</td><td>60%</td><td>0.4500</td><td>120.0</td>" in html
+    assert "<td>2400</td><td>0%</td><td>0.3000</td><td>120.0</td>" in html  # the first read nothing
     comparison = section(html, "eval-comparison")
     assert f"Run #{second.pk} against #{first.pk}" in comparison
     todo, notes = comparison.split("<td>todo</td>")[1], comparison.split("<td>notes</td>")[1]

@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import replace
 from datetime import timedelta
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from agents.sandbox import run_tests
 from agents.sandbox.report import TestReport
-from lifecycle.evals import hidden, running
+from lifecycle.evals import hidden, report, running
 from lifecycle.evals.measures import critical_path_s, gate_verdicts
 from lifecycle.evals.running import eval_case_run, eval_run_start
 from lifecycle.evals.suites import Case, Repository, SuiteError, load_case, load_suite, suite_id
@@ -140,6 +141,10 @@ def test_a_small_suite_runs_end_to_end_scoring_full_and_a_gate_false_pass(small_
     data = json.loads(exported.getvalue())
     assert data["summary"] == {**data["summary"], "cases": 2, "hidden_full": 1, "gate_false_passes": 1,
                                "outcomes": {"deployed": 2}}
+    read = good.cache_read_tokens + false_pass.cache_read_tokens
+    everything = sum(c.input_tokens + c.cache_read_tokens + c.cache_creation_tokens for c in (good, false_pass))
+    assert (data["summary"]["cache_read_tokens"], data["summary"]["input_tokens_in_all"]) == (read, everything)
+    assert f"input tokens read from cache: {read} of {everything} (" in text
     assert [case["name"] for case in data["cases"]] == ["1-good", "2-false-pass"] and data["bundle"] == run.bundle_id
 
 
@@ -333,3 +338,20 @@ def test_a_run_for_an_organization_names_a_real_one(acme):
         with pytest.raises(CommandError, match=f"--organization {slug}: no such organization"):
             call_command("aiteam_eval", "run", "--suite", "offline", "--organization", slug, stdout=StringIO())
     assert not EvalRun.objects.exists()
+
+
+def test_the_table_and_the_summary_give_the_share_of_the_input_read_from_cache():
+    """The API's three parts of the input add up (ADR 38): the share is what was read over all three."""
+    cases = [EvalCase(name="warm", outcome="deployed", hidden="full", input_tokens=500, output_tokens=100,
+                      cache_read_tokens=3000, cache_creation_tokens=500, cost_usd=Decimal("0.01")),
+             EvalCase(name="cold", outcome="deployed", hidden="full", input_tokens=1000, output_tokens=100,
+                      cache_creation_tokens=1000, cost_usd=Decimal("0.01")),
+             EvalCase(name="broke", outcome="failed", hidden="not_run", cost_usd=Decimal(0))]
+    totals = report.summary(cases)
+    assert (totals["cache_read_tokens"], totals["input_tokens_in_all"]) == (3000, 6000)
+    assert totals["cache_share"] == 0.5
+    rows = {line.split()[0]: line.split() for line in report.table(cases).splitlines()[2:]}
+    cached = report.COLUMNS.index("cached")
+    assert (rows["warm"][cached + 1], rows["cold"][cached + 1], rows["broke"][cached + 1]) == ("75%", "0%", "-")
+    assert report.cache_line(cases) == "input tokens read from cache: 3000 of 6000 (50%)"
+    assert report.summary([])["cache_share"] is None and report.cache_line([]).endswith("0 of 0 (-)")

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
-from lifecycle.evals.report import run_json, table
+from lifecycle.evals.report import cache_line, run_json, table
 from lifecycle.evals.running import eval_run_cases, eval_run_start
 from lifecycle.evals.suites import SuiteError, load_suite
 from lifecycle.management import python_shown
@@ -61,6 +61,7 @@ class Command(BaseCommand):
                           f"{'live (' + run.provider + ')' if live else 'offline (cassettes)'}")
         rows = eval_run_cases(run, cases, progress=self.stdout.write)
         self.stdout.write("\n" + table(rows))
+        self.stdout.write(cache_line(rows))
         self.stdout.write(f"\nbundle {run.bundle_id or '-'}; export: {python_shown()} manage.py aiteam_eval export {run.pk}")
         broke = [row.name for row in rows if row.broke]
         if broke:  # the machinery failed, not the team: a script running suites must see it
