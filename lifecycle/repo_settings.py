@@ -81,6 +81,16 @@ def moved_settings(project_settings: dict) -> list[str]:
     return problems
 
 
+def token_envs_named(token_env: str, project_settings: Any) -> list[tuple[str, str]]:
+    """(where, name) of every host token variable a project names: its token_env field and its Jira settings'.
+    The one list the cross-organization rule (selectors.token_env_refusal) is applied to, when saved and used."""
+    jira = project_settings.get("jira") if isinstance(project_settings, Mapping) else None
+    named = [("token_env", token_env)]
+    if isinstance(jira, Mapping) and isinstance(jira.get("token_env"), str):
+        named.append(("settings.jira.token_env", jira["token_env"]))
+    return [(where, env) for where, env in named if env]
+
+
 def secret_variable_problems(project: Project) -> list[str]:
     """Each stored variable name of `project` that the operator's lists no longer allow (names only, no values)."""
     named = [("token_env", project.token_env, settings.AITEAM_TOKEN_ENVS, "AITEAM_TOKEN_ENVS")]

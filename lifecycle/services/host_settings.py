@@ -21,7 +21,7 @@ from agents.delivery.jira import JiraSettings
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.repo_settings import HostKind
-from lifecycle.selectors import token_env_shared
+from lifecycle.selectors import token_env_refusal
 
 
 def github_settings(project: Project, *, draft: bool = False) -> GitHubSettings | None:
@@ -54,14 +54,13 @@ def host_token(project: Project, needs: str) -> str:
 
 def token_of(project: Project, env: str, field: str = "token_env") -> str:
     """The value of a token variable the project names: one on the operator's AITEAM_TOKEN_ENVS, named by this
-    organization's projects only (selectors.token_env_shared), and set on the worker. Checked where it is used,
-    not only when saved: the operator may have narrowed the list, and a project saved before this rule may name
-    another organization's variable."""
+    organization (selectors.token_env_refusal, the admin form's rule too), and set on the worker. Checked where it
+    is used, not only when saved: the operator may have narrowed the list, and a project saved before this rule may
+    name another organization's variable."""
     if env not in settings.AITEAM_TOKEN_ENVS:
         raise DomainError(f"token_env {env!r} is not one of the operator's AITEAM_TOKEN_ENVS", field)
-    if token_env_shared(env, project):
-        raise DomainError(f"{env!r} is also named by another organization's project: each organization needs a token "
-                          "variable of its own (ask the operator for one)", field)
+    if reason := token_env_refusal(env, project):
+        raise DomainError(reason, field)
     if not (token := os.environ.get(env, "")):
         raise DomainError(f"the worker has no value for {env}: the operator sets it", field)
     return token
