@@ -143,4 +143,5 @@ def test_a_title_cannot_mention_reference_or_carry_control_characters():
     z = ZERO_WIDTH_SPACE  # its own, after each reference sign; the ticket's were dropped
     assert title == f"Fix #{z}3 for @{z}alice, !{z}4 and ~{z}bug [31mevil end"
     assert change_title(None, "Deliver aiteam/x") == "Deliver aiteam/x"
+    assert change_title(None, "Closes https://gitlab.com/a/b/-/issues/3") == f"Closes https:{z}//gitlab.com/a/b/-/issues/3"
     assert len(change_title(TicketRef("api", "k", "t" * 999), "x")) == 250
