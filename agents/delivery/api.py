@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -30,6 +30,8 @@ class ChangeRequest:
     url: str
     draft: bool
     reused: bool  # it was already open for the branch: an earlier run (or a person) opened it
+    title: str = ""  # as the host holds it (GitLab's with its Draft: prefix)
+    body: str = field(default="", repr=False)
 
 
 class HostError(DeliveryError):
