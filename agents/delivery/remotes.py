@@ -117,6 +117,21 @@ def _local_refusal(path: str, local_root: Path | None, own_path: str) -> str | N
     return None
 
 
+def repository_path(url: str) -> str:
+    """The repository a host URL names ("owner/name", "group/sub/name": its path without `.git`); "" for a local
+    path or what is not a host URL."""
+    if "://" in url:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return ""
+        path = parts.path if parts.scheme in ("https", "ssh") else ""
+    else:
+        match = _SCP.match(url) if not url.startswith("/") else None
+        path = match["path"] if match else ""
+    return path.strip("/").removesuffix(".git").strip("/")
+
+
 @dataclass(frozen=True)
 class Remote:
     """A project's remote and the operator's rule for it; git_remote checks it again before every git call.
