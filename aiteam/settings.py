@@ -10,7 +10,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.delivery.api import url_list_problems
+from agents.delivery.api import api_url_list, url_list_problems
 from aiteam.bindings import ssh_identities, token_env_organizations
 from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_map, env_rate, env_str
 from aiteam.timeouts import StepTimeouts
@@ -282,9 +282,10 @@ AITEAM_SSH_IDENTITIES = ssh_identities("AITEAM_SSH_IDENTITIES", env_map("AITEAM_
 # Where a project's pull requests, merge requests and ticket comments may be sent (comma-separated): GitHub API
 # URLs, GitLab instances (without /api/v4) and Jira Cloud sites (none by default: each site is its own host).
 # https only, but for a loopback address (the local fake host); checked here and again where a URL is used.
-AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
-AITEAM_GITLAB_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_GITLAB_URLS", "https://gitlab.com").split(",") if v.strip()]
-AITEAM_JIRA_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_JIRA_URLS").split(",") if v.strip()]
+# Each normalized as a project's URL is (agents.delivery.api.normalized_api_url: no trailing slash).
+AITEAM_GITHUB_API_URLS = api_url_list(env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com"))
+AITEAM_GITLAB_URLS = api_url_list(env_str("AITEAM_GITLAB_URLS", "https://gitlab.com"))
+AITEAM_JIRA_URLS = api_url_list(env_str("AITEAM_JIRA_URLS"))
 for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEAM_GITLAB_URLS", AITEAM_GITLAB_URLS),
                      ("AITEAM_JIRA_URLS", AITEAM_JIRA_URLS)):
     if _bad := url_list_problems(_urls):

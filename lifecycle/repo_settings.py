@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from agents.delivery.api import normalized_api_url
 from agents.repo.budget import DEFAULT_CONTEXT_TOKENS, context_budget
 from agents.repo.scope import DEFAULT_MAX_LINES, DEFAULT_MAX_MODULES
 
@@ -195,6 +196,6 @@ def _host(config: Any, name: str, keys: dict[str, str | None]) -> None:
 
 
 def _allowed(config: Mapping[str, str], name: str, key: str, allowed: list[str], setting: str) -> None:
-    if key in config and config[key].rstrip("/") not in [url.rstrip("/") for url in allowed]:
+    if key in config and normalized_api_url(config[key]) not in [normalized_api_url(url) for url in allowed]:
         raise ValueError(f"settings.{name}.{key} {config[key]!r} is not one of the operator's {setting} "
                          f"({', '.join(allowed) or 'none'})")
