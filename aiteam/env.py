@@ -71,3 +71,21 @@ def env_rate(name: str, default: str) -> str | None:
     if not _RATE.fullmatch(value):
         raise ImproperlyConfigured(f"{name}={value!r}: expected a rate such as 60/min (per s, min, hour or day) or off")
     return value
+
+
+def env_map(name: str, default: str = "", *, values: str = "optional") -> dict[str, str]:
+    """Comma-separated `KEY` or `KEY=VALUE` entries as {key: value, "" where none}, in order. `values`: "optional",
+    or "required" (every entry is KEY=VALUE). An empty key or value after `=`, a missing value where one is
+    required, or a key listed twice fails loudly: a binding the operator wrote must not be half read."""
+    entries: dict[str, str] = {}
+    for item in (part.strip() for part in os.environ.get(name, default).split(",")):
+        if not item:
+            continue
+        key, equals, value = (piece.strip() for piece in item.partition("="))
+        if not key or (equals and not value) or (values == "required" and not value):
+            shape = "KEY=VALUE" if values == "required" else "KEY or KEY=VALUE"
+            raise ImproperlyConfigured(f"{name}: {item!r} is not {shape}")
+        if key in entries:
+            raise ImproperlyConfigured(f"{name}: {key!r} is listed twice")
+        entries[key] = value
+    return entries

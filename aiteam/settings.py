@@ -10,8 +10,9 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.delivery.api import url_list_problems
-from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_rate, env_str
+from agents.delivery.api import api_url_list, url_list_problems
+from aiteam.bindings import ssh_identities, token_env_organizations
+from aiteam.env import env_bool, env_choice, env_float, env_int, env_json, env_map, env_rate, env_str
 from aiteam.timeouts import StepTimeouts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -268,16 +269,23 @@ AITEAM_TOKEN_TTL_DAYS = env_int("AITEAM_TOKEN_TTL_DAYS", 90)
 if AITEAM_TOKEN_TTL_DAYS < 1:
     raise ImproperlyConfigured(f"AITEAM_TOKEN_TTL_DAYS={AITEAM_TOKEN_TTL_DAYS}: expected a whole number of days, 1 or more")
 AITEAM_WORKSPACE_ROOT = Path(env_str("AITEAM_WORKSPACE_ROOT", str(VAR_DIR / "workspaces")))
-# Which environment variables a project may name as its host token (Project.token_env), comma-separated.
-# AITEAM_GITHUB_TOKEN_ENVS is the older name, read when this one is not set.
-AITEAM_TOKEN_ENVS = [v.strip() for v in env_str(
-    "AITEAM_TOKEN_ENVS", env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN,GITLAB_TOKEN")).split(",") if v.strip()]
+# Which environment variables a project may name as a host token (Project.token_env, settings.jira.token_env),
+# comma-separated: NAME=org-slug binds one to that organization (its projects only may name it); a bare NAME goes
+# to the first organization whose project names it (aiteam/bindings.py). AITEAM_GITHUB_TOKEN_ENVS is the older
+# name, read when this one is not set.
+AITEAM_TOKEN_ENVS, AITEAM_TOKEN_ENV_ORGANIZATIONS = token_env_organizations("AITEAM_TOKEN_ENVS", env_map(
+    "AITEAM_TOKEN_ENVS", env_str("AITEAM_GITHUB_TOKEN_ENVS", "GITHUB_TOKEN,GITLAB_TOKEN")))
+# The ssh key each organization's ssh remotes authenticate with, org-slug=/path/to/key, comma-separated: git's ssh
+# uses that key only (no ssh config, agent or default key), and a project whose organization has none cannot use
+# an ssh repo_url (docs/adr/0043).
+AITEAM_SSH_IDENTITIES = ssh_identities("AITEAM_SSH_IDENTITIES", env_map("AITEAM_SSH_IDENTITIES", values="required"))
 # Where a project's pull requests, merge requests and ticket comments may be sent (comma-separated): GitHub API
 # URLs, GitLab instances (without /api/v4) and Jira Cloud sites (none by default: each site is its own host).
 # https only, but for a loopback address (the local fake host); checked here and again where a URL is used.
-AITEAM_GITHUB_API_URLS = [v for v in env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com").split(",") if v]
-AITEAM_GITLAB_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_GITLAB_URLS", "https://gitlab.com").split(",") if v.strip()]
-AITEAM_JIRA_URLS = [v.strip().rstrip("/") for v in env_str("AITEAM_JIRA_URLS").split(",") if v.strip()]
+# Each normalized as a project's URL is (agents.delivery.api.normalized_api_url: no trailing slash).
+AITEAM_GITHUB_API_URLS = api_url_list(env_str("AITEAM_GITHUB_API_URLS", "https://api.github.com"))
+AITEAM_GITLAB_URLS = api_url_list(env_str("AITEAM_GITLAB_URLS", "https://gitlab.com"))
+AITEAM_JIRA_URLS = api_url_list(env_str("AITEAM_JIRA_URLS"))
 for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEAM_GITLAB_URLS", AITEAM_GITLAB_URLS),
                      ("AITEAM_JIRA_URLS", AITEAM_JIRA_URLS)):
     if _bad := url_list_problems(_urls):

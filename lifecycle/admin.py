@@ -53,8 +53,8 @@ from lifecycle.notifications.webhook import url_problem
 from lifecycle.origin import request_origin
 from lifecycle.playbooks import table_problems
 from lifecycle.replay.admin import ReplayAdminMixin
-from lifecycle.repo_settings import moved_settings, repository_settings_problems
-from lifecycle.selectors import secret_env_shared, token_env_shared
+from lifecycle.repo_settings import moved_settings, repository_settings_problems, token_envs_named
+from lifecycle.selectors import secret_env_shared, token_env_refusal
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
@@ -340,9 +340,11 @@ class ProjectForm(forms.ModelForm):
             if (env := cleaned.get(field)) and secret_env_shared(env, self.instance):
                 self.add_error(field, f"'{env}' is named by another organization's project: each organization "
                                       "needs a secret of its own (ask the operator for one)")
-        if (env := cleaned.get("token_env")) and token_env_shared(env, self.instance):
-            self.add_error("token_env", f"'{env}' is named by another organization's project: each organization "
-                                        "needs a token variable of its own (ask the operator for one)")
+        # every token variable the project names, the field's and the settings' (Jira), under one rule
+        for where, env in token_envs_named(cleaned.get("token_env") or "", cleaned.get("settings")):
+            if reason := token_env_refusal(env, self.instance):
+                field = "token_env" if where == "token_env" else "settings"
+                self.add_error(field, reason if field == where else f"{where}: {reason}")
         return cleaned
 
 

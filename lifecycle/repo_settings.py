@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from agents.delivery.api import normalized_api_url
 from agents.repo.budget import DEFAULT_CONTEXT_TOKENS, context_budget
 from agents.repo.scope import DEFAULT_MAX_LINES, DEFAULT_MAX_MODULES
 
@@ -79,6 +80,16 @@ def moved_settings(project_settings: dict) -> list[str]:
     if isinstance(github, dict) and "token_env" in github:
         problems.append("github.token_env: now a field of the project (token env), not a settings key")
     return problems
+
+
+def token_envs_named(token_env: str, project_settings: Any) -> list[tuple[str, str]]:
+    """(where, name) of every host token variable a project names: its token_env field and its Jira settings'.
+    The one list the cross-organization rule (selectors.token_env_refusal) is applied to, when saved and used."""
+    jira = project_settings.get("jira") if isinstance(project_settings, Mapping) else None
+    named = [("token_env", token_env)]
+    if isinstance(jira, Mapping) and isinstance(jira.get("token_env"), str):
+        named.append(("settings.jira.token_env", jira["token_env"]))
+    return [(where, env) for where, env in named if env]
 
 
 def secret_variable_problems(project: Project) -> list[str]:
@@ -185,6 +196,6 @@ def _host(config: Any, name: str, keys: dict[str, str | None]) -> None:
 
 
 def _allowed(config: Mapping[str, str], name: str, key: str, allowed: list[str], setting: str) -> None:
-    if key in config and config[key].rstrip("/") not in [url.rstrip("/") for url in allowed]:
+    if key in config and normalized_api_url(config[key]) not in [normalized_api_url(url) for url in allowed]:
         raise ValueError(f"settings.{name}.{key} {config[key]!r} is not one of the operator's {setting} "
                          f"({', '.join(allowed) or 'none'})")

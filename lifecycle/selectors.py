@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
@@ -44,6 +45,23 @@ def token_env_shared(env: str, project: Project) -> bool:
     one organization's token is never another's."""
     naming = Q(token_env=env) | Q(settings__jira__token_env=env)
     return Project.objects.filter(naming).exclude(organization_id=project.organization_id).exists()
+
+
+def token_env_refusal(env: str, project: Project) -> str | None:
+    """Why `project` may not name `env` as a host token (in its token_env or its Jira settings), or None: the one
+    rule for the admin form and for every use. Whoever names a variable sends requests with its token, to a
+    repository of their choosing, so one organization's token is never another's. A variable the operator bound to
+    an organization (AITEAM_TOKEN_ENVS "NAME=org-slug") is that organization's alone, whoever else names it; an
+    unbound one is refused to each organization while another organization's project names it too."""
+    if owner := settings.AITEAM_TOKEN_ENV_ORGANIZATIONS.get(env):
+        if project.organization_id is not None and project.organization.slug == owner:
+            return None
+        return (f"'{env}' is bound by the operator to another organization: each organization needs a token variable "
+                "of its own (ask the operator for one)")
+    if token_env_shared(env, project):
+        return (f"'{env}' is named by another organization's project: each organization needs a token variable of "
+                "its own (ask the operator for one)")
+    return None
 
 
 def secret_env_shared(env: str, project: Project) -> bool:

@@ -135,7 +135,8 @@ def _host_settings(requirement: Requirement) -> Any:
         raise ChannelRefused(f"the project's settings name no {source} {'site' if source == 'jira' else 'repository'}"
                              " to comment on")
     repository = getattr(settings, "repository", None) or getattr(settings, "project", "")
-    ticket = TicketRef(source=source, key=requirement.ticket_key, url=requirement.ticket_url)
+    ticket = TicketRef(source=source, key=requirement.ticket_key, url=requirement.ticket_url,
+                       repository_id=requirement.ticket_repository_id)
     if source != TicketSource.JIRA and not same_repository(source, repository, ticket):
         raise ChannelRefused(f"the ticket is an issue of another repository than {repository}: not commented on")
     return settings

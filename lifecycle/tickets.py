@@ -43,6 +43,7 @@ class Ticket:
     title: str = ""
     body: str = ""
     url: str = ""
+    repository_id: str = ""  # GitLab: the numeric id of the project, as the tracker's signed delivery said
 
     @property
     def brief(self) -> str:

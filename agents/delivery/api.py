@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -30,6 +30,8 @@ class ChangeRequest:
     url: str
     draft: bool
     reused: bool  # it was already open for the branch: an earlier run (or a person) opened it
+    title: str = ""  # as the host holds it (GitLab's with its Draft: prefix)
+    body: str = field(default="", repr=False)
 
 
 class HostError(DeliveryError):
@@ -82,6 +84,17 @@ def api_url_problem(url: str) -> str | None:
     return "is not https:// (plain http:// is allowed only to 127.0.0.1, ::1 or localhost)"
 
 
+def normalized_api_url(url: str) -> str:
+    """An API URL as it is compared and used: without surrounding spaces or trailing slashes. The one form for the
+    operator's lists (aiteam/settings.py), a project's settings when saved (repo_settings) and where they are used."""
+    return url.strip().rstrip("/")
+
+
+def api_url_list(raw: str) -> list[str]:
+    """The operator's comma-separated list of API URLs, each normalized."""
+    return [normalized_api_url(url) for url in raw.split(",") if url.strip()]
+
+
 def url_list_problems(urls: Iterable[str]) -> list[str]:
     """Each entry of an operator's list of API URLs that breaks the rule, with why (for the settings' startup check)."""
     return [f"{url!r} {problem}" for url in urls if (problem := api_url_problem(url))]
@@ -90,10 +103,10 @@ def url_list_problems(urls: Iterable[str]) -> list[str]:
 def checked_api_url(url: str, allowed: Iterable[str], setting: str) -> str:
     """`url` without a trailing slash when it is well-formed and on the operator's list `setting`; else ApiUrlRefused.
     The list is read where the URL is used, since the operator may narrow it after a project was saved."""
-    base = url.rstrip("/")
+    base = normalized_api_url(url)
     if problem := api_url_problem(base):
         raise ApiUrlRefused(f"the API URL {base!r} {problem}")
-    if base not in {a.rstrip("/") for a in allowed}:
+    if base not in {normalized_api_url(a) for a in allowed}:
         raise ApiUrlRefused(f"the API URL {base!r} is not one of the operator's {setting}")
     return base
 

@@ -1,7 +1,8 @@
 """A change request on the host the saga delivers to: a pull request (GitHub) or a merge request (GitLab).
 
-The saga speaks to `ChangeRequests` only (find the open one from a branch, open one, close one), so its rules (reuse
-an open one, register the close before opening, never close one it did not open) are written once for both hosts.
+The saga speaks to `ChangeRequests` only (find the open one from a branch, open one, update its title and body, close
+one), so its rules (reuse an open one with this run's text, register the undo before each change, adopt one whose
+opening got no answer, never close one it did not open) are written once for both hosts.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class ChangeRequests(Protocol):
 
     def open(self, branch: str, base: str, title: str, body: str) -> ChangeRequest: ...
 
+    def update(self, change: ChangeRequest, title: str, body: str) -> None: ...
+
     def close(self, number: int) -> None: ...
 
     def close_client(self) -> None: ...
@@ -45,6 +48,9 @@ class GitHubPulls:
     def open(self, branch: str, base: str, title: str, body: str) -> ChangeRequest:
         return pull_request(self._client.open_pull(self.target, branch, base, title, body, draft=self.draft),
                             reused=False)
+
+    def update(self, change: ChangeRequest, title: str, body: str) -> None:
+        self._client.update_pull(self.target, change.number, title, body)
 
     def close(self, number: int) -> None:
         self._client.close_pull(self.target, number)
@@ -67,6 +73,9 @@ class GitLabMergeRequests:
     def open(self, branch: str, base: str, title: str, body: str) -> ChangeRequest:
         return merge_request(self._client.open_merge_request(self.target, branch, base, title, body, draft=self.draft),
                             reused=False)
+
+    def update(self, change: ChangeRequest, title: str, body: str) -> None:
+        self._client.update_merge_request(self.target, change.number, title, body, draft=change.draft)
 
     def close(self, number: int) -> None:
         self._client.close_merge_request(self.target, number)

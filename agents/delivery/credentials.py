@@ -4,8 +4,9 @@ git reads `GIT_CONFIG_COUNT` / `GIT_CONFIG_KEY_n` / `GIT_CONFIG_VALUE_n` as if t
 live in the child's environment, which only its own user can read (`/proc/<pid>/environ`), whereas the argument
 list is world-readable (`ps`, `/proc/<pid>/cmdline`) and a URL's userinfo lands in `.git/config`, reflogs and
 error text. The token becomes an `Authorization: Basic` header scoped to the remote's own scheme and host, so
-git sends it to that host only, and redirects are off, so a moved repository is an error rather than a header
-sent elsewhere. Only https remotes get it: ssh and local remotes never see the token.
+git sends it to that host only, and redirects are off (for a tokenless https remote too), so a moved repository
+is an error rather than a header sent elsewhere. Only https remotes get it: ssh and local remotes never see the
+token.
 """
 from __future__ import annotations
 
@@ -51,14 +52,21 @@ class HostAuth:
 
 
 def git_env(url: str, auth: HostAuth | None) -> dict[str, str]:
-    """The environment variables that give git the token (and CA bundle) for `url`; none for ssh or local remotes."""
+    """The environment variables that give git the token (and CA bundle) for `url`, and keep https from following
+    a redirect, token or not (a moved repository is an error: ADR 31); none for ssh or local remotes."""
     parts = urlsplit(url) if "://" in url else None
-    if auth is None or parts is None or parts.scheme.lower() != "https":
+    if parts is None or parts.scheme.lower() != "https":
         return {}
+    if auth is None:
+        return _as_env([("http.followRedirects", "false")])
     scope = f"https://{parts.netloc.rpartition('@')[2]}/"  # git matches http.<url>.* by prefix: this host only
     config = [(f"http.{scope}.extraHeader", auth.header()), ("http.followRedirects", "false")]
     if auth.ca_file is not None:
         config.append((f"http.{scope}.sslCAInfo", str(auth.ca_file)))
+    return _as_env(config)
+
+
+def _as_env(config: list[tuple[str, str]]) -> dict[str, str]:
     env = {"GIT_CONFIG_COUNT": str(len(config))}
     for number, (key, value) in enumerate(config):
         env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, value

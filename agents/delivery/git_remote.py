@@ -4,8 +4,10 @@ Plain git through subprocess with the workspace's fixed author and no user or sy
 config, like ``agents.workspace``. The remote is addressed by URL, never by a configured
 remote name, so nothing is written into the workspace's .git/config. Every git call that
 names a remote checks it against the operator's rule first (``agents.delivery.remotes``),
-puts ``--`` before it and allows git only the schemes that rule allows; the operator's ssh
-agent is never passed on (a tenant's remote must not push with the operator's key).
+puts ``--`` before it and allows git only the schemes that rule allows. git's ssh reads no ssh
+configuration and uses no agent and no default key: only the key the operator bound to the
+project's organization (``Remote.ssh_key``), so no tenant's remote is reached with another's key
+or the worker's own (docs/adr/0043).
 
 Pushes name the exact commit and never force: a remote branch that moved elsewhere is
 somebody's work, reported as an error, never overwritten. Undoing uses
@@ -18,6 +20,7 @@ never in an argument, a URL or a config file, and scrubbed from every error mess
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,10 @@ from agents.delivery.remotes import Remote
 from agents.workspace import AUTHOR
 
 GIT_TIMEOUT_S = 120.0
+# -F none: no ssh config file, user's or system's (a Host block's IdentityFile would add its key to ours), and
+# no agent; IdentitiesOnly keeps ssh to the IdentityFile given (with none given it would try the default keys).
+_SSH = "ssh -F none -o BatchMode=yes -o IdentityAgent=none -o IdentitiesOnly=yes"
+NO_KEY_SSH = f"{_SSH} -o IdentityFile=none -o PubkeyAuthentication=no"  # a remote with no key: no key at all
 
 
 @dataclass(frozen=True)
@@ -141,8 +148,14 @@ def remote_git(cwd: Path, remote: Remote, command: list[str], *after: str, auth:
     """`git <command> -- <url> <after>` in `cwd`, once the remote passed the operator's rule, with only its schemes
     allowed and the token (if any) in the environment. The one way every module here talks to a remote."""
     url = remote.checked_url()  # raises RemoteRefused before git starts
-    return _git(cwd, *command, "--", url, *after, config=remote.git_config(), env=git_env(url, auth), auth=auth,
-                timeout_s=timeout_s)
+    env = {**git_env(url, auth), "GIT_SSH_COMMAND": ssh_command(remote.ssh_key)}
+    return _git(cwd, *command, "--", url, *after, config=remote.git_config(), env=env, auth=auth, timeout_s=timeout_s)
+
+
+def ssh_command(key: Path | None) -> str:
+    """git's ssh command line: with `key` (the project's organization's, its path checked by the remote's rule)
+    as its only identity, or with no key at all."""
+    return f"{_SSH} -o IdentityFile={shlex.quote(str(key))}" if key else NO_KEY_SSH
 
 
 def _git(workspace: Path, *args: str, config: tuple[str, ...] = (), env: dict[str, str] | None = None,
@@ -151,8 +164,8 @@ def _git(workspace: Path, *args: str, config: tuple[str, ...] = (), env: dict[st
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace), "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C.UTF-8",
         "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails at once instead of waiting on a tty
-        # no agent, not even one a user ssh config names: a tenant's remote must not use the operator's keys in it
-        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o IdentityAgent=none", **AUTHOR, **(env or {}),
+        # no agent, no ssh config, no key: remote_git gives the remote's own organization's key where it has one
+        "GIT_SSH_COMMAND": NO_KEY_SSH, **AUTHOR, **(env or {}),
     }
     try:
         done = subprocess.run(["git", *config, *args], cwd=workspace, env=env, capture_output=True, text=True,

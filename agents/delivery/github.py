@@ -63,6 +63,11 @@ class GitHubClient(HostClient):
                 return as_change_request(found, reused=True)
             raise
 
+    def update_pull(self, repo: str, number: int, title: str, body: str) -> dict[str, Any]:
+        """A new title and body for pull request `number` (its draft state is GitHub's own field, left as it is)."""
+        return self._api.request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}",
+                                 json={"title": title, "body": body})
+
     def close_pull(self, repo: str, number: int) -> dict[str, Any]:
         return self._api.request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}", json={"state": "closed"})
 
@@ -79,4 +84,5 @@ def _checked(repo: str) -> str:
 
 def as_change_request(pull: dict[str, Any], *, reused: bool) -> ChangeRequest:
     return ChangeRequest(number=int(pull["number"]), url=str(pull.get("html_url", "")),
-                         draft=bool(pull.get("draft", False)), reused=reused)
+                         draft=bool(pull.get("draft", False)), reused=reused, title=str(pull.get("title") or ""),
+                         body=str(pull.get("body") or ""))

@@ -14,8 +14,10 @@ from urllib.parse import quote
 
 from agents.delivery.api import ChangeRequest, HostClient, JsonApi, RequestRefused
 from agents.delivery.errors import DeliveryError
+from agents.delivery.rich_text import bounded
 
 DEFAULT_URL = "https://gitlab.com"
+TITLE_MAX_CHARS = 255  # GitLab refuses a longer merge request title
 _PROJECT = re.compile(r"^(?:[0-9]+|[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)$")
 _DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s)", re.IGNORECASE)  # GitLab's own draft prefixes
 
@@ -65,6 +67,12 @@ class GitLabClient(HostClient):
                 return as_change_request(found, reused=True)
             raise
 
+    def update_merge_request(self, project: str, iid: int, title: str, description: str, *,
+                             draft: bool) -> dict[str, Any]:
+        """A new title and description for merge request `iid`; `draft`: whether it is one now (its title says so)."""
+        payload = {"title": draft_title(title, draft), "description": description}
+        return self._api.request("PUT", f"{_base(project)}/merge_requests/{int(iid)}", json=payload)
+
     def close_merge_request(self, project: str, iid: int) -> dict[str, Any]:
         return self._api.request("PUT", f"{_base(project)}/merge_requests/{int(iid)}", json={"state_event": "close"})
 
@@ -74,8 +82,8 @@ class GitLabClient(HostClient):
 
 
 def draft_title(title: str, draft: bool) -> str:
-    """`title` with GitLab's `Draft: ` prefix when a draft is wanted (once); unchanged otherwise."""
-    return f"Draft: {title}" if draft and not _DRAFT.match(title) else title
+    """`title` with GitLab's `Draft: ` prefix when a draft is wanted (once), at most TITLE_MAX_CHARS in all."""
+    return bounded(f"Draft: {title}" if draft and not _DRAFT.match(title) else title, TITLE_MAX_CHARS)
 
 
 def _base(project: str) -> str:
@@ -86,4 +94,5 @@ def _base(project: str) -> str:
 
 def as_change_request(mr: dict[str, Any], *, reused: bool) -> ChangeRequest:
     return ChangeRequest(number=int(mr["iid"]), url=str(mr.get("web_url", "")),
-                         draft=bool(mr.get("draft", mr.get("work_in_progress", False))), reused=reused)
+                         draft=bool(mr.get("draft", mr.get("work_in_progress", False))), reused=reused,
+                         title=str(mr.get("title") or ""), body=str(mr.get("description") or ""))

@@ -29,6 +29,7 @@ class TicketRef:
     title: str = ""
     url: str = ""
     via_webhook: bool = False  # the tracker's own signed delivery: only then may the change close the issue
+    repository_id: str = ""  # GitLab: the numeric id of the issue's project, from that signed delivery
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,12 @@ def _ticket_line(host: str, repository: str, ticket: TicketRef | None) -> tuple[
 
 def same_repository(host: str, repository: str, ticket: TicketRef) -> bool:
     """True when the ticket's address is an issue of `repository` (or it has none: the project's own webhook): only
-    then may a body close it, or a comment go to that repository's issue of the same number."""
+    then may a body close it, or a comment go to that repository's issue of the same number. A GitLab project named
+    by its numeric id is matched by the id its issue's signed delivery carried (its address names the path)."""
     if not ticket.url:
         return True
+    if host == "gitlab" and repository.isdigit():
+        return ticket.repository_id == repository
     path = urlsplit(ticket.url).path.rstrip("/").lower()
     issues = "/-/issues/" if host == "gitlab" else "/issues/"
     expected = f"/{repository.lower()}{issues}{ticket.key.lstrip('#')}"

@@ -6,7 +6,8 @@ whose backtick run is longer than any the text holds, where no mention pings any
 closes anything, no link, image or HTML renders, and nothing is hidden (an HTML comment shows as text). Lines of
 a block that start with `/` are indented by one space, so GitLab runs no quick action (`/close`, `/merge`) from
 them. In Jira's document format text nodes are literal already. Where code formatting does not exist (a
-title), `neutral` breaks every reference with a zero-width space and drops control characters.
+title, a commit message), `neutral` makes one line, breaks every reference (and address) with a zero-width space
+and drops control characters.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from unicodedata import category
 
 _BACKTICKS = re.compile(r"`+")
 _REFERENCE = re.compile(r"([@#!~%$&])(?=\w)")  # mentions, issues, MRs, labels, milestones, snippets, epics
+_ADDRESS = re.compile(r"(?<=:)(?=//)")  # scheme://: an issue's address is a reference too (GitLab closes by one)
 # No space, quote, bracket or parenthesis (the link could end early), no @ (credentials, or a mention where shown)
 _SAFE_HREF = re.compile(r"^https?://[A-Za-z0-9._~:/?#!$&'*+,;=%-]+$")
 ZERO_WIDTH_SPACE = "\u200b"
@@ -79,9 +81,11 @@ def safe_href(href: str) -> bool:
 
 
 def neutral(text: str, limit: int = 250) -> str:
-    """One line of plain text that cannot mention or reference anything (for titles, where Markdown is not read)."""
+    """One line of plain text that cannot mention or reference anything (for titles and commit messages, where
+    Markdown is not read): no line break (so no trailer such as Co-authored-by, no second paragraph), a zero-width
+    space after each reference sign and inside each `scheme://`, at most `limit` characters."""
     flat = " ".join(without_controls(text).split())
-    return bounded(_REFERENCE.sub(rf"\1{ZERO_WIDTH_SPACE}", flat), limit)
+    return bounded(_ADDRESS.sub(ZERO_WIDTH_SPACE, _REFERENCE.sub(rf"\1{ZERO_WIDTH_SPACE}", flat)), limit)
 
 
 def to_markdown(parts: list[Part]) -> str:

@@ -4,10 +4,13 @@ request (GitLab), or reuse the one open from the branch.
 A saga: each forward step registers how to undo what it did before the next step runs; when
 a later step fails, the registered undos run newest first and each outcome is recorded (an undo
 that finds nothing of this run's to undo records nothing), so a failed delivery leaves the remote
-as it found it. Undos are registered before the call they undo: a push or a pull request that
-the host or git carried out although the answer never came (a timeout) is undone too. Only what this run did is undone: a branch
+as it found it. Undos are registered before the call they undo: a push that git carried out
+although the answer never came (a timeout) is undone too. A pull request whose opening got no
+answer, or a 5xx, is looked up by branch and adopted instead: the host may well have opened it,
+and undoing it would make the retry open a second. Only what this run did is undone: a branch
 that was already on the remote at this commit, or a pull request that was already open,
-belongs to an earlier run and is kept.
+belongs to an earlier run and is kept; a reused pull request gets this run's title and body
+(its earlier text is put back if the delivery then fails).
 
 That same rule makes a re-run after a crash idempotent: the push finds its commit already
 there (a no-op) and the pull request step finds the open PR and reuses it, so a delivery
@@ -17,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agents.delivery import git_remote
+from agents.delivery.api import ChangeRequest, HostError
 from agents.delivery.change_requests import ChangeRequests, change_requests_for
 from agents.delivery.credentials import HostAuth
 from agents.delivery.errors import DeliveryError, NoAnswer, strip_credentials
@@ -144,32 +148,52 @@ def _push(plan: DeliveryPlan, result: DeliveryResult, saga: _Saga) -> str:
 
 
 def _change_request(plan: DeliveryPlan, host: ChangeRequests, result: DeliveryResult, saga: _Saga) -> str:
+    title, body = plan.title or f"Deliver {plan.branch}", plan.body
     change = host.find_open(plan.branch)
     if change is None:
-        answer: dict[str, Any] = {}  # "change": the one the host opened; "refused": the host answered it opened none
-
-        def close_opened() -> bool:
-            if answer.get("refused"):
-                return False  # one open now is someone else's (a 422/409 "already exists" races one)
-            # The host may have opened it although its answer never came (a timeout, the soft limit): look it up
-            found = answer.get("change") or host.find_open(plan.branch)
-            if found:
-                host.close(found.number)
-            return bool(found)
-
-        # Registered before opening, like the push's undo: a retry must not find a stray one of this run
-        saga.register(f"close {host.noun}", close_opened)
-        try:
-            answer["change"] = change = host.open(plan.branch, plan.base, plan.title or f"Deliver {plan.branch}",
-                                                  plan.body)
-        except NoAnswer:
-            raise
-        except DeliveryError:
-            answer["refused"] = True
-            raise
+        change = _open(plan, host, saga, title, body)
+    else:  # an earlier run's (ADR 42: the same issue's next run): it describes this run's change from now on
+        before = change
+        saga.register(f"restore {host.noun} text", lambda: host.update(before, before.title, before.body))
+        host.update(change, title, body)
     result.pull_request = {"number": change.number, "url": change.url, "reused": change.reused, "draft": change.draft,
                            "kind": host.noun, "host": host.host}
     return f"{'reused' if change.reused else 'opened'} {host.noun} #{change.number}"
+
+
+def _open(plan: DeliveryPlan, host: ChangeRequests, saga: _Saga, title: str, body: str) -> ChangeRequest:
+    """Open the change request. When the host's answer never came or was a 5xx, it may have opened it all the same:
+    the one open from the branch is looked up and adopted, so a retry never opens a second. Only a definite refusal
+    (a 4xx) leaves none of ours, and fails the step."""
+    answer: dict[str, Any] = {}  # "change": the one this run opened; "refused": the host answered it opened none
+
+    def close_opened() -> bool:
+        if answer.get("refused"):
+            return False  # one open now is someone else's (a 422/409 "already exists" races one)
+        found = answer.get("change") or host.find_open(plan.branch)  # opened although no answer came
+        if found:
+            host.close(found.number)
+        return bool(found)
+
+    # Registered before opening, like the push's undo: a run that fails after this must leave none of its own open
+    saga.register(f"close {host.noun}", close_opened)
+    try:
+        answer["change"] = host.open(plan.branch, plan.base, title, body)
+    except DeliveryError as exc:
+        if not _maybe_done(exc):
+            answer["refused"] = True
+            raise
+        found = host.find_open(plan.branch)  # a failure to look is raised: the undo looks once more
+        if found is None:
+            raise
+        answer["change"] = replace(found, reused=False)  # opened by this run, with its title and body
+    return answer["change"]
+
+
+def _maybe_done(exc: DeliveryError) -> bool:
+    """Whether the host may have done what it was asked although it said no answer or an error: no answer at all, or
+    a 5xx (a gateway that timed out while the host carried on). A 4xx, or a refusal before sending, is definite."""
+    return isinstance(exc, NoAnswer) or (isinstance(exc, HostError) and exc.status >= 500)
 
 
 class _Saga:

@@ -59,6 +59,10 @@ class Requirement(FSMModelMixin, models.Model):
                                      help_text="where the ticket came from; empty: a brief, not a ticket")
     ticket_key = models.CharField(max_length=100, blank=True, editable=False, help_text="e.g. #42 or PROJ-7")
     ticket_url = models.URLField(max_length=500, blank=True, editable=False)
+    ticket_repository_id = models.CharField(
+        max_length=20, blank=True, default="", editable=False,
+        help_text="GitLab: the numeric id of the issue's project, as the signed webhook said (a project its settings "
+                  "name by id knows its own issues by it)")
     branch = models.CharField(
         max_length=255, blank=True, editable=False,
         help_text="the git branch its work goes on: named when first needed, then kept "

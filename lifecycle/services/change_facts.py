@@ -23,7 +23,8 @@ def ticket_ref(requirement: Requirement) -> TicketRef | None:
     if not requirement.ticket_key:
         return None
     return TicketRef(source=requirement.ticket_source, key=requirement.ticket_key, title=requirement.title,
-                     url=requirement.ticket_url, via_webhook=requirement.ticket_via_webhook)
+                     url=requirement.ticket_url, via_webhook=requirement.ticket_via_webhook,
+                     repository_id=requirement.ticket_repository_id)
 
 
 def change_scope(scope: Scope, limits: ScopeLimits) -> BodyScope:

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from agents.delivery.rich_text import neutral
 from agents.edits import named_paths
 from agents.lost_tests import defined_tests, lost_tests, ran
 from agents.schemas import CodeReviewVerdict, EditsOutput, EngineerOutput, SourceFile
@@ -32,6 +33,7 @@ TECH_LEAD = Actor.agent("tech_lead")
 SANDBOX = Actor.system("sandbox")
 OUTPUT_TAIL_IN_TASK = 4000
 MAX_LOST_LISTED = 50  # lost tests kept on the report and shown to the reviewer
+TITLE_IN_COMMIT = 100  # characters of a task's title in its commit's one line
 
 
 def workspace_for(requirement: Requirement) -> Workspace:
@@ -64,12 +66,18 @@ def engineer_apply(*, lease: Lease, output: EngineerOutput | EditsOutput) -> Non
     with transaction.atomic():
         step, requirement = lock_for_apply(lease)  # serializes commits to the workspace
         task = requirement.plan_tasks.get(key=lease.task_key)
-        commit, files = code_commit(requirement, output, f"{task.key}: {task.title} (attempt {lease.attempt})")
+        commit, files = code_commit(requirement, output, task_commit_message(task.key, task.title, lease.attempt))
         store_code(requirement, files, step, lease.attempt, commit)
         emit(requirement, "TaskImplemented", {"task": task.key, "attempt": lease.attempt, "commit": commit,
                                               **_deleted(output)})
         step_finish(step)
         schedule_ready_tasks(requirement, attempt=lease.attempt)
+
+
+def task_commit_message(key: str, title: str, attempt: int) -> str:
+    """`T1: <title> (attempt 1)`: our words around the planner's title, which is model output steered by the ticket,
+    made one neutral line (no trailer, closing keyword's reference or mention can form in the pushed history)."""
+    return f"{key}: {neutral(title, TITLE_IN_COMMIT)} (attempt {attempt})"
 
 
 def fix_apply(*, lease: Lease, output: EngineerOutput | EditsOutput) -> None:

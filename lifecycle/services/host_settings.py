@@ -14,6 +14,7 @@ import os
 
 from django.conf import settings
 
+from agents.delivery.api import ApiUrlRefused, checked_api_url
 from agents.delivery.github import GitHubSettings
 from agents.delivery.gitlab import DEFAULT_URL as GITLAB_URL
 from agents.delivery.gitlab import GitLabSettings
@@ -21,7 +22,7 @@ from agents.delivery.jira import JiraSettings
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.repo_settings import HostKind
-from lifecycle.selectors import token_env_shared
+from lifecycle.selectors import token_env_refusal
 
 
 def github_settings(project: Project, *, draft: bool = False) -> GitHubSettings | None:
@@ -29,9 +30,9 @@ def github_settings(project: Project, *, draft: bool = False) -> GitHubSettings 
     config = project.settings.get("github") or {}
     if project.host_kind != HostKind.GITHUB or not config.get("repository"):
         return None
-    token, api_url = host_token(project, "a pull request"), config.get("api_url", "https://api.github.com")
-    if api_url not in settings.AITEAM_GITHUB_API_URLS:
-        raise DomainError(f"api_url {api_url!r} is not one of the operator's AITEAM_GITHUB_API_URLS", "settings")
+    token = host_token(project, "a pull request")
+    api_url = _allowed(str(config.get("api_url", "https://api.github.com")), settings.AITEAM_GITHUB_API_URLS,
+                       "AITEAM_GITHUB_API_URLS")
     return GitHubSettings(repository=config["repository"], token=token, api_url=api_url, draft=draft)
 
 
@@ -40,10 +41,17 @@ def gitlab_settings(project: Project, *, draft: bool = True) -> GitLabSettings |
     config = project.settings.get("gitlab") or {}
     if project.host_kind != HostKind.GITLAB or not config.get("project"):
         return None
-    token, url = host_token(project, "a merge request"), str(config.get("url", GITLAB_URL)).rstrip("/")
-    if url not in settings.AITEAM_GITLAB_URLS:
-        raise DomainError(f"gitlab url {url!r} is not one of the operator's AITEAM_GITLAB_URLS", "settings")
+    token = host_token(project, "a merge request")
+    url = _allowed(str(config.get("url", GITLAB_URL)), settings.AITEAM_GITLAB_URLS, "AITEAM_GITLAB_URLS")
     return GitLabSettings(project=str(config["project"]), token=token, url=url, draft=draft)
+
+
+def _allowed(url: str, allowed: list[str], setting: str) -> str:
+    """`url` normalized, when the operator's list `setting` has it (compared as the form compared it: one rule)."""
+    try:
+        return checked_api_url(url, allowed, setting)
+    except ApiUrlRefused as exc:
+        raise DomainError(str(exc), "settings") from None
 
 
 def host_token(project: Project, needs: str) -> str:
@@ -54,14 +62,13 @@ def host_token(project: Project, needs: str) -> str:
 
 def token_of(project: Project, env: str, field: str = "token_env") -> str:
     """The value of a token variable the project names: one on the operator's AITEAM_TOKEN_ENVS, named by this
-    organization's projects only (selectors.token_env_shared), and set on the worker. Checked where it is used,
-    not only when saved: the operator may have narrowed the list, and a project saved before this rule may name
-    another organization's variable."""
+    organization (selectors.token_env_refusal, the admin form's rule too), and set on the worker. Checked where it
+    is used, not only when saved: the operator may have narrowed the list, and a project saved before this rule may
+    name another organization's variable."""
     if env not in settings.AITEAM_TOKEN_ENVS:
         raise DomainError(f"token_env {env!r} is not one of the operator's AITEAM_TOKEN_ENVS", field)
-    if token_env_shared(env, project):
-        raise DomainError(f"{env!r} is also named by another organization's project: each organization needs a token "
-                          "variable of its own (ask the operator for one)", field)
+    if reason := token_env_refusal(env, project):
+        raise DomainError(reason, field)
     if not (token := os.environ.get(env, "")):
         raise DomainError(f"the worker has no value for {env}: the operator sets it", field)
     return token
@@ -72,8 +79,6 @@ def jira_settings(project: Project) -> JiraSettings | None:
     config = project.settings.get("jira") or {}
     if not config.get("site_url"):
         return None
-    site = str(config["site_url"]).rstrip("/")
-    if site not in settings.AITEAM_JIRA_URLS:
-        raise DomainError(f"jira site_url {site!r} is not one of the operator's AITEAM_JIRA_URLS", "settings")
+    site = _allowed(str(config["site_url"]), settings.AITEAM_JIRA_URLS, "AITEAM_JIRA_URLS")
     token = token_of(project, str(config.get("token_env") or ""), "settings")
     return JiraSettings(site_url=site, email=str(config.get("email") or ""), token=token)

@@ -111,6 +111,7 @@ def requirement_record(*, project: Project, brief: str, title: str = "", submitt
             playbook=playbooks.playbook_named(playbook).name,
             ticket_source=ticket.source if ticket else "", ticket_key=ticket.key if ticket else "",
             ticket_url=ticket.url if ticket else "", ticket_via_webhook=ticket is not None and ticket_via_webhook,
+            ticket_repository_id=ticket.repository_id if ticket and ticket_via_webhook else "",
         )
         StateTransition.objects.create(
             requirement=requirement, subject="requirement", subject_id=str(requirement.pk), event="submit",

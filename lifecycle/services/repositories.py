@@ -38,9 +38,17 @@ def project_remote(project: Project) -> Remote:
 
 def tenant_remote(project: Project, url: str) -> Remote:
     """`url` as the project's repo_url, under the operator's rule: `tenant_remote(p, url).refusal()` is None when
-    it may be saved (the Project admin) and delivered to."""
+    it may be saved (the Project admin) and delivered to. Over ssh only with the key the operator bound to the
+    project's organization (AITEAM_SSH_IDENTITIES), read where it is used: the operator may unbind it."""
     return Remote(url, hosts=tuple(settings.AITEAM_GIT_HOSTS), local_root=settings.AITEAM_GIT_LOCAL_ROOT,
-                  own_path=_own_path(project))
+                  own_path=_own_path(project), ssh_key=ssh_key_of(project))
+
+
+def ssh_key_of(project: Project) -> Path | None:
+    """The ssh key the operator bound to the project's organization, or None."""
+    if project.organization_id is None:
+        return None
+    return settings.AITEAM_SSH_IDENTITIES.get(project.organization.slug)
 
 
 def _own_path(project: Project) -> str:

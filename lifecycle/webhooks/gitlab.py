@@ -34,7 +34,8 @@ def read(headers: Mapping[str, str], payload: dict[str, Any], label: str) -> Rea
     if issue.get("state") == "closed":
         return Reading(event, ignored="the issue is closed")
     return Reading(event, ticket=ticket(TicketSource.GITLAB, f"#{field(issue, 'iid', kind=int)}", field(issue, "title"),
-                                        optional_text(issue, "description"), field(issue, "url")))
+                                        optional_text(issue, "description"), field(issue, "url"),
+                                        next((name for name in repository_of(payload) if name.isdigit()), "")))
 
 
 def _label_added(payload: dict[str, Any], label: str, action: Any) -> bool:

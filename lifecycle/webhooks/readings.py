@@ -44,8 +44,9 @@ def optional_text(data: Any, *path: str) -> str:
         return ""
 
 
-def ticket(source: str, key: str, title: str, body: str, url: str) -> Ticket:
-    return Ticket(source=source, key=key, title=title.strip()[:TITLE_MAX_CHARS], body=body, url=url)
+def ticket(source: str, key: str, title: str, body: str, url: str, repository_id: str = "") -> Ticket:
+    return Ticket(source=source, key=key, title=title.strip()[:TITLE_MAX_CHARS], body=body, url=url,
+                  repository_id=repository_id)
 
 
 def delivery_id(value: str | None) -> str:

@@ -18,6 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from agents.delivery.remotes import repository_path
 from lifecycle.api.parsers import json_problem
 from lifecycle.errors import DomainError, echoed
 from lifecycle.models import Project, WebhookDelivery
@@ -71,12 +72,13 @@ def receive(request: HttpRequest, source: str, project_id) -> JsonResponse:
 
 def _elsewhere(source: str, project: Project, payload: dict) -> str:
     """Why an issue of another repository starts nothing here (an organization's hook, or one secret shared by
-    several repositories, reports them all): "" when it is the repository the project's settings name, or they name
-    none (docs/api.md). Jira has no repository: its site is the project's by configuration."""
+    several repositories, reports them all): "" when it is the repository the project's settings name or, when they
+    name none (push only), the one its repo_url's path names; a project with neither takes what its hook reports
+    (docs/api.md). Jira has no repository: its site is the project's by configuration."""
     if source not in REPOSITORY_SETTING:
         return ""
     host, name = REPOSITORY_SETTING[source]
-    ours = str(((project.settings or {}).get(host) or {}).get(name) or "")
+    ours = str(((project.settings or {}).get(host) or {}).get(name) or "") or repository_path(project.repo_url)
     theirs = SOURCES[source].repository_of(payload)
     if ours and ours.lower() not in {known.lower() for known in theirs}:
         return f"the issue is in {(theirs[0] if theirs else 'an unnamed repository')[:200]!r}, not in this project's {ours!r}"

@@ -3,7 +3,9 @@
 Smart HTTP as GitHub and GitLab serve it (fetch and push), with TLS from a throwaway self-signed certificate
 (remotes must be https), so the token's path through git's environment is tested end to end: a request without
 `Authorization: Basic <user:token>` is answered 401, as a host does. Every request is recorded (method, path with
-query, the Authorization header) so a test can see the token went in a header and nowhere else.
+query, the Authorization header) so a test can see the token went in a header and nowhere else. A repository
+moved at the host (`moved={"old.git": "shop.git"}`) answers 301 to its new address before any token check, as
+GitHub does for a renamed repository.
 """
 from __future__ import annotations
 
@@ -40,8 +42,9 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 class GitHttpServer(LocalServer):
     """Serves the bare repositories under `root` at https://127.0.0.1:<port>/<name>.git to `user`:`token`."""
 
-    def __init__(self, root: Path, cert: Path, key: Path, *, user: str, token: str) -> None:
-        self.root, self.requests = Path(root), []
+    def __init__(self, root: Path, cert: Path, key: Path, *, user: str, token: str,
+                 moved: dict[str, str] | None = None) -> None:
+        self.root, self.requests, self.moved = Path(root), [], dict(moved or {})
         self.expected = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode()
         handler = type("Handler", (_Handler,), {"host": self})
         super().__init__(handler, "fake-git-host")
@@ -70,6 +73,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         auth = self.headers.get("Authorization", "")
         self.host.requests.append(GitRequest(self.command, self.path, auth))
+        name, _, rest = self.path.lstrip("/").partition("/")
+        if name in self.host.moved:
+            self.send_response(301)
+            self.send_header("Location", f"{self.host.url}/{self.host.moved[name]}/{rest}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if auth != self.host.expected:
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="fake git host"')

@@ -2,9 +2,11 @@
 
 Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state=..., refuses
 (422) a second open pull request for the same head, keeps `draft`, refuses (422) a body over
-65,536 characters, and answers 401 to a wrong token. A test
-can make the next creation fail (`fail_next_create(500)`) to drive the saga's compensation, or
-create the pull request and answer too late (`stall_next_create_reply(seconds)`): the reply lost.
+65,536 characters, takes a new title and body by PATCH (kept in `edits`), and answers 401 to a wrong
+token. A test can make the next creation fail (`fail_next_create(500)`, or `created=True`: the pull
+request is opened, then the error answered, as from a gateway that gave up) to drive the saga's
+compensation, or create the pull request and answer too late (`stall_next_create_reply(seconds)`):
+the reply lost.
 Issues exist once a test adds them (`add_issue`); a comment on one is kept in `comments`, one on an
 unknown issue is a 404 and an empty one a 422, as on GitHub. `busy_next` answers the next calls 429 or 503 with a
 Retry-After.
@@ -34,16 +36,17 @@ class FakeGitHubServer(Busy, LocalServer):
         self.requests: list[RecordedRequest] = []
         self.issues: set[tuple[str, int]] = set()
         self.comments: list[dict[str, Any]] = []
-        self._failures: list[tuple[int, str]] = []
+        self.edits: list[tuple[int, dict[str, Any]]] = []  # (number, the PATCH's title/body) in the order taken
+        self._failures: list[tuple[int, str, bool]] = []
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}  # id(request) -> seconds its reply waits
         self._lock = threading.Lock()
         self._busy: list[tuple[int, str]] = []  # busy_next: 429 or 503 with a Retry-After
         super().__init__(json_handler_for(self), "fake-github")
 
-    def fail_next_create(self, status: int, message: str = "fake failure") -> None:
+    def fail_next_create(self, status: int, message: str = "fake failure", *, created: bool = False) -> None:
         with self._lock:
-            self._failures.append((status, message))
+            self._failures.append((status, message, created))
 
     def stall_next_create_reply(self, seconds: float) -> None:
         """Create the next pull request as asked, then hold the reply for `seconds` (past the client's timeout)."""
@@ -94,7 +97,9 @@ class FakeGitHubServer(Busy, LocalServer):
 
     def _create(self, repo: str, body: dict[str, Any]) -> tuple[int, Any]:
         if self._failures:
-            status, message = self._failures.pop(0)
+            status, message, created = self._failures.pop(0)
+            if created:
+                self._create(repo, body)
             return status, {"message": message}
         missing = [k for k in ("head", "base", "title") if not body.get(k)]
         if missing:
@@ -132,6 +137,15 @@ class FakeGitHubServer(Busy, LocalServer):
     def _update(self, number: int, body: dict[str, Any] | None) -> tuple[int, Any]:
         if body and body.get("state") in ("open", "closed"):
             self.pulls[number]["state"] = body["state"]
+        text = {k: v for k, v in (body or {}).items() if k in ("title", "body")}
+        if "title" in text and not text["title"]:
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "title",
+                                                                     "code": "missing_field"}]}
+        if len(text.get("body") or "") > BODY_MAX_CHARS:
+            return 422, _too_long("PullRequest")
+        if text:
+            self.edits.append((number, text))
+            self.pulls[number].update(text)
         return 200, self.pulls[number]
 
 

@@ -4,8 +4,9 @@ It speaks GitLab's wire protocol: `/api/v4/projects/:id/...` where :id is a numb
 (`acme%2Fshop`; an unencoded slash is another route, a 404, as on GitLab), the token in `PRIVATE-TOKEN` (or
 `Authorization: Bearer`), 401 `{"message": "401 Unauthorized"}` without one, 404 `{"message": "404 Project Not
 Found"}`, 400 `{"error": "title is missing"}` for a missing parameter, 409 with GitLab's message for a second
-open merge request from the same source branch, and a title starting with `Draft:` (or `[Draft]`, `(Draft)`)
-makes a draft. A test can hold the next reply past the client's timeout (`stall_next_reply`), or answer the next
+open merge request from the same source branch, 400 for a title over 255 characters, and a title starting with
+`Draft:` (or `[Draft]`, `(Draft)`) makes a draft. A PUT changes a merge request's state, title or description
+(kept in `edits`). A test can hold the next reply past the client's timeout (`stall_next_reply`), or answer the next
 calls 429 or 503 with a Retry-After (`busy_next`).
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ _MRS = re.compile(r"^merge_requests(?:/(?P<iid>\d+))?$")
 _NOTES = re.compile(r"^issues/(?P<iid>\d+)/notes$")
 _DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s)", re.IGNORECASE)
 DESCRIPTION_MAX_CHARS = 1_048_576
+TITLE_MAX_CHARS = 255
 
 
 class FakeGitLabServer(Busy, LocalServer):
@@ -33,6 +35,7 @@ class FakeGitLabServer(Busy, LocalServer):
         self.projects: dict[str, dict[str, Any]] = {}  # path -> {"id", "issues"}
         self.merge_requests: list[dict[str, Any]] = []
         self.notes: list[dict[str, Any]] = []
+        self.edits: list[tuple[int, dict[str, Any]]] = []  # (iid, the PUT's title/description) in the order taken
         self.requests: list[RecordedRequest] = []
         self._stalls: list[float] = []
         self._late: dict[int, float] = {}
@@ -99,9 +102,20 @@ class FakeGitLabServer(Busy, LocalServer):
         if not found:
             return 404, {"message": "404 Not found"}
         if request.method == "PUT" and isinstance(request.body, dict):
-            event = request.body.get("state_event")
-            found[0]["state"] = {"close": "closed", "reopen": "opened"}.get(event, found[0]["state"])
+            return self._update(found[0], request.body)
         return 200, found[0]
+
+    def _update(self, mr: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any]:
+        if too_long := _too_long(body):
+            return too_long
+        event = body.get("state_event")
+        mr["state"] = {"close": "closed", "reopen": "opened"}.get(event, mr["state"])
+        text = {k: v for k, v in body.items() if k in ("title", "description")}
+        if text:
+            self.edits.append((mr["iid"], text))
+            mr.update(text)
+            mr["draft"] = mr["work_in_progress"] = bool(_DRAFT.match(mr["title"]))
+        return 200, mr
 
     def _create(self, project: dict[str, Any], body: Any) -> tuple[int, Any]:
         if not isinstance(body, dict):
@@ -109,8 +123,8 @@ class FakeGitLabServer(Busy, LocalServer):
         missing = [k for k in ("source_branch", "target_branch", "title") if not body.get(k)]
         if missing:
             return 400, {"error": ", ".join(f"{k} is missing" for k in missing)}
-        if len(body.get("description") or "") > DESCRIPTION_MAX_CHARS:
-            return 400, {"message": {"description": ["is too long (maximum is 1048576 characters)"]}}
+        if too_long := _too_long(body):
+            return too_long
         if body["source_branch"] == body["target_branch"]:
             return 422, {"message": ["You can't use same project/branch for source and target"]}
         for mr in self.merge_requests:
@@ -138,6 +152,14 @@ class FakeGitLabServer(Busy, LocalServer):
                 "project_id": project["id"], "system": False}
         self.notes.append(note)
         return 201, note
+
+
+def _too_long(body: dict[str, Any]) -> tuple[int, Any] | None:
+    if len(str(body.get("title") or "")) > TITLE_MAX_CHARS:
+        return 400, {"message": {"title": [f"is too long (maximum is {TITLE_MAX_CHARS} characters)"]}}
+    if len(str(body.get("description") or "")) > DESCRIPTION_MAX_CHARS:
+        return 400, {"message": {"description": [f"is too long (maximum is {DESCRIPTION_MAX_CHARS} characters)"]}}
+    return None
 
 
 def _matches(mr: dict[str, Any], query: dict[str, list[str]]) -> bool:

@@ -84,8 +84,11 @@ def test_an_allowed_url_becomes_the_repo_url_with_its_host_kind(local_root):
     assert project.settings["github"] == {"repository": "acme/textkit", "api_url": "https://api.github.com"}
 
 
-def test_a_gitlab_url_names_the_project_its_merge_request_is_opened_on(local_root):
+def test_a_gitlab_url_names_the_project_its_merge_request_is_opened_on(local_root, settings):
     _, organization = operator()
+    with pytest.raises(CommandError, match="the operator has bound no ssh key to this project's organization"):
+        project_for(organization, repo="git@gitlab.com:acme/tools/textkit.git", base="main", token_env="GITLAB_TOKEN")
+    settings.AITEAM_SSH_IDENTITIES = {organization.slug: Path("/etc/aiteam/ssh/local")}
 
     project = project_for(organization, repo="git@gitlab.com:acme/tools/textkit.git", base="main",
                           token_env="GITLAB_TOKEN")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.delivery import DeliveryError, DeliveryPlan, GitHubClient, GitHubSettings, Remote, deliver, strip_credentials
+from agents.delivery.errors import NoAnswer
 from agents.delivery.git_remote import push_branch, remote_branches
 from tests.fakes.github_server import FakeGitHubServer
 
@@ -162,21 +163,63 @@ def test_a_redelivery_after_a_crash_between_push_and_pull_request_pushes_once_an
     assert [line.split("\t")[1] for line in heads].count(f"refs/heads/{BRANCH}") == 1
 
 
-def test_a_pull_request_whose_reply_was_lost_is_closed_and_a_retry_opens_exactly_one(workspace, remote, github):
-    """GitHub created the pull request but its answer came after the client's timeout: the failed run closes
-    it with the branch it pushed, so the retry finds no stray one and nothing is left open twice."""
+def test_a_pull_request_whose_reply_was_lost_is_found_by_its_branch_and_adopted(workspace, remote, github):
+    """GitHub created the pull request but its answer came after the client's timeout: the run looks it up by its
+    branch and takes it as the one it opened, instead of closing it (a retry would then open a second)."""
     github.stall_next_create_reply(2.0)
     plan = plan_for(workspace, remote, github)
     lost = deliver(DeliveryPlan(**{**plan.__dict__, "github": GitHubSettings(
         repository="acme/shop", token=TOKEN, api_url=github.url, timeout_s=0.5)}))
 
-    assert not lost.succeeded and "ReadTimeout" in lost.error
-    assert [(c.name, c.ok) for c in lost.compensations] == [("close pull request", True), ("delete remote branch", True)]
-    assert github.creations == 1 and github.open_pulls(BRANCH) == []
-
+    assert lost.succeeded, lost.error
+    assert lost.compensations == [] and lost.pull_request["reused"] is False
+    assert github.creations == 1 and [p["number"] for p in github.open_pulls(BRANCH)] == [lost.pull_request["number"]]
     again = deliver(plan)
-    assert again.succeeded and again.pull_request["reused"] is False
-    assert github.creations == 2 and [p["number"] for p in github.open_pulls(BRANCH)] == [again.pull_request["number"]]
+    assert again.succeeded and again.pull_request == {**lost.pull_request, "reused": True} and github.creations == 1
+
+
+def test_a_5xx_after_the_host_opened_the_pull_request_adopts_it_and_a_4xx_compensates(workspace, remote, github):
+    github.fail_next_create(502, "Bad Gateway", created=True)  # a gateway gave up while GitHub carried on
+
+    result = deliver(plan_for(workspace, remote, github))
+
+    assert result.succeeded and result.compensations == [] and github.creations == 1
+    assert result.pull_request["number"] == github.open_pulls(BRANCH)[0]["number"]
+    github.open_pulls(BRANCH)[0]["state"] = "closed"
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "more")
+    github.fail_next_create(422, "Validation Failed")  # definite: it opened none
+    refused = deliver(plan_for(workspace, remote, github))
+    assert not refused.succeeded and [c.name for c in refused.compensations] == ["restore remote branch"]
+
+
+def test_a_reused_pull_request_gets_this_runs_title_and_body(workspace, remote, github, monkeypatch):
+    """The same branch's next delivery (ADR 42) reuses the open pull request: it must describe this run's change,
+    and get its earlier text back when the delivery then fails."""
+    first = deliver(DeliveryPlan(**{**plan_for(workspace, remote, github).__dict__, "body": "first run"}))
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "second run")
+    second = deliver(DeliveryPlan(**{**plan_for(workspace, remote, github).__dict__, "title": "Second title",
+                                     "body": "second run, touches CI", "last_pushed": first.head_commit}))
+
+    assert second.succeeded and second.pull_request["reused"] is True
+    (pull,) = github.pulls.values()
+    assert (pull["title"], pull["body"]) == ("Second title", "second run, touches CI")
+    assert github.edits == [(pull["number"], {"title": "Second title", "body": "second run, touches CI"})]
+
+    real_update, calls = GitHubClient.update_pull, []
+
+    def lost_answer(self, *args):  # the first PATCH is done, its answer lost; the undo's goes through
+        calls.append(real_update(self, *args))
+        if len(calls) == 1:
+            raise NoAnswer("GitHub PATCH: ReadTimeout (fake)")
+
+    monkeypatch.setattr(GitHubClient, "update_pull", lost_answer)
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "third run")
+    third = deliver(DeliveryPlan(**{**plan_for(workspace, remote, github).__dict__, "title": "Third title",
+                                    "body": "third run", "last_pushed": second.head_commit}))
+    assert not third.succeeded
+    assert [(c.name, c.ok) for c in third.compensations] == [("restore pull request text", True),
+                                                              ("restore remote branch", True)]
+    assert (pull["title"], pull["body"]) == ("Second title", "second run, touches CI")
 
 
 def test_a_pull_request_someone_else_opened_meanwhile_is_not_closed_by_the_undo(workspace, remote, github, monkeypatch):

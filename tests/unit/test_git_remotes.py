@@ -4,6 +4,7 @@ system check when stored from before, and refused at delivery before git starts,
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from django.core.checks import run_checks
 from drf_spectacular.generators import SchemaGenerator
 
 from agents.delivery import DeliveryPlan, Remote, RemoteRefused, deliver, git_remote, remote_refusal
+from agents.repo.mirror import MirrorError
 from lifecycle.models import FailureRoute, Project, Step
 from lifecycle.services.artifacts import content_json, latest
 from tests.conftest import staff_client
@@ -28,7 +30,10 @@ PROBES = ["file:///srv/git/other.git", "file:///etc", "http://169.254.169.254/",
           "fd::17", "https://x-access-token:ghp_secret@github.com/acme/shop.git", "https://ghp_secret@github.com/a/b",
           "ssh://git:hunter2@github.com/acme/shop.git", "http://github.com/acme/shop.git", "git://github.com/acme/shop",
           "https://github.com.evil.example/acme/shop.git", "git@evil.example:acme/shop.git", "../other/repo.git",
-          "repo.git", "https://github.com/acme/shop.git\n--upload-pack=x", "ssh://-oProxyCommand=x/path"]
+          "repo.git", "https://github.com/acme/shop.git\n--upload-pack=x", "ssh://-oProxyCommand=x/path",
+          "https://github.com/acme/shop.git?ref=x", "https://github.com/acme/shop.git#main", "https://github.com/a/b?",
+          "git@github.com:acme/shop.git#main", "HTTPS://github.com/acme/shop.git", "Ssh://git@github.com/acme/shop.git"]
+ACME_KEY = Path("/etc/aiteam/ssh/acme_ed25519")
 
 
 @pytest.fixture
@@ -58,12 +63,21 @@ def save_repo_url(user, project: Project, url: str):
 
 @pytest.mark.parametrize("url", GOOD)
 def test_https_and_ssh_to_an_allowed_host_pass(url):
-    assert remote_refusal(url, hosts=HOSTS, local_root=None, own_path="") is None
+    assert remote_refusal(url, hosts=HOSTS, local_root=None, own_path="", ssh_key=ACME_KEY) is None
+
+
+@pytest.mark.parametrize("url", [u for u in GOOD if not u.startswith("https://")])
+def test_an_ssh_remote_is_refused_unless_the_operator_bound_a_key_to_the_organization(url):
+    reason = remote_refusal(url, hosts=HOSTS, local_root=None, own_path="")
+    assert reason.startswith("is an ssh remote, and the operator has bound no ssh key to this project's organization")
+    assert "AITEAM_SSH_IDENTITIES" in reason and "https:// URL with a token" in reason
+    assert "not an absolute path" in remote_refusal(url, hosts=HOSTS, local_root=None, own_path="",
+                                                    ssh_key=Path("keys/acme"))
 
 
 @pytest.mark.parametrize("url", PROBES)
 def test_the_probes_values_are_refused_with_a_reason_that_does_not_repeat_a_secret(url, tmp_path):
-    reason = remote_refusal(url, hosts=HOSTS, local_root=tmp_path, own_path="org/project.git")
+    reason = remote_refusal(url, hosts=HOSTS, local_root=tmp_path, own_path="org/project.git", ssh_key=ACME_KEY)
     assert reason and "secret" not in reason and "hunter2" not in reason
 
 
@@ -82,7 +96,8 @@ def test_a_local_path_passes_only_as_the_projects_own_repository_under_the_root(
 # --- Refused when saved: the Project admin (the API cannot set a remote).
 
 @pytest.mark.django_db
-def test_each_probe_value_is_a_form_error_and_is_not_stored(roots, acme_project, boss, oscar, globex):
+def test_each_probe_value_is_a_form_error_and_is_not_stored(roots, acme_project, boss, oscar, globex, settings):
+    settings.AITEAM_SSH_IDENTITIES = {"acme": ACME_KEY}  # an ssh probe is refused for what it is, not for want of a key
     theirs = own_remote(Project.objects.get(organization=globex))
     for url in [*PROBES, str(theirs), f"file://{theirs}"]:
         response = save_repo_url(boss, acme_project, url)
@@ -94,7 +109,9 @@ def test_each_probe_value_is_a_form_error_and_is_not_stored(roots, acme_project,
 
 
 @pytest.mark.django_db
-def test_an_https_remote_on_an_allowed_host_and_the_projects_own_local_remote_are_saved(roots, acme_project, boss):
+def test_an_https_remote_on_an_allowed_host_and_the_projects_own_local_remote_are_saved(roots, acme_project, boss,
+                                                                                       settings):
+    settings.AITEAM_SSH_IDENTITIES = {"acme": ACME_KEY}
     for url in ["https://github.com/acme/shop.git", "git@gitlab.com:acme/shop.git", str(own_remote(acme_project))]:
         assert save_repo_url(boss, acme_project, url).status_code == 302, url
         acme_project.refresh_from_db()
@@ -243,3 +260,59 @@ def test_an_https_remote_gets_no_file_protocol_and_no_ssh_agent(workspace, tmp_p
     assert "SSH_AUTH_SOCK" not in env and not any("protocol.file" in part for part in cmd)
     assert "-o IdentityAgent=none" in env["GIT_SSH_COMMAND"]
     assert json.dumps(result.to_dict())  # the failed result is still a storable record
+
+
+# --- ssh: one organization's key, and no other (docs/adr/0043).
+
+def fake_ssh(tmp_path: Path, monkeypatch) -> Path:
+    """An `ssh` first on PATH that records its arguments and fails, as a host refusing the key would."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "ssh.log"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexit 255\n')
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return log
+
+
+@pytest.mark.django_db
+def test_an_organization_without_a_bound_key_cannot_save_or_use_an_ssh_remote(roots, settings, tmp_path, monkeypatch,
+                                                                               acme_project, globex):
+    """The worker's ssh key is not everyone's: globex names acme's repository over ssh, and neither the form nor
+    git lets the worker's (or acme's) key reach it for globex."""
+    from lifecycle.services.repositories import mirror_for
+
+    settings.AITEAM_SSH_IDENTITIES = {"acme": tmp_path / "acme_ed25519"}
+    log = fake_ssh(tmp_path, monkeypatch)
+    theirs = ProjectFactory(organization=globex, slug="default")
+    globex_admin = MembershipFactory(organization=globex, role="admin", user__username="gboss").user
+    url = "git@github.com:acme/private-payroll.git"
+
+    (error,) = save_repo_url(globex_admin, theirs, url).context["adminform"].form.errors["repo_url"]
+    assert error.startswith("This remote is an ssh remote, and the operator has bound no ssh key to this project's "
+                            "organization: ask the operator to bind one (AITEAM_SSH_IDENTITIES")
+    Project.objects.filter(pk=theirs.pk).update(repo_url=url)  # stored before the rule
+    mirror = mirror_for(Project.objects.get(pk=theirs.pk))
+    with mirror.locked(), pytest.raises(MirrorError, match="is refused: it is an ssh remote, and the operator has bound no"):
+        mirror.sync("main")
+    assert not log.exists()  # ssh never started
+
+    Project.objects.filter(pk=acme_project.pk).update(repo_url=url)
+    mirror = mirror_for(Project.objects.get(pk=acme_project.pk))
+    with mirror.locked(), pytest.raises(MirrorError):
+        mirror.sync("main")
+    (called,) = log.read_text().splitlines()
+    assert called.startswith("-F none -o BatchMode=yes -o IdentityAgent=none -o IdentitiesOnly=yes -o IdentityFile="
+                             f"{tmp_path}/acme_ed25519 ") and "acme/private-payroll.git" in called
+
+
+@pytest.mark.parametrize("key", [ACME_KEY, None])
+def test_ssh_reads_no_config_agent_or_default_key_only_the_bound_one(key, tmp_path):
+    """What ssh itself makes of the command line (`ssh -G`): the bound key is its only identity, or with none it
+    offers no key at all; no ssh config file (the user's or the system's) adds one."""
+    command = shlex.split(git_remote.ssh_command(key))
+    effective = subprocess.run([*command, "-G", "github.com"], capture_output=True, text=True, check=True).stdout
+    options = [line.split(" ", 1) for line in effective.splitlines()]
+    assert [value for name, value in options if name == "identityfile"] == [str(key) if key else "none"]
+    assert {name: value for name, value in options if name in ("identityagent", "identitiesonly", "batchmode")} == {
+        "identityagent": "none", "identitiesonly": "yes", "batchmode": "yes"}
+    assert ("pubkeyauthentication", "true" if key else "false") in [tuple(o) for o in options]

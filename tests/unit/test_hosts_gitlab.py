@@ -9,6 +9,7 @@ import pytest
 from agents.delivery.api import NotFound, RequestRefused, TokenRefused
 from agents.delivery.errors import DeliveryError, NoAnswer
 from agents.delivery.gitlab import GitLabClient, draft_title
+from agents.delivery.pr_body import TicketRef, change_title
 from tests.fakes.gitlab_server import FakeGitLabServer
 
 TOKEN = "glpat-fakeTOKEN0123456789"
@@ -141,3 +142,15 @@ def test_the_token_never_reaches_a_log_or_an_error_even_when_the_host_echoes_it(
 
     assert "note: token *** is not welcome" in errors[0] and "404" in errors[1]
     assert TOKEN not in "".join(errors) + caplog.text + repr(client)
+
+
+def test_a_draft_title_is_bounded_to_what_gitlab_takes_as_gitlab_refuses_a_longer_one(gitlab, client):
+    """change_title cuts at 250 and `Draft: ` adds 7: the whole is cut to GitLab's 255, on opening and on update."""
+    long = change_title(TicketRef(source="jira", key="A" * 50 + "-1234567890", title="y" * 200), "fallback")
+    assert len(draft_title(long, True)) == 255 and draft_title(long, True).endswith("y…")
+    opened = client.open_merge_request(PROJECT, BRANCH, "main", long, "")
+    client.update_merge_request(PROJECT, opened["iid"], "z" * 300, "", draft=True)
+    assert len(gitlab.merge_requests[0]["title"]) == 255 and gitlab.merge_requests[0]["draft"]
+    with pytest.raises(RequestRefused, match="title: is too long"):
+        client._api.request("POST", "/projects/acme%2Ftools%2Fshop/merge_requests",
+                            json={"source_branch": "b", "target_branch": "main", "title": "t" * 256})

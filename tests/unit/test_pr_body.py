@@ -4,6 +4,7 @@ GitLab allow it) to check what a reader would see, not what the string looks lik
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from agents.delivery.pr_body import (
     TicketRef,
     change_body,
     change_title,
+    same_repository,
 )
 from agents.delivery.rich_text import ZERO_WIDTH_SPACE
 
@@ -136,6 +138,18 @@ def test_the_body_stays_under_the_bound_however_large_the_inputs():
     assert "…" in text  # the title, each name and the summary were cut, visibly
 
 
+def test_a_gitlab_project_named_by_its_id_knows_its_issues_by_the_id_their_webhook_carried():
+    """docs: settings["gitlab"]["project"] may be the project's numeric id; the issue's address names its path."""
+    own = TicketRef(source="gitlab", key="#23", url="https://gitlab.com/acme/wordcount/-/issues/23", via_webhook=True,
+                    repository_id="1")
+    assert same_repository("gitlab", "1", own) and same_repository("gitlab", "acme/wordcount", own)
+    assert not same_repository("gitlab", "2", own)
+    assert not same_repository("gitlab", "1", replace(own, repository_id=""))  # a member's ticket: not known
+    body = change_body(host="gitlab", repository="1", ticket=own, scope=Scope(1, 0),
+                       tests=SuiteResults(after=SuiteCounts(1, 0)))
+    assert body.startswith("Closes #23")
+
+
 def test_a_title_cannot_mention_reference_or_carry_control_characters():
     hostile = "Fix #3 for @alice, !4 and ~bug\n\x1b[31m\u202eev\u200bil\u200e\x85end"  # bidi, zero-width, C1
     title = change_title(TicketRef("github", "#12", hostile), "x")
@@ -143,4 +157,5 @@ def test_a_title_cannot_mention_reference_or_carry_control_characters():
     z = ZERO_WIDTH_SPACE  # its own, after each reference sign; the ticket's were dropped
     assert title == f"Fix #{z}3 for @{z}alice, !{z}4 and ~{z}bug [31mevil end"
     assert change_title(None, "Deliver aiteam/x") == "Deliver aiteam/x"
+    assert change_title(None, "Closes https://gitlab.com/a/b/-/issues/3") == f"Closes https:{z}//gitlab.com/a/b/-/issues/3"
     assert len(change_title(TicketRef("api", "k", "t" * 999), "x")) == 250

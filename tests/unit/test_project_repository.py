@@ -2,6 +2,7 @@
 secret variables), validated in the admin form against the operator's allow-lists, read by delivery from those
 fields only; migration 0022 moved the older JSON keys into them."""
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from django.db import connection
 from lifecycle.errors import DomainError
 from lifecycle.models import Project
 from lifecycle.services.delivery import delivery_plan
-from lifecycle.services.host_settings import github_settings
+from lifecycle.services.host_settings import github_settings, jira_settings
 from lifecycle.services.repositories import host_auth
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, project_form_data
@@ -106,6 +107,72 @@ def test_a_token_variable_another_organization_names_is_refused_when_saved_and_w
     with pytest.raises(DomainError, match="another organization's project") as refused:
         host_auth(Project.objects.get(pk=acme_project.pk))
     assert "ghp-globex-value" not in str(refused.value)
+
+
+def test_a_token_variable_named_in_the_jira_settings_is_under_the_same_rule_as_the_field(
+        acme_project, boss, lists, settings, monkeypatch):
+    """settings.jira.token_env names a host token as the field does: another organization's variable is refused
+    there too, so no organization can name acme's token in its Jira settings and so switch it off for acme."""
+    settings.AITEAM_JIRA_URLS = ["https://acme.atlassian.net"]
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-globex-value")
+    ProjectFactory(organization=OrganizationFactory(slug="globex"), token_env="GITHUB_TOKEN")
+    jira = {"site_url": "https://acme.atlassian.net", "email": "bot@acme.test", "token_env": "GITHUB_TOKEN"}
+    response = save(boss, acme_project, settings=json.dumps({"jira": jira}))
+    assert errors(response)["settings"] == [
+        "settings.jira.token_env: 'GITHUB_TOKEN' is named by another organization's project: each organization needs "
+        "a token variable of its own (ask the operator for one)"]
+    own = {**jira, "token_env": "ACME_GITLAB_TOKEN"}
+    assert save(boss, acme_project, token_env="ACME_GITLAB_TOKEN", settings=json.dumps({"jira": own})).status_code == 302
+
+    Project.objects.filter(pk=acme_project.pk).update(settings={"jira": jira})  # stored before the rule
+    with pytest.raises(DomainError, match="another organization's project") as refused:
+        jira_settings(Project.objects.get(pk=acme_project.pk))
+    assert "ghp-globex-value" not in str(refused.value)
+
+
+def test_a_token_variable_the_operator_bound_to_an_organization_is_that_organizations_alone(
+        acme_project, boss, lists, settings, monkeypatch):
+    """AITEAM_TOKEN_ENVS "ACME_GITLAB_TOKEN=acme": no other organization may name it, in the field or its Jira
+    settings, and one that named it first (or before the binding) neither takes it nor switches it off for acme."""
+    settings.AITEAM_TOKEN_ENV_ORGANIZATIONS = {"ACME_GITLAB_TOKEN": "acme"}
+    settings.AITEAM_JIRA_URLS = ["https://globex.atlassian.net"]
+    monkeypatch.setenv("ACME_GITLAB_TOKEN", "glpat-acme-value")
+    globex = ProjectFactory(organization=OrganizationFactory(slug="globex"), slug="default")
+    gboss = MembershipFactory(organization=globex.organization, role="admin", user__username="gboss").user
+    bound = "'ACME_GITLAB_TOKEN' is bound by the operator to another organization"
+    assert errors(save(gboss, globex, token_env="ACME_GITLAB_TOKEN"))["token_env"][0].startswith(bound)
+    jira = {"site_url": "https://globex.atlassian.net", "email": "bot@globex.test", "token_env": "ACME_GITLAB_TOKEN"}
+    (error,) = errors(save(gboss, globex, settings=json.dumps({"jira": jira})))["settings"]
+    assert error.startswith(f"settings.jira.token_env: {bound}")
+
+    Project.objects.filter(pk=globex.pk).update(token_env="ACME_GITLAB_TOKEN", host_kind="gitlab",
+                                                settings={"jira": jira})  # named before the binding
+    assert save(boss, acme_project, token_env="ACME_GITLAB_TOKEN", host_kind="gitlab").status_code == 302
+    assert host_auth(Project.objects.get(pk=acme_project.pk)).token == "glpat-acme-value"
+    for use in (host_auth, jira_settings):
+        with pytest.raises(DomainError, match=bound):
+            use(Project.objects.get(pk=globex.pk))
+
+
+def test_the_operators_bindings_are_read_from_the_environment_and_bad_ones_stop_the_start(tmp_path):
+    def start(**env: str) -> subprocess.CompletedProcess:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("AITEAM_")}
+        code = ("import django; django.setup(); from django.conf import settings as s; "
+                "print(s.AITEAM_TOKEN_ENVS, s.AITEAM_TOKEN_ENV_ORGANIZATIONS, s.AITEAM_SSH_IDENTITIES)")
+        return subprocess.run([sys.executable, "-c", code], env={**base, **env, "DJANGO_SETTINGS_MODULE": "aiteam.settings"},
+                              capture_output=True, text=True, timeout=60)
+
+    done = start(AITEAM_TOKEN_ENVS="GITHUB_TOKEN, ACME_TOKEN=acme",
+                 AITEAM_SSH_IDENTITIES="acme=/etc/keys/acme,globex=/etc/keys/g")
+    assert done.stdout.strip() == ("['GITHUB_TOKEN', 'ACME_TOKEN'] {'ACME_TOKEN': 'acme'} {'acme': PosixPath('/etc/keys/acme'), "
+                                   "'globex': PosixPath('/etc/keys/g')}"), done.stderr
+    for env, why in [({"AITEAM_SSH_IDENTITIES": "acme=/k,globex=/k"}, "/k is bound to more than one organization"),
+                     ({"AITEAM_SSH_IDENTITIES": "acme"}, "'acme' is not KEY=VALUE"),
+                     ({"AITEAM_SSH_IDENTITIES": "acme=keys/acme"}, "is not an absolute path"),
+                     ({"AITEAM_SSH_IDENTITIES": "acme=/k,acme=/j"}, "'acme' is listed twice"),
+                     ({"AITEAM_TOKEN_ENVS": "A=acme corp"}, "after '=' comes an organization's slug")]:
+        failed = start(**env)
+        assert failed.returncode != 0 and why in failed.stderr, (env, failed.stderr[-500:])
 
 
 def test_delivery_reads_the_base_branch_and_token_variable_from_the_fields(alice, acme_project, monkeypatch):

@@ -67,6 +67,25 @@ def test_edits_are_committed_on_the_branch_with_the_bases_history(planned, steps
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_task_title_reaches_the_commit_as_one_neutral_line(alice, acme_project, tmp_path, steps, scripted):
+    """The planner's task title is model output the ticket can steer: in the pushed history it must not close an
+    issue, mention anyone or add a Co-authored-by trailer (which GitHub credits on the commit and the PR)."""
+    title = "Fixes #3 for @acme/owners, see https://gitlab.com/acme/shop/-/issues/3\n\nCo-authored-by: M <m@x.example>\n"
+    req = ticket_on_repository(acme_project, alice, tmp_path)
+    plan = {**PLAN, "tasks": [{**PLAN["tasks"][0], "title": title + "x" * 80}]}
+    scripted.enqueue(PO_TICKET).enqueue(LOCALIZED).enqueue(plan).enqueue(EDITS)
+    for kind in ("po_clarify", "tl_localize", "tl_plan", "engineer"):
+        assert steps.run(kind).state == "done", kind
+    path = workspace_for(fresh(req)).path
+    message = git(path, "log", "-1", "--format=%B").rstrip("\n")
+    z = "\u200b"
+    assert message.startswith(f"T1: Fixes #{z}3 for @{z}acme/owners, see https:{z}//gitlab.com/acme/shop/-/issues/3 "
+                              f"Co-authored-by: M <m@{z}x.") and message.endswith("… (attempt 1)")
+    assert "\n" not in message and len(message) == len("T1: ") + 100 + len(" (attempt 1)")
+    assert git(path, "log", "-1", "--format=%(trailers)").strip() == ""
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_block_that_matches_nothing_goes_back_with_the_nearest_lines(planned, steps, scripted):
     scripted.enqueue(STALE).enqueue(EDITS)
     assert steps.run("engineer").state == "done"

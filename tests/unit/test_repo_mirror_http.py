@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -136,10 +137,23 @@ def test_the_header_is_scoped_to_the_remote_s_host_and_redirects_are_off():
     assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("http.followRedirects", "false")
 
 
+@pytest.mark.parametrize("auth", [HostAuth(TOKEN), None])
+def test_git_follows_no_redirect_with_a_token_or_without(host, auth):
+    """ADR 31: a moved repository is an error, not a request to wherever the answer points, whether or not the
+    remote has a token (a tokenless public repository is fetched under the same rule)."""
+    host.moved["old.git"] = "shop.git"
+    url = f"{host.url}/old.git"
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+           "GIT_TERMINAL_PROMPT": "0", "GIT_SSL_CAINFO": str(host.cert), **git_env(url, auth)}
+    done = subprocess.run(["git", "ls-remote", "--heads", "--", url], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "error: 301" in done.stderr, done.stderr
+    assert [r.path.split("/")[1] for r in host.requests] == ["old.git"]  # never the address it was sent to
+
+
 @pytest.mark.parametrize("url", ["/srv/git/shop.git", "file:///srv/git/shop.git", "ssh://git@github.com/o/r.git",
                                  "git@github.com:o/r.git"])
 def test_ssh_and_local_remotes_never_see_the_token(url):
-    assert git_env(url, HostAuth(TOKEN)) == {}
+    assert git_env(url, HostAuth(TOKEN)) == git_env(url, None) == {}
 
 
 @pytest.mark.parametrize("token", ["", "two words", "line\nX-Injected: 1", "tab\there"])

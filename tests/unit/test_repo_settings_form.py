@@ -3,11 +3,15 @@ limit under 1, a role no repository run has, a host the operator does not list a
 the one check (lifecycle.repo_settings.repository_settings_problems). The API writes no settings (PATCH takes
 autonomous_deployments only, a pre-authorization), so the admin form is the one writer to guard."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from lifecycle.api.serializers import ProjectIn
 from lifecycle.repo_settings import repository_settings_problems
+from lifecycle.services.host_settings import github_settings
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory, project_form_data
 
@@ -69,3 +73,24 @@ def test_a_bad_repository_setting_is_a_field_error_naming_its_key(acme_project, 
 
 def test_the_api_writes_no_settings():
     assert set(ProjectIn().fields) == {"autonomous_deployments"}
+
+
+@pytest.mark.django_db
+def test_an_api_url_the_form_takes_is_one_delivery_takes_however_either_side_writes_its_slash(
+        acme_project, lists, settings, monkeypatch):
+    """One normal form for API URLs (agents.delivery.api.normalized_api_url): the operator's lists, the form and
+    the host settings read at delivery all compare without the trailing slash."""
+    monkeypatch.setenv("ACME_JIRA_TOKEN", "secret-value")
+    acme_project.host_kind, acme_project.token_env = "github", "ACME_JIRA_TOKEN"
+    for listed, saved in [("https://api.github.com", "https://api.github.com/"),
+                          ("https://ghe.example/api/v3/", "https://ghe.example/api/v3")]:
+        settings.AITEAM_GITHUB_API_URLS = [listed]
+        value = {"github": {"repository": "acme/app", "api_url": saved}}
+        assert repository_settings_problems(value) == []
+        acme_project.settings = value
+        assert github_settings(acme_project).api_url == saved.rstrip("/")
+    code = "import django; django.setup(); from django.conf import settings as s; print(s.AITEAM_GITHUB_API_URLS)"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "aiteam.settings",
+           "AITEAM_GITHUB_API_URLS": "https://api.github.com/, https://ghe.example/api/v3//"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "['https://api.github.com', 'https://ghe.example/api/v3']"

@@ -224,6 +224,22 @@ def test_gitlab_gets_an_issue_note_and_jira_a_comment(acme_project, settings, mo
     assert set(Notification.objects.filter(channel="ticket").values_list("state", flat=True)) == {"sent"}
 
 
+def test_a_gitlab_project_named_by_its_id_gets_notes_on_its_own_issues(acme_project, settings, monkeypatch):
+    monkeypatch.setenv("GITLAB_TOKEN", TOKEN)
+    with FakeGitLabServer(TOKEN) as gitlab:
+        number = gitlab.add_project("acme/shop", issues=(12,))
+        settings.AITEAM_GITLAB_URLS = [gitlab.url]
+        Project.objects.filter(pk=acme_project.pk).update(host_kind="gitlab", token_env="GITLAB_TOKEN", settings={
+            "gitlab": {"project": str(number), "url": gitlab.url}})
+        project = Project.objects.get(pk=acme_project.pk)
+        req = ticket_requirement(project, "gitlab", "#12", url="https://gitlab.example/acme/shop/-/issues/12")
+        Requirement.objects.filter(pk=req.pk).update(ticket_repository_id=str(number))  # as its webhook said
+        emitted(req, "RepositoryPrepared", PREPARED)
+        [note] = gitlab.notes
+        assert note["noteable_iid"] == 12 and note["project_id"] == number
+    assert Notification.objects.get(channel="ticket").state == "sent"
+
+
 def test_a_brief_a_members_ticket_or_a_project_that_turned_comments_off_gets_none(acme_project, github):
     project = on_github(acme_project, github.url)
     emitted(ticket_requirement(project, source="", key=""), "RepositoryPrepared", PREPARED)

@@ -7,7 +7,7 @@ import logging
 import pytest
 from django.test import Client
 
-from lifecycle.models import Requirement, StateTransition, WebhookDelivery
+from lifecycle.models import Project, Requirement, StateTransition, WebhookDelivery
 from tests.answers import BA_STORIES, PO_CLEAR
 from tests.factories import OrganizationFactory, ProjectFactory
 from tests.flows import decide, fresh, pending
@@ -93,6 +93,21 @@ def test_an_issue_of_another_repository_than_the_projects_own_starts_nothing(hoo
     assert refused.status_code == 202 and refused.json() == {
         "detail": "ignored: the issue is in 'evil/elsewhere', not in this project's 'acme/wordcount'", "requirement": None}
     assert ours.json()["detail"] == "created" and Requirement.objects.get().ticket_key == "#43"
+
+
+def test_a_push_only_project_takes_issues_of_its_repo_urls_repository_only(hooked):
+    """Settings that name no repository (push only, no pull request) still leave the project a repository: the one
+    its repo_url names. An issue of another repository would start a run on this one, under that issue's key."""
+    Project.objects.filter(pk=hooked.pk).update(repo_url="https://github.com/Acme/WordCount.git", host_kind="github")
+    elsewhere = github_issue(number=7, html_url="https://github.com/acme/other-repo/issues/7")
+    elsewhere["repository"]["full_name"] = "acme/other-repo"
+
+    refused = to_github(hooked, elsewhere, secret=SECRET, delivery="d-1")
+    ours = to_github(hooked, github_issue(), secret=SECRET, delivery="d-2")
+
+    assert refused.json() == {"detail": "ignored: the issue is in 'acme/other-repo', not in this project's "
+                                        "'Acme/WordCount'", "requirement": None}
+    assert ours.json()["detail"] == "created" and Requirement.objects.get().ticket_key == "#42"
 
 
 def test_a_members_api_ticket_naming_the_issue_neither_holds_the_trackers_delivery_back_nor_speaks_for_it(hooked,

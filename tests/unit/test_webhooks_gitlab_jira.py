@@ -47,6 +47,16 @@ def test_an_issue_of_another_gitlab_project_than_the_projects_own_starts_nothing
     assert to_gitlab(hooked, later, token=TOKEN).json()["detail"] == "created"
 
 
+def test_a_push_only_gitlab_project_takes_issues_of_its_repo_urls_project_only(hooked):
+    Requirement.objects.filter(project=hooked).delete()
+    type(hooked).objects.filter(pk=hooked.pk).update(repo_url="git@gitlab.com:acme/tools.git", host_kind="gitlab")
+    response = to_gitlab(hooked, gitlab_issue(), token=TOKEN)
+    assert response.json()["detail"] == "ignored: the issue is in 'acme/wordcount', not in this project's 'acme/tools'"
+    type(hooked).objects.filter(pk=hooked.pk).update(repo_url="https://gitlab.com/acme/wordcount.git")
+    assert to_gitlab(hooked, gitlab_issue(), token=TOKEN).json()["detail"] == "created"
+    assert Requirement.objects.get().ticket_repository_id == "1"  # the issue's project's id, for a project named by it
+
+
 def test_a_gitlab_issue_opened_with_the_label_and_no_change_list_starts_a_run(hooked):
     payload = gitlab_issue(action="open")
     del payload["changes"]

@@ -40,6 +40,7 @@ from django.test.utils import override_settings
 from agents.delivery.api import ApiUrlRefused, checked_api_url
 from agents.delivery.errors import scrub
 from agents.delivery.pr_body import change_title
+from agents.delivery.remotes import repository_path
 from agents.repo.scope import measure
 from lifecycle.errors import DomainError, NotPermitted
 from lifecycle.management.commands.aiteam_demo import CONFIG_ERRORS
@@ -58,7 +59,6 @@ from lifecycle.tickets import Ticket, TicketSource, ticket_problems
 ORGANIZATION = "local"  # the operator's organization for repositories run from the terminal
 OPERATOR = "operator"
 URL_LIKE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/@\s]+@[^/:\s]+:")  # scheme://… or user@host:path
-URL_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]*/|^[^/@\s]+@[^/:\s]+:")  # what comes before a URL's path
 DIFF_LINES = 400  # printed; the whole diff is in the workspace and on the pull request
 GIT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
            "LANG": "C.UTF-8"}
@@ -280,7 +280,7 @@ def project_for(organization: Organization, *, repo: str, base: str, slug: str |
 def change_request_settings(host_kind: str, url: str, api_url: str | None) -> dict[str, Any]:
     """Where the pull (merge) request of a remote on GitHub (GitLab) is opened: the repository the URL's path names,
     through `api_url` or the host's own API, which must be on the operator's list; nothing for a plain git host."""
-    host, path = _host(url), URL_HOST.sub("", url).strip("/").removesuffix(".git")  # owner/name, group/name
+    host, path = _host(url), repository_path(url)  # owner/name, group/name
     if host_kind == HostKind.GITHUB:
         default = "https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"
         return {"github": {"repository": path, "api_url": _api_url(api_url or default, "AITEAM_GITHUB_API_URLS")}}
