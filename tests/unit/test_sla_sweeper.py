@@ -103,6 +103,51 @@ def test_escalation_without_a_valid_manager_tells_the_organizations_admins(acme_
     assert [m.to for m in mail.outbox if m.subject.startswith("Escalated")] == [["ada@acme.test"]]
 
 
+def test_escalation_to_a_manager_who_may_not_decide_the_project_goes_to_everyone_who_may(acme_project, rita_with_mail):
+    web = Group.objects.create(name="web")
+    rita_with_mail.groups.add(web)
+    maria = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="maria",
+                              user__email="maria@acme.test").user  # a reviewer, but not in the project's group
+    acme_project.settings = {**acme_project.settings, "reviewers_group": "web"}
+    with_policy(acme_project, "stories_approval", action="escalate", manager="maria")
+    task = age(open_review(acme_project), hours=25)
+    ReviewTask.objects.filter(pk=task.pk).update(assignee=maria, state="claimed")
+    mail.outbox.clear()
+
+    assert review_sweep() == {"escalate": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.assignee_group) == ("escalated", None, None)
+    row = audit(task, "escalate").get()
+    assert row.metadata["manager"] == "everyone who may decide it"
+    assert "maria is not in 'web'" in row.metadata["fallback"]
+    escalated = [m for m in mail.outbox if m.subject.startswith("Escalated")]
+    assert [m.to for m in escalated] == [["rita@acme.test"]]
+    assert "everyone who may decide it" in escalated[0].body
+
+    mail.outbox.clear()
+    review_sweep(now=timezone.now() + timedelta(hours=4, minutes=1))
+    assert [m.to for m in mail.outbox] == [["rita@acme.test"]]  # the reminders too
+
+
+def test_reassignment_to_a_group_with_nobody_who_may_decide_goes_to_everyone_who_may(acme_project, rita_with_mail,
+                                                                                      sam):
+    ops = Group.objects.create(name="ops")
+    sam.groups.add(ops)  # a submitter: may not decide
+    sam.email = "sam@acme.test"
+    sam.save()
+    with_policy(acme_project, "stories_approval", action="reassign", group="ops")
+    task = age(open_review(acme_project), hours=25)
+    mail.outbox.clear()
+
+    assert review_sweep() == {"reassign": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.assignee_group) == ("open", None, None)
+    row = audit(task, "hand_to_group").get()
+    assert row.metadata["group"] == "everyone who may decide it" and "ops" in row.metadata["fallback"]
+    assert [m.to for m in mail.outbox] == [["rita@acme.test"]]
+    assert "everyone who may decide it" in mail.outbox[0].body
+
+
 def test_reassignment_hands_the_task_to_the_group(acme_project, rita):
     group = Group.objects.create(name="night-shift")
     nina = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="nina",
