@@ -148,22 +148,38 @@ def review_escalate(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> st
 
 
 def review_auto_decide(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> bool:
-    """Decide with the policy's stated default; False (logged) when the flow refuses it right now."""
+    """Decide with the policy's stated default (reject where the task does not offer it); False (logged) when the
+    flow refuses it right now."""
+    decision, _ = policy_decision(task, policy)
     text = default_text(task, policy)
-    texts = {"feedback": text} if policy.default_decision == "request_changes" else {"reason": text}
+    texts = {"feedback": text} if decision == "request_changes" else {"reason": text}
     try:
-        review_decide(task_id=task.pk, actor=SLA_POLICY, decision=policy.default_decision, **texts)
+        review_decide(task_id=task.pk, actor=SLA_POLICY, decision=decision, **texts)
     except (DomainError, IllegalTransition, NotPermitted):
-        log.exception("SLA policy could not decide %s with '%s'", task, policy.default_decision)
+        log.exception("SLA policy could not decide %s with '%s'", task, decision)
         return False
-    emit(task.requirement, "ReviewTaskDecidedByPolicy", {"review_task": str(task.pk), "decision": policy.default_decision})
+    emit(task.requirement, "ReviewTaskDecidedByPolicy", {"review_task": str(task.pk), "decision": decision})
     return True
 
 
+def policy_decision(task: ReviewTask, policy: ReviewPolicy | None = None) -> tuple[str, str]:
+    """The decision the policy applies at the limit, and why it is not the stated default ("" when it is): a default
+    the task does not offer (approve, on a budget task with no partial output) gives way to reject, the safe
+    default, since the policy's check at save cannot know the task."""
+    policy = policy or task_policy(task)
+    default = policy.default_decision
+    if not task.options or default in task.options:
+        return default, ""
+    return "reject", f"its default, {default}, is not an option for this task, so it rejects it"
+
+
 def default_text(task: ReviewTask, policy: ReviewPolicy) -> str:
-    stated = f" {policy.default_reason}" if policy.default_reason else ""
+    decision, fallback = policy_decision(task, policy)
+    stated = f" {policy.default_reason}" if policy.default_reason and not fallback else ""
+    applied = (f"could not apply its stated default, {policy.default_decision} (not an option for this task), "
+               f"so it rejected it (the safe default)" if fallback else f"applied its stated default, {decision}")
     return (f"No reviewer decided within {policy.decide_after_hours:g} h: the {task.get_kind_display()} SLA policy "
-            f"applied its stated default, {policy.default_decision}.{stated}")
+            f"{applied}.{stated}")
 
 
 def _manager(task: ReviewTask, policy: ReviewPolicy) -> tuple[Any, str]:

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from lifecycle.errors import DomainError
 from lifecycle.models import ReviewTask, StateTransition
 from lifecycle.services import sla
 from lifecycle.services.sla import review_sweep
@@ -174,15 +175,27 @@ def test_auto_decide_policy_decides_at_the_sla(acme_project, rita):
     assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
 
 
-def test_a_default_the_flow_refuses_is_logged_and_the_task_reminded_instead(acme_project, rita, caplog):
-    task = open_review(acme_project, kind="clarification")
-    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "default_decision": "approve"})
-    task = age(task, hours=100)
+def test_a_default_the_flow_refuses_is_logged_and_the_task_reminded_instead(acme_project, rita, caplog, monkeypatch):
+    def refused(**_):
+        raise DomainError("the requirement cannot take that decision now", "decision")
+    monkeypatch.setattr(sla, "review_decide", refused)
+    task = age(open_review(acme_project, kind="clarification"), hours=100)
 
     assert review_sweep() == {"remind": 1}
     task.refresh_from_db()
     assert task.is_pending and task.next_sweep_at > timezone.now()
     assert "could not decide" in caplog.text
+
+
+def test_a_default_the_task_does_not_offer_gives_way_to_reject(acme_project, rita):
+    task = open_review(acme_project, kind="clarification")
+    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "default_decision": "approve"})
+    task = age(task, hours=100)
+
+    assert review_sweep() == {"auto_decide": 1}
+    task.refresh_from_db()
+    assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
+    assert "could not apply its stated default, approve (not an option for this task)" in task.reason
 
 
 def test_one_broken_task_does_not_stop_the_sweep(acme_project, rita, monkeypatch):
