@@ -5,6 +5,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from lifecycle.contexts import business_analyst_context
 from lifecycle.models import ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.artifacts import artifact_store
 from tests.conftest import staff_client
@@ -294,6 +295,18 @@ def test_deciding_a_task_decided_meanwhile_is_a_409_that_keeps_what_was_typed(ac
     html = response.content.decode()
     assert response.status_code == 409 and "review task is already resolved (approve)" in html
     assert "Yours, not recorded (feedback): Split story 2" in html and 'value="approve"' not in html
+
+
+def test_request_changes_with_both_boxes_typed_gives_the_business_analyst_both(alice, rita):
+    req = submit(alice)
+    task = pending(req, "stories_approval")
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {
+        "decision": "request_changes", "reason": "Stories are too big",
+        "feedback": "Split story 2 into import and export"})
+    assert response.status_code == 302
+    sent_back = business_analyst_context(req.pk, round=2).feedback
+    assert [f.text for f in sent_back] == ["Split story 2 into import and export\n\nStories are too big"]
+    assert {s.rejection_reason for s in req.stories.filter(round=1)} == {sent_back[0].text}
 
 
 # --- Story edits before deciding.
