@@ -25,7 +25,7 @@ from django.db.models import (
 from django.db.models.functions import RowNumber, TruncDate
 
 from lifecycle.models import LLMCall, Membership, Requirement, ReviewTask, StateTransition
-from lifecycle.states import RequirementState, ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, RequirementState, ReviewState
 
 AGE_BUCKETS = [("< 1 h", 0, 1), ("1–4 h", 1, 4), ("4–24 h", 4, 24), ("1–3 d", 24, 72), ("> 3 d", 72, None)]
 
@@ -105,7 +105,8 @@ def review_kpis(scope: Scope, now: datetime, since: datetime) -> dict[str, int]:
         overdue=Count("pk", filter=Q(state__in=[ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED],
                                      sla_deadline__lt=now)),
         escalated=Count("pk", filter=Q(state=ReviewState.ESCALATED)),
-        by_policy=Count("pk", filter=Q(decided_at__gte=since) & ~Q(decided_by_policy="")),
+        by_policy=Count("pk", filter=Q(decided_at__gte=since, decided_by_policy=SLA_POLICY_ROLE)),  # SLA timeouts
+        automatic=Count("pk", filter=Q(decided_at__gte=since) & ~Q(decided_by_policy__in=["", SLA_POLICY_ROLE])),
         decided=Count("pk", filter=Q(decided_at__gte=since)),
     )
 

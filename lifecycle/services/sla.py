@@ -32,10 +32,10 @@ from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for
 from lifecycle.services.transitions import transition
-from lifecycle.states import ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, ReviewState
 
 log = logging.getLogger("aiteam.progress")
-SLA_POLICY = Actor.policy("sla_policy")
+SLA_POLICY = Actor.policy(SLA_POLICY_ROLE)
 SWEEP_BATCH = 1000
 EVERYONE = "everyone who may decide it"
 FAILED_TASK_PAUSE = timedelta(minutes=15)

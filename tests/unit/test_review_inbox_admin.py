@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from lifecycle.contexts import business_analyst_context
-from lifecycle.models import ReviewTask, StateTransition, StoryEdit
+from lifecycle.models import ActionPreauthorization, ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.artifacts import artifact_store
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory
@@ -100,6 +100,18 @@ def test_the_by_policy_filter_shows_policy_decisions_even_from_the_pending_inbox
     assert ">Timed out<" in html and ">Rita decided<" not in html and ">Waiting one<" not in html
     assert ">Rita decided<" in client.get(f"{INBOX}?status=all").content.decode()
     assert ">Timed out<" not in client.get(f"{INBOX}?sla=by_policy&status=pending").content.decode()  # asked for
+
+
+def test_the_sla_policy_filter_leaves_gates_approved_in_advance_to_their_own(acme_project, rita):
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve")
+    open_review(acme_project, title="Pre-authorized")
+    timed_out = open_review(acme_project, kind="clarification", title="Timed out")
+    ReviewTask.objects.filter(pk=timed_out.pk).update(state="resolved", decision="reject", decided_by_policy="sla_policy")
+    client = staff_client(rita)
+    html = client.get(f"{INBOX}?sla=by_policy").content.decode()
+    assert ">Timed out<" in html and ">Pre-authorized<" not in html
+    html = client.get(f"{INBOX}?sla=automatic").content.decode()
+    assert ">Pre-authorized<" in html and ">Timed out<" not in html
 
 
 @pytest.mark.parametrize("count", [10, 1000])
