@@ -95,12 +95,13 @@ def open_tasks_by_age(scope: Scope, now: datetime) -> list[tuple[str, int, int]]
             age &= Q(created_at__gt=now - timedelta(hours=high))
         aggregates[f"ok{i}"] = Count("pk", filter=age & Q(sla_deadline__gte=now))
         aggregates[f"late{i}"] = Count("pk", filter=age & Q(sla_deadline__lt=now))
-    counts = scope.filter(ReviewTask.objects.pending()).aggregate(**aggregates)
+    counts = scope.filter(ReviewTask.objects.pending().of_real_runs()).aggregate(**aggregates)
     return [(label, counts[f"ok{i}"], counts[f"late{i}"]) for i, (label, _, _) in enumerate(AGE_BUCKETS)]
 
 
 def review_kpis(scope: Scope, now: datetime, since: datetime) -> dict[str, int]:
-    return scope.filter(ReviewTask.objects.all()).aggregate(
+    """Review work of real runs: a replay's gates (decided as recorded, or held as a record) are nobody's."""
+    return scope.filter(ReviewTask.objects.of_real_runs()).aggregate(
         open=Count("pk", filter=Q(state__in=[ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED])),
         overdue=Count("pk", filter=Q(state__in=[ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED],
                                      sla_deadline__lt=now)),
@@ -112,7 +113,8 @@ def review_kpis(scope: Scope, now: datetime, since: datetime) -> dict[str, int]:
 
 
 def oldest_overdue(scope: Scope, now: datetime, limit: int = 10) -> list[ReviewTask]:
-    rows = scope.filter(ReviewTask.objects.overdue(now)).select_related("requirement__project__organization", "assignee")
+    rows = scope.filter(ReviewTask.objects.overdue(now).of_real_runs()).select_related(
+        "requirement__project__organization", "assignee")
     return list(rows.order_by("sla_deadline")[:limit])
 
 

@@ -40,7 +40,7 @@ class StatusFilter(admin.SimpleListFilter):
         inbox with every decided task in it."""
         value = self.value()
         if value == "pending":
-            return queryset.pending()
+            return queryset.pending().of_real_runs()
         if value in (ReviewState.RESOLVED, ReviewState.EXPIRED):
             return queryset.filter(state=value)
         if value == "all":
@@ -85,15 +85,15 @@ class AttentionFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         value, now = self.value(), timezone.now()
         if value == "overdue":
-            return queryset.overdue(now)
+            return queryset.overdue(now).of_real_runs()
         if value == "due_soon":
-            return queryset.pending().filter(sla_deadline__gte=now, sla_deadline__lt=now + DUE_SOON)
+            return queryset.pending().of_real_runs().filter(sla_deadline__gte=now, sla_deadline__lt=now + DUE_SOON)
         if value == "escalated":
             return queryset.escalated()
         if value == "by_policy":  # timed out: the SLA sweep applied the policy's default
             return queryset.filter(decided_by_policy=SLA_POLICY_ROLE)
         if value == "automatic":  # decided without a person, not for lack of one (pre-authorized, autonomous…)
-            return queryset.exclude(decided_by_policy__in=["", SLA_POLICY_ROLE])
+            return queryset.of_real_runs().exclude(decided_by_policy__in=["", SLA_POLICY_ROLE])
         return _unfiltered(self, queryset)
 
 
