@@ -122,7 +122,7 @@ def _story_feedback(req: Requirement) -> list[StoryFeedback]:
     for story in req.stories.only("round", "title"):
         titles.setdefault(story.round, []).append(story.title)
     return [
-        StoryFeedback(round=t.round, decision=t.decision, text=t.reason or t.feedback, story_titles=titles.get(t.round, []))
+        StoryFeedback(round=t.round, decision=t.decision, text=t.sent_back_text, story_titles=titles.get(t.round, []))
         for t in sent_back
     ]
 

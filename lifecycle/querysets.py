@@ -11,6 +11,11 @@ class ReviewTaskQuerySet(models.QuerySet):
     def pending(self) -> ReviewTaskQuerySet:
         return self.filter(state__in=PENDING_REVIEW_STATES)
 
+    def of_real_runs(self) -> ReviewTaskQuerySet:
+        """Without a replay's gates: decided as recorded, or held open as a record (lifecycle/replay/runs.py `_hold`),
+        never anyone's work; they stay on the replay's own requirement page."""
+        return self.filter(requirement__replay_of=None)
+
     def overdue(self, now) -> ReviewTaskQuerySet:
         """Past the SLA and still waiting (partial index review_pending_sla)."""
         return self.pending().filter(sla_deadline__lt=now)

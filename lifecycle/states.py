@@ -71,6 +71,8 @@ class Role(models.TextChoices):
 
 
 DECIDING_ROLES = (Role.REVIEWER, Role.ADMIN)
+# decided_by_policy of a task the SLA sweep decided at its limit (others: "pre-authorized", "autonomous", "replay"…)
+SLA_POLICY_ROLE = "sla_policy"
 SUBMITTING_ROLES = (Role.SUBMITTER, Role.ADMIN)
 
 

@@ -23,7 +23,7 @@ from lifecycle.models import (
 from lifecycle.replay.compare import describe
 from lifecycle.selectors import origins_visible_to
 from lifecycle.services.artifacts import content_json, latest
-from lifecycle.services.reviews import TEXT_MAX_CHARS
+from lifecycle.services.reviews import DECISION_TEXTS, TEXT_MAX_CHARS
 from lifecycle.states import ArtifactKind, Decision
 from lifecycle.tickets import KEY_MAX_CHARS, TITLE_MAX_CHARS, URL_MAX_CHARS, Ticket, TicketSource, ticket_problems
 
@@ -127,6 +127,15 @@ class DecisionIn(StrictSerializer):
                                  help_text="inject_constraint: the constraint every later agent step must follow")
     budget = serializers.DictField(required=False, help_text='override_budget: new limits, e.g. {"requirement": '
                                    '{"tokens": 800000, "cost_usd": "12"}, "roles": {"senior_engineer": {"steps": 30}}}')
+
+    def validate(self, attrs):
+        """Each decision keeps its own text: a text it does not take is refused, never recorded as another's."""
+        takes = DECISION_TEXTS.get(attrs["decision"], ())
+        stray = {name: [f"a '{attrs['decision']}' decision does not take {name}; it takes {' or '.join(takes)}"]
+                 for name in TEXT_MAX_CHARS if attrs.get(name, "").strip() and name not in takes}
+        if stray:
+            raise serializers.ValidationError(stray)
+        return attrs
 
 
 class DocOut(serializers.ModelSerializer):

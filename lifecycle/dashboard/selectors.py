@@ -25,7 +25,7 @@ from django.db.models import (
 from django.db.models.functions import RowNumber, TruncDate
 
 from lifecycle.models import LLMCall, Membership, Requirement, ReviewTask, StateTransition
-from lifecycle.states import RequirementState, ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, RequirementState, ReviewState
 
 AGE_BUCKETS = [("< 1 h", 0, 1), ("1–4 h", 1, 4), ("4–24 h", 4, 24), ("1–3 d", 24, 72), ("> 3 d", 72, None)]
 
@@ -95,23 +95,26 @@ def open_tasks_by_age(scope: Scope, now: datetime) -> list[tuple[str, int, int]]
             age &= Q(created_at__gt=now - timedelta(hours=high))
         aggregates[f"ok{i}"] = Count("pk", filter=age & Q(sla_deadline__gte=now))
         aggregates[f"late{i}"] = Count("pk", filter=age & Q(sla_deadline__lt=now))
-    counts = scope.filter(ReviewTask.objects.pending()).aggregate(**aggregates)
+    counts = scope.filter(ReviewTask.objects.pending().of_real_runs()).aggregate(**aggregates)
     return [(label, counts[f"ok{i}"], counts[f"late{i}"]) for i, (label, _, _) in enumerate(AGE_BUCKETS)]
 
 
 def review_kpis(scope: Scope, now: datetime, since: datetime) -> dict[str, int]:
-    return scope.filter(ReviewTask.objects.all()).aggregate(
+    """Review work of real runs: a replay's gates (decided as recorded, or held as a record) are nobody's."""
+    return scope.filter(ReviewTask.objects.of_real_runs()).aggregate(
         open=Count("pk", filter=Q(state__in=[ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED])),
         overdue=Count("pk", filter=Q(state__in=[ReviewState.OPEN, ReviewState.CLAIMED, ReviewState.ESCALATED],
                                      sla_deadline__lt=now)),
         escalated=Count("pk", filter=Q(state=ReviewState.ESCALATED)),
-        by_policy=Count("pk", filter=Q(decided_at__gte=since) & ~Q(decided_by_policy="")),
+        by_policy=Count("pk", filter=Q(decided_at__gte=since, decided_by_policy=SLA_POLICY_ROLE)),  # SLA timeouts
+        automatic=Count("pk", filter=Q(decided_at__gte=since) & ~Q(decided_by_policy__in=["", SLA_POLICY_ROLE])),
         decided=Count("pk", filter=Q(decided_at__gte=since)),
     )
 
 
 def oldest_overdue(scope: Scope, now: datetime, limit: int = 10) -> list[ReviewTask]:
-    rows = scope.filter(ReviewTask.objects.overdue(now)).select_related("requirement__project__organization", "assignee")
+    rows = scope.filter(ReviewTask.objects.overdue(now).of_real_runs()).select_related(
+        "requirement__project__organization", "assignee")
     return list(rows.order_by("sla_deadline")[:limit])
 
 

@@ -1,5 +1,5 @@
 """The inbox's filters. Status defaults to "waiting for a decision", so the list opens as an inbox
-(but to "all" with "decided by policy", whose tasks are all decided).
+(but to "all" with "decided by the SLA policy" or "decided in advance", whose tasks are all decided).
 
 A value a filter cannot read (an unknown status, assignment or SLA choice, a project id that is not
 a UUID) raises IncorrectLookupParameters, as Django's own field filters do: the changelist redirects to ?e=1.
@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from lifecycle.models import Project
-from lifecycle.states import ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, ReviewState
 
 DUE_SOON = timedelta(hours=4)
 
@@ -26,7 +26,7 @@ class StatusFilter(admin.SimpleListFilter):
 
     def __init__(self, request, params, model, model_admin):
         super().__init__(request, params, model, model_admin)
-        if request.GET.get(AttentionFilter.parameter_name) == "by_policy":  # else it would always be empty
+        if request.GET.get(AttentionFilter.parameter_name) in ("by_policy", "automatic"):  # else always empty
             self.default = "all"
 
     def lookups(self, request, model_admin):
@@ -40,7 +40,7 @@ class StatusFilter(admin.SimpleListFilter):
         inbox with every decided task in it."""
         value = self.value()
         if value == "pending":
-            return queryset.pending()
+            return queryset.pending().of_real_runs()
         if value in (ReviewState.RESOLVED, ReviewState.EXPIRED):
             return queryset.filter(state=value)
         if value == "all":
@@ -80,18 +80,20 @@ class AttentionFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         return [("overdue", "Overdue"), ("due_soon", "Due within 4 h"), ("escalated", "Escalated"),
-                ("by_policy", "Decided by policy")]
+                ("by_policy", "Decided by the SLA policy"), ("automatic", "Decided in advance (pre-authorized, autonomous)")]
 
     def queryset(self, request, queryset):
         value, now = self.value(), timezone.now()
         if value == "overdue":
-            return queryset.overdue(now)
+            return queryset.overdue(now).of_real_runs()
         if value == "due_soon":
-            return queryset.pending().filter(sla_deadline__gte=now, sla_deadline__lt=now + DUE_SOON)
+            return queryset.pending().of_real_runs().filter(sla_deadline__gte=now, sla_deadline__lt=now + DUE_SOON)
         if value == "escalated":
             return queryset.escalated()
-        if value == "by_policy":
-            return queryset.exclude(decided_by_policy="")
+        if value == "by_policy":  # timed out: the SLA sweep applied the policy's default
+            return queryset.filter(decided_by_policy=SLA_POLICY_ROLE)
+        if value == "automatic":  # decided without a person, not for lack of one (pre-authorized, autonomous…)
+            return queryset.of_real_runs().exclude(decided_by_policy__in=["", SLA_POLICY_ROLE])
         return _unfiltered(self, queryset)
 
 

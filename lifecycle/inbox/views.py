@@ -28,6 +28,7 @@ from lifecycle.services.assignment import (
     review_unassign,
 )
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.sla import policy_decision
 from lifecycle.services.story_edits import story_edit
 
 REFUSED = (DomainError, IllegalTransition, NotPermitted)
@@ -51,6 +52,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
         "other_context": sections.other_context(task), "history": sections.history(task),
         "show_origins": origins_visible_to(request.user, task.organization_id),
         "options": sections.decision_options(task), "budget": budget,
+        "policy_decision": policy_decision(task) if task.decide_by else ("", ""),
         "decision_form": decision_form if decision_form is not None else DecisionForm(
             initial={"budget": budget["suggestion"] if budget else ""}),
         "assign_form": AssignForm(users=assignable_users(task), groups=assignable_groups(task)) if may_act else None,

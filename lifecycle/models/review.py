@@ -88,6 +88,13 @@ class ReviewTask(FSMModelMixin, models.Model):
     def is_pending(self) -> bool:
         return self.state in PENDING_REVIEW_STATES
 
+    @property
+    def sent_back_text(self) -> str:
+        """What a send-back tells the agents: the feedback (what to change) and the reason, whichever were typed, the
+        decision's own first (the admin's page posts both boxes with either button)."""
+        texts = (self.feedback, self.reason) if self.decision == Decision.REQUEST_CHANGES else (self.reason, self.feedback)
+        return "\n\n".join(text for text in texts if text)
+
     @transition(state, source=S.OPEN, target=S.CLAIMED)
     @transition(state, source=S.ESCALATED, target=None)
     def claim(self) -> None: ...

@@ -100,14 +100,16 @@ def _reminder(event: OutboxEvent, task: ReviewTask) -> None:
 
 def _escalated(event: OutboxEvent, task: ReviewTask) -> None:
     if task.is_pending:
-        notify(event_key=_key(event), kind="review_task_escalated", task=task,
-               users=recipients.managers(task, event.payload.get("manager")))
+        fallback = str(event.payload.get("fallback") or "")
+        notify(event_key=_key(event), kind="review_task_escalated", task=task, context={"fallback": fallback},
+               users=recipients.managers(task, event.payload.get("manager"), fallback=bool(fallback)))
 
 
 def _assigned(event: OutboxEvent, task: ReviewTask) -> None:
     if not task.is_pending or (task.assignee_id and task.assignee_id == event.payload.get("by")):
         return  # claiming a task yourself needs no message
-    notify(event_key=_key(event), kind="review_task_assigned", task=task, users=recipients.reviewers(task), webhook=False)
+    notify(event_key=_key(event), kind="review_task_assigned", task=task, users=recipients.reviewers(task), webhook=False,
+           context={"fallback": str(event.payload.get("fallback") or "")})
 
 
 def _decided_by_policy(event: OutboxEvent, task: ReviewTask) -> None:

@@ -33,8 +33,11 @@ def holders(task: ReviewTask) -> list[Any]:
     return list(members[:1])
 
 
-def managers(task: ReviewTask, manager_id: Any = None) -> list[Any]:
-    """The manager a policy named, else the organization's admins (whoever holds the task is told apart)."""
+def managers(task: ReviewTask, manager_id: Any = None, *, fallback: bool = False) -> list[Any]:
+    """The manager a policy named, else the organization's admins (whoever holds the task is told apart); everyone
+    who may decide the task when the policy's manager could not (`fallback`)."""
+    if fallback:
+        return assignable_users(task)
     if manager_id is not None:
         return list(get_user_model().objects.filter(pk=manager_id, is_active=True,
                                                     memberships__organization_id=task.organization_id))

@@ -23,9 +23,11 @@ log = logging.getLogger(__name__)
 State = Notification.State
 
 
-def notify(*, event_key: str, kind: str, task: ReviewTask, users: Iterable[Any], webhook: bool = True) -> list[Notification]:
-    """A review task's notifications: to `users`, and to its project's webhook unless `webhook` is False."""
-    subject, body = messages.render(kind, task)
+def notify(*, event_key: str, kind: str, task: ReviewTask, users: Iterable[Any], webhook: bool = True,
+           context: dict[str, Any] | None = None) -> list[Notification]:
+    """A review task's notifications: to `users`, and to its project's webhook unless `webhook` is False; `context`
+    adds to the template's."""
+    subject, body = messages.render(kind, task, **(context or {}))
     return notifications_queue(event_key=event_key, kind=kind, subject=subject, body=body, users=users,
                                webhook_of=task.requirement.project if webhook else None,
                                requirement_id=task.requirement_id, review_task=task)

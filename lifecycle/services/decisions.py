@@ -37,7 +37,7 @@ def review_decide(
         texts = decision_checked(task, decision, reason=reason, feedback=feedback, answer=answer,
                                  constraint=constraint, budget=budget)
         task.decision, task.reason = decision, texts["reason"]
-        task.feedback = texts["feedback"] or texts["answer"] or texts["constraint"]
+        task.feedback = own_text(decision, texts)
         task.decision_data = {"budget": budget} if budget is not None else {}
         task.decided_by = actor.user
         task.decided_by_policy = "" if actor.is_human else actor.role
@@ -49,6 +49,12 @@ def review_decide(
         review_decision_logged(task, actor)
         emit(requirement, "ReviewTaskResolved", {"review_task": str(task.pk), "decision": decision})
     return task
+
+
+def own_text(decision: str, texts: dict[str, str]) -> str:
+    """The text a decision acts on, kept in `feedback`: an answer's answer, an injection's constraint, else the
+    feedback; never another field's text sent alongside."""
+    return texts[{Decision.ANSWER: "answer", Decision.INJECT_CONSTRAINT: "constraint"}.get(decision, "feedback")]
 
 
 def decision_checked(task: ReviewTask, decision: str, *, reason: str = "", feedback: str = "", answer: str = "",

@@ -49,7 +49,7 @@ def _stories(task: ReviewTask, requirement: Requirement, actor: Actor) -> None:
     for story in current:
         story.decided_by, story.decided_by_policy = actor.user, ("" if actor.is_human else actor.role)
         story.decided_at = timezone.now()
-        story.rejection_reason = (task.reason or task.feedback) if event == "reject" else ""
+        story.rejection_reason = task.sent_back_text if event == "reject" else ""
         transition(story, event, actor=actor, metadata={"review_task": str(task.pk)})
     if event == "approve":
         emit(requirement, "StoriesApproved", {"round": task.round})
@@ -66,7 +66,7 @@ def _rework_or_escalate(requirement: Requirement, task: ReviewTask) -> None:
         requirement, kind=ReviewKind.ESCALATION,
         question=f"The stories were sent back {requirement.story_round} times. Give guidance for one more "
         "round (request changes with feedback), or reject to cancel the requirement.",
-        context={"last_decision": task.decision, "last_text": task.reason or task.feedback},
+        context={"last_decision": task.decision, "last_text": task.sent_back_text},
         resume_target=step_keys.BA_STORIES,
     )
 

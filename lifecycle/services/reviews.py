@@ -14,6 +14,10 @@ from lifecycle.states import REVIEW_OPTIONS, Decision
 # The text a decision must carry, by decision.
 REQUIRED_TEXT = {Decision.REJECT: "reason", Decision.REQUEST_CHANGES: "feedback", Decision.ANSWER: "answer",
                  Decision.INJECT_CONSTRAINT: "constraint"}
+# The texts each decision takes (a reason, a note for the audit, with any); the API refuses any other.
+DECISION_TEXTS = {Decision.APPROVE: ("reason",), Decision.REJECT: ("reason",),
+                  Decision.REQUEST_CHANGES: ("feedback", "reason"), Decision.ANSWER: ("answer", "reason"),
+                  Decision.OVERRIDE_BUDGET: ("budget", "reason"), Decision.INJECT_CONSTRAINT: ("constraint", "reason")}
 TEXT_MAX_CHARS = {"reason": 4000, "feedback": 8000, "answer": 8000, "constraint": 2000}  # a decision's, whoever sends it
 
 

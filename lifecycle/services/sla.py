@@ -26,17 +26,18 @@ from pydantic import ValidationError
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import Membership, ReviewTask
-from lifecycle.services.assignment import lock_task_requirement
+from lifecycle.models import ReviewTask
+from lifecycle.services.assignment import assignable_groups, decide_refusal, lock_task_requirement
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for
 from lifecycle.services.transitions import transition
-from lifecycle.states import DECIDING_ROLES, ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, ReviewState
 
 log = logging.getLogger("aiteam.progress")
-SLA_POLICY = Actor.policy("sla_policy")
+SLA_POLICY = Actor.policy(SLA_POLICY_ROLE)
 SWEEP_BATCH = 1000
+EVERYONE = "everyone who may decide it"
 FAILED_TASK_PAUSE = timedelta(minutes=15)
 
 
@@ -107,61 +108,93 @@ def review_remind(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
 
 
 def review_reassign(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    """Hand the task to the policy's group; a group none of whose members may decide it (the assign form's own
+    check) hands it instead to everyone who may decide it, said in the audit row and the message."""
     group = Group.objects.filter(name=policy.group).first()
     if group is None:
         log.error("SLA policy of %s names group %r, which does not exist: reminding instead", task, policy.group)
         return review_remind(task, policy, now)
     previous = str(task.assignee or task.assignee_group or "nobody")
-    task.assignee, task.assignee_group = None, group
-    transition(task, "hand_to_group", actor=SLA_POLICY, metadata={**_meta(task, policy, now), "previous": previous,
-                                                                   "group": group.name})
-    emit(task.requirement, "ReviewTaskAssigned", {"review_task": str(task.pk), "by": None})
+    fallback = ""
+    if not assignable_groups(task).filter(pk=group.pk).exists():
+        fallback = f"the policy's group {group} has no member who may decide it, so it went to {EVERYONE}"
+        log.error("SLA policy of %s names group %r: %s", task, policy.group, fallback)
+    task.assignee, task.assignee_group = None, None if fallback else group
+    transition(task, "hand_to_group", actor=SLA_POLICY, metadata={
+        **_meta(task, policy, now), "previous": previous, "group": EVERYONE if fallback else group.name,
+        **({"fallback": fallback} if fallback else {})})
+    emit(task.requirement, "ReviewTaskAssigned", {"review_task": str(task.pk), "by": None,
+                                                  **({"fallback": fallback} if fallback else {})})
     return "reassign"
 
 
 def review_escalate(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
+    """Escalate to the policy's manager when they may decide the task (the check a person's assignment gets); no
+    manager named tells the organization's admins; a manager who may not decide it gives way to everyone who may."""
     if task.state == ReviewState.ESCALATED:
         return review_remind(task, policy, now)
-    manager = _manager(task, policy)
+    manager, fallback = _manager(task, policy)
     if manager is not None:
         task.assignee, task.assignee_group = manager, None
+    elif fallback:
+        task.assignee, task.assignee_group = None, None
     task.escalated_at = now
-    transition(task, "escalate", actor=SLA_POLICY,
-               metadata={**_meta(task, policy, now), "manager": manager.username if manager else "organization admins"})
-    emit(task.requirement, "ReviewTaskEscalated", {"review_task": str(task.pk), "manager": getattr(manager, "pk", None)})
+    told = manager.username if manager else EVERYONE if fallback else "organization admins"
+    transition(task, "escalate", actor=SLA_POLICY, metadata={**_meta(task, policy, now), "manager": told,
+                                                             **({"fallback": fallback} if fallback else {})})
+    emit(task.requirement, "ReviewTaskEscalated", {"review_task": str(task.pk), "manager": getattr(manager, "pk", None),
+                                                   **({"fallback": fallback} if fallback else {})})
     return "escalate"
 
 
 def review_auto_decide(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> bool:
-    """Decide with the policy's stated default; False (logged) when the flow refuses it right now."""
+    """Decide with the policy's stated default (reject where the task does not offer it); False (logged) when the
+    flow refuses it right now."""
+    decision, _ = policy_decision(task, policy)
     text = default_text(task, policy)
-    texts = {"feedback": text} if policy.default_decision == "request_changes" else {"reason": text}
+    texts = {"feedback": text} if decision == "request_changes" else {"reason": text}
     try:
-        review_decide(task_id=task.pk, actor=SLA_POLICY, decision=policy.default_decision, **texts)
+        review_decide(task_id=task.pk, actor=SLA_POLICY, decision=decision, **texts)
     except (DomainError, IllegalTransition, NotPermitted):
-        log.exception("SLA policy could not decide %s with '%s'", task, policy.default_decision)
+        log.exception("SLA policy could not decide %s with '%s'", task, decision)
         return False
-    emit(task.requirement, "ReviewTaskDecidedByPolicy", {"review_task": str(task.pk), "decision": policy.default_decision})
+    emit(task.requirement, "ReviewTaskDecidedByPolicy", {"review_task": str(task.pk), "decision": decision})
     return True
 
 
+def policy_decision(task: ReviewTask, policy: ReviewPolicy | None = None) -> tuple[str, str]:
+    """The decision the policy applies at the limit, and why it is not the stated default ("" when it is): a default
+    the task does not offer (approve, on a budget task with no partial output) gives way to reject, the safe
+    default, since the policy's check at save cannot know the task."""
+    policy = policy or task_policy(task)
+    default = policy.default_decision
+    if not task.options or default in task.options:
+        return default, ""
+    return "reject", f"its default, {default}, is not an option for this task, so it rejects it"
+
+
 def default_text(task: ReviewTask, policy: ReviewPolicy) -> str:
-    stated = f" {policy.default_reason}" if policy.default_reason else ""
+    decision, fallback = policy_decision(task, policy)
+    stated = f" {policy.default_reason}" if policy.default_reason and not fallback else ""
+    applied = (f"could not apply its stated default, {policy.default_decision} (not an option for this task), "
+               f"so it rejected it (the safe default)" if fallback else f"applied its stated default, {decision}")
     return (f"No reviewer decided within {policy.decide_after_hours:g} h: the {task.get_kind_display()} SLA policy "
-            f"applied its stated default, {policy.default_decision}.{stated}")
+            f"{applied}.{stated}")
 
 
-def _manager(task: ReviewTask, policy: ReviewPolicy) -> Any:
-    """The named manager if they may decide in the organization; otherwise None (the org's admins are told)."""
+def _manager(task: ReviewTask, policy: ReviewPolicy) -> tuple[Any, str]:
+    """The named manager if they may decide the task (decide_refusal with its project, as review_assign checks),
+    and ""; else None and why everyone who may decide it is told instead ("" when no manager is named)."""
     if not policy.manager:
-        return None
+        return None, ""
     manager = get_user_model().objects.filter(username=policy.manager, is_active=True).first()
-    allowed = manager and Membership.objects.filter(user=manager, organization_id=task.organization_id,
-                                                    role__in=DECIDING_ROLES).exists()
-    if not allowed:
-        log.error("SLA policy of %s names manager %r, who may not decide there: telling the admins", task, policy.manager)
-        return None
-    return manager
+    refusal = (decide_refusal(manager, task.organization, project_id=task.requirement.project_id) if manager
+               else f"{policy.manager} is not an active user")
+    if refusal:
+        fallback = f"the policy's manager may not decide it ({refusal}), so it went to {EVERYONE}"
+        log.error("SLA policy of %s names manager %r: %s", task, policy.manager, fallback)
+        return None, fallback
+    return manager, ""
 
 
 def _meta(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> dict[str, Any]:

@@ -124,6 +124,9 @@ def test_terminate_cancels_and_nothing_runs_after(alice, rita, acme_project):
     ({"decision": "reject"}, "reason", "needs a reason"),
     ({"decision": "approve"}, "decision", "not an option"),
     ({"decision": "request_changes", "feedback": "x"}, "decision", "not an option"),
+    ({"decision": "inject_constraint", "constraint": "x", "feedback": "thanks"}, "feedback",
+     "a 'inject_constraint' decision does not take feedback; it takes constraint or reason"),
+    ({"decision": "reject", "reason": "x", "answer": "y"}, "answer", "a 'reject' decision does not take answer"),
 ])
 def test_the_api_validates_each_option_and_its_fields(alice, rita, acme_project, body, field, message):
     req = run_out_at_the_plan(alice, rita, acme_project)

@@ -1,10 +1,12 @@
 """The budget task in the admin review inbox: spend against limits, the four options by name, and each
 option's fields posted through the same review_decide the API uses."""
 import json
+from datetime import timedelta
 
 import pytest
 
-from lifecycle.models import Requirement
+from lifecycle.models import Requirement, StateTransition
+from lifecycle.services.sla import review_sweep
 from tests.conftest import staff_client
 from tests.flows import decide, fresh, pending, submit
 
@@ -92,3 +94,25 @@ def test_the_requirement_page_shows_spend_against_limits(budget_task, rita):
     html = staff_client(rita).get(f"/admin/lifecycle/requirement/{budget_task.requirement_id}/change/").content.decode()
     assert "budget: spent / limit" in html.lower() and "Paused</b> in design_ready" in html
     assert "role:tech_lead" in html and "1 / 1 (0 left)" in html
+
+
+def test_a_policy_default_the_task_does_not_offer_gives_way_to_reject(alice, rita, acme_project):
+    """The policy's check at save cannot know that this budget task has no partial output to approve: at the limit
+    the policy rejects (the safe default), and the page and the audit row say so instead of promising approval."""
+    acme_project.settings = {"budgets": {"roles": {"tech_lead": {"steps": 1}}}, "review_policies": {
+        "budget_exhausted": {"default_decision": "approve", "default_reason": "ship what we have"}}}
+    acme_project.save()
+    req = submit(alice)
+    decide(pending(req, "stories_approval"), rita, "approve")
+    task = pending(req, "budget_exhausted")
+    assert "approve" not in task.options
+
+    html = staff_client(rita).get(url(task)).content.decode()
+    assert "the policy will <b>reject</b> it" in html and "its default, approve, is not an option" in html
+
+    assert review_sweep(now=task.decide_by + timedelta(minutes=1)) == {"auto_decide": 1}
+    task.refresh_from_db()
+    assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
+    assert fresh(req).state == "cancelled"
+    resolve = StateTransition.objects.get(subject="review_task", subject_id=str(task.pk), event="resolve")
+    assert "could not apply its stated default, approve" in resolve.metadata["reason"]

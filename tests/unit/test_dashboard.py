@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from lifecycle.dashboard import selectors
-from lifecycle.models import LLMCall, Requirement, StateTransition
+from lifecycle.models import ActionPreauthorization, LLMCall, Requirement, ReviewTask, StateTransition
 from tests.conftest import staff_client
 from tests.review_tasks import age, bulk_tasks, open_review
 
@@ -63,6 +63,18 @@ def test_it_charts_states_sla_breaches_loops_and_llm_cost(activity, rita):
     assert '<tr class="breached">' in html and "Stories Approval #1" in html  # the overdue table
     assert re.search(r'<span class="value">60 %</span>prompt-cache hit rate', html)  # 3000 of 5000 overall
     assert "$0.05" in html
+
+
+def test_decided_by_the_sla_policy_counts_timeouts_apart_from_gates_decided_in_advance(acme_project, rita):
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve")
+    for i in range(2):
+        open_review(acme_project, title=f"Pre {i}")
+    timed_out = open_review(acme_project, kind="clarification")
+    ReviewTask.objects.filter(pk=timed_out.pk).update(state="resolved", decision="reject", decided_by_policy="sla_policy",
+                                                      decided_at=timezone.now())
+    html = staff_client(rita).get(URL).content.decode()
+    assert '<span class="value">1 / 3</span>decided by the SLA policy, timed out (30 days)' in html
+    assert '<span class="value">2 / 3</span>decided in advance, pre-authorized or autonomous (30 days)' in html
 
 
 def test_it_shows_only_the_users_organizations(activity, oscar):

@@ -77,6 +77,12 @@ def test_a_vague_brief_blocks_with_questions_until_a_human_answers(alice, rita):
     assert req.docs.get(version=2).objectives == ["Add a task with a title", "Mark a task done", "List open and done tasks"]
 
 
+def test_each_decision_acts_on_its_own_text_not_another_sent_alongside(alice, rita):
+    req = submit(alice, brief=VAGUE)
+    decide(pending(req, "clarification"), rita, "answer", answer="Readers at home, 10k books", feedback="good questions")
+    assert fresh(req).clarifications[-1]["answer"] == "Readers at home, 10k books"
+
+
 def test_only_reviewers_of_the_organization_may_decide(alice, sam, oscar):
     req = submit(alice)
     task = pending(req, "stories_approval")

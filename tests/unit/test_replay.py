@@ -1,18 +1,21 @@
 """Replay of a recorded run: same transitions and artifact hashes, no model, no sandbox, no push, no network."""
 import os
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from agents.delivery import git_remote
 from agents.llm.base import LLMError, LLMRequest, ToolSpec
 from agents.llm.replay import ReplayProvider
 from lifecycle.errors import IllegalTransition
-from lifecycle.models import LLMCall, Replay, Requirement, Step
+from lifecycle.models import LLMCall, Replay, Requirement, ReviewTask, Step
 from lifecycle.replay.compare import artifact_hashes, request_fingerprints, transition_sequence
 from lifecycle.replay.runs import replay_start
+from tests.conftest import staff_client
 from tests.flows import decide, fresh, pending, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,6 +124,19 @@ def test_a_run_waiting_for_a_human_replays_to_the_same_gate_and_leaves_it_open_e
     held = pending(replay, "stories_approval")
     assert held.next_sweep_at is None and held.decide_by is None
     assert replay.replay_run.verdict == Replay.Verdict.MATCHED
+
+
+def test_a_replays_held_gate_is_nobodys_work_in_the_inbox_or_on_the_dashboard(alice, rita):
+    source = submit(alice)
+    held = pending(fresh(replay_start(source_id=source.pk, via="cli")), "stories_approval")
+    decide(pending(source, "stories_approval"), rita, "reject", reason="not yet")  # the source's own gate, decided
+    ReviewTask.objects.filter(pk=held.pk).update(sla_deadline=timezone.now() - timedelta(days=3))
+    client = staff_client(rita)
+    for inbox in ("", "?sla=overdue"):
+        assert f"{held.pk}/change/" not in client.get(f"/admin/lifecycle/reviewtask/{inbox}").content.decode()
+    assert f"{held.pk}/change/" in client.get("/admin/lifecycle/reviewtask/?status=all").content.decode()  # a record
+    dashboard = client.get("/staff/dashboard/").content.decode()
+    assert '<span class="value">0</span>past their SLA' in dashboard and "Stories Approval #1" not in dashboard
 
 
 def test_a_run_still_working_cannot_be_replayed(alice):

@@ -5,7 +5,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from lifecycle.models import ReviewTask, StateTransition, StoryEdit
+from lifecycle.contexts import business_analyst_context
+from lifecycle.models import ActionPreauthorization, ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.artifacts import artifact_store
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory
@@ -99,6 +100,18 @@ def test_the_by_policy_filter_shows_policy_decisions_even_from_the_pending_inbox
     assert ">Timed out<" in html and ">Rita decided<" not in html and ">Waiting one<" not in html
     assert ">Rita decided<" in client.get(f"{INBOX}?status=all").content.decode()
     assert ">Timed out<" not in client.get(f"{INBOX}?sla=by_policy&status=pending").content.decode()  # asked for
+
+
+def test_the_sla_policy_filter_leaves_gates_approved_in_advance_to_their_own(acme_project, rita):
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve")
+    open_review(acme_project, title="Pre-authorized")
+    timed_out = open_review(acme_project, kind="clarification", title="Timed out")
+    ReviewTask.objects.filter(pk=timed_out.pk).update(state="resolved", decision="reject", decided_by_policy="sla_policy")
+    client = staff_client(rita)
+    html = client.get(f"{INBOX}?sla=by_policy").content.decode()
+    assert ">Timed out<" in html and ">Pre-authorized<" not in html
+    html = client.get(f"{INBOX}?sla=automatic").content.decode()
+    assert ">Pre-authorized<" in html and ">Timed out<" not in html
 
 
 @pytest.mark.parametrize("count", [10, 1000])
@@ -294,6 +307,18 @@ def test_deciding_a_task_decided_meanwhile_is_a_409_that_keeps_what_was_typed(ac
     html = response.content.decode()
     assert response.status_code == 409 and "review task is already resolved (approve)" in html
     assert "Yours, not recorded (feedback): Split story 2" in html and 'value="approve"' not in html
+
+
+def test_request_changes_with_both_boxes_typed_gives_the_business_analyst_both(alice, rita):
+    req = submit(alice)
+    task = pending(req, "stories_approval")
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {
+        "decision": "request_changes", "reason": "Stories are too big",
+        "feedback": "Split story 2 into import and export"})
+    assert response.status_code == 302
+    sent_back = business_analyst_context(req.pk, round=2).feedback
+    assert [f.text for f in sent_back] == ["Split story 2 into import and export\n\nStories are too big"]
+    assert {s.rejection_reason for s in req.stories.filter(round=1)} == {sent_back[0].text}
 
 
 # --- Story edits before deciding.

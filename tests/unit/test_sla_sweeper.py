@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from lifecycle.errors import DomainError
 from lifecycle.models import ReviewTask, StateTransition
 from lifecycle.services import sla
 from lifecycle.services.sla import review_sweep
@@ -103,6 +104,51 @@ def test_escalation_without_a_valid_manager_tells_the_organizations_admins(acme_
     assert [m.to for m in mail.outbox if m.subject.startswith("Escalated")] == [["ada@acme.test"]]
 
 
+def test_escalation_to_a_manager_who_may_not_decide_the_project_goes_to_everyone_who_may(acme_project, rita_with_mail):
+    web = Group.objects.create(name="web")
+    rita_with_mail.groups.add(web)
+    maria = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="maria",
+                              user__email="maria@acme.test").user  # a reviewer, but not in the project's group
+    acme_project.settings = {**acme_project.settings, "reviewers_group": "web"}
+    with_policy(acme_project, "stories_approval", action="escalate", manager="maria")
+    task = age(open_review(acme_project), hours=25)
+    ReviewTask.objects.filter(pk=task.pk).update(assignee=maria, state="claimed")
+    mail.outbox.clear()
+
+    assert review_sweep() == {"escalate": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.assignee_group) == ("escalated", None, None)
+    row = audit(task, "escalate").get()
+    assert row.metadata["manager"] == "everyone who may decide it"
+    assert "maria is not in 'web'" in row.metadata["fallback"]
+    escalated = [m for m in mail.outbox if m.subject.startswith("Escalated")]
+    assert [m.to for m in escalated] == [["rita@acme.test"]]
+    assert "everyone who may decide it" in escalated[0].body
+
+    mail.outbox.clear()
+    review_sweep(now=timezone.now() + timedelta(hours=4, minutes=1))
+    assert [m.to for m in mail.outbox] == [["rita@acme.test"]]  # the reminders too
+
+
+def test_reassignment_to_a_group_with_nobody_who_may_decide_goes_to_everyone_who_may(acme_project, rita_with_mail,
+                                                                                      sam):
+    ops = Group.objects.create(name="ops")
+    sam.groups.add(ops)  # a submitter: may not decide
+    sam.email = "sam@acme.test"
+    sam.save()
+    with_policy(acme_project, "stories_approval", action="reassign", group="ops")
+    task = age(open_review(acme_project), hours=25)
+    mail.outbox.clear()
+
+    assert review_sweep() == {"reassign": 1}
+    task.refresh_from_db()
+    assert (task.state, task.assignee, task.assignee_group) == ("open", None, None)
+    row = audit(task, "hand_to_group").get()
+    assert row.metadata["group"] == "everyone who may decide it" and "ops" in row.metadata["fallback"]
+    assert [m.to for m in mail.outbox] == [["rita@acme.test"]]
+    assert "everyone who may decide it" in mail.outbox[0].body
+
+
 def test_reassignment_hands_the_task_to_the_group(acme_project, rita):
     group = Group.objects.create(name="night-shift")
     nina = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="nina",
@@ -129,15 +175,27 @@ def test_auto_decide_policy_decides_at_the_sla(acme_project, rita):
     assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
 
 
-def test_a_default_the_flow_refuses_is_logged_and_the_task_reminded_instead(acme_project, rita, caplog):
-    task = open_review(acme_project, kind="clarification")
-    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "default_decision": "approve"})
-    task = age(task, hours=100)
+def test_a_default_the_flow_refuses_is_logged_and_the_task_reminded_instead(acme_project, rita, caplog, monkeypatch):
+    def refused(**_):
+        raise DomainError("the requirement cannot take that decision now", "decision")
+    monkeypatch.setattr(sla, "review_decide", refused)
+    task = age(open_review(acme_project, kind="clarification"), hours=100)
 
     assert review_sweep() == {"remind": 1}
     task.refresh_from_db()
     assert task.is_pending and task.next_sweep_at > timezone.now()
     assert "could not decide" in caplog.text
+
+
+def test_a_default_the_task_does_not_offer_gives_way_to_reject(acme_project, rita):
+    task = open_review(acme_project, kind="clarification")
+    ReviewTask.objects.filter(pk=task.pk).update(policy={**task.policy, "default_decision": "approve"})
+    task = age(task, hours=100)
+
+    assert review_sweep() == {"auto_decide": 1}
+    task.refresh_from_db()
+    assert (task.decision, task.decided_by_policy) == ("reject", "sla_policy")
+    assert "could not apply its stated default, approve (not an option for this task)" in task.reason
 
 
 def test_one_broken_task_does_not_stop_the_sweep(acme_project, rita, monkeypatch):
