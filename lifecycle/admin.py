@@ -124,7 +124,7 @@ class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
     def _counts(self, request) -> dict[str, int]:
         """The quick-filter badges, in one query whatever the number of tasks."""
         user, now = request.user, timezone.now()
-        return self.get_queryset(request).pending().aggregate(
+        return self.get_queryset(request).pending().of_real_runs().aggregate(
             mine=Count("pk", filter=Q(assignee=user)), unassigned=Count("pk", filter=Q(assignee=None, assignee_group=None)),
             overdue=Count("pk", filter=Q(sla_deadline__lt=now)), escalated=Count("pk", filter=Q(state=ReviewState.ESCALATED)),
         )
