@@ -1,21 +1,14 @@
 """Migration 0030: a project's opt-in to autonomous deployments becomes its pre-authorization of
 deployment_approval:approve, and back when it is unapplied."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from lifecycle.models import ActionPreauthorization
 from tests.factories import ProjectFactory
+from tests.migration_steps import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("lifecycle", "0029_evals")]
 AFTER = [("lifecycle", "0030_autonomy_as_preauthorization")]
-
-
-def migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
 
 
 @pytest.fixture(autouse=True)
@@ -23,8 +16,7 @@ def _latest_afterwards():
     """Back to the latest migrations: a later migration's tables, dropped going back to 0029, are there again for
     the tests that run after these on the same database."""
     yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrate_to_latest()
 
 
 def test_each_opted_in_project_gets_the_pre_authorization_and_unapplying_gives_the_opt_in_back(acme_project, acme):

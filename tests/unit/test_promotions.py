@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from agents.prompts import prompt_files
@@ -48,6 +46,7 @@ from lifecycle.services.promotions import (
 from tests.conftest import api_for, staff_client
 from tests.factories import MembershipFactory
 from tests.flows import submit
+from tests.migration_steps import migrate, migrate_to_latest
 
 CONSTRAINT = "\nCONSTRAINT FROM A PROMOTION: name the acceptance criteria you could not make testable."
 
@@ -585,26 +584,21 @@ def test_the_optimizer_leaves_alone_a_bundle_someone_proposed_already(acme_proje
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0034_leaves_the_first_of_duplicate_open_proposals_waiting_and_closes_the_others(acme_project):
-    executor = MigrationExecutor(connection)
     try:
-        executor.migrate([("lifecycle", "0033_meta_eval_log")])
-        old = executor.loader.project_state([("lifecycle", "0033_meta_eval_log")]).apps.get_model(
-            "lifecycle", "PromotionDecision")
+        old = migrate([("lifecycle", "0033_meta_eval_log")]).get_model("lifecycle", "PromotionDecision")
         same = {"project_id": acme_project.pk, "artifact": "budgets", "current": {}, "current_version": "c" * 64,
                 "candidate": {"requirement": {"steps": 9}}, "candidate_version": "9" * 64, "change": []}
         first, again = (old.objects.create(**same, proposer="person") for _ in range(2))
         other = old.objects.create(**{**same, "candidate_version": "8" * 64}, proposer="person")
         old.objects.filter(pk=first.pk).update(created_at=timezone.now() - timedelta(hours=1))  # the first made
 
-        executor = MigrationExecutor(connection)
-        executor.migrate([("lifecycle", "0034_promotion_announcements")])
+        migrate([("lifecycle", "0034_promotion_announcements")])
         states = dict(PromotionDecision.objects.values_list("pk", "state"))
         assert (states[first.pk], states[again.pk], states[other.pk]) == ("proposed", "superseded", "proposed")
         assert PromotionDecision.objects.get(pk=again.pk).reason == \
             f"superseded: promotion {first.pk} proposes the same candidate"
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
 
 
 @pytest.mark.django_db
