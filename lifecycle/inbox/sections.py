@@ -104,10 +104,14 @@ def suite_results(artifacts: dict[str, Artifact]) -> SuiteResults | None:
 
 
 def latest_artifacts(task: ReviewTask) -> dict[str, Artifact]:
-    """The newest spec, diff summary and test report of the requirement (one query)."""
+    """The newest spec, diff summary and test report of the requirement (one query); for a decided task, the newest
+    when it was decided: its page, read later, shows what its reviewer saw, not a later round's."""
     wanted = [ArtifactKind.TECHNICAL_SPEC, ArtifactKind.DIFF_SUMMARY, ArtifactKind.TEST_REPORT]
+    artifacts = task.requirement.artifacts.filter(kind__in=wanted)
+    if task.decided_at is not None:
+        artifacts = artifacts.filter(created_at__lte=task.decided_at)
     newest: dict[str, Artifact] = {}
-    for artifact in task.requirement.artifacts.filter(kind__in=wanted).select_related("blob").order_by("created_at"):
+    for artifact in artifacts.select_related("blob").order_by("created_at"):
         newest[artifact.kind] = artifact
     return newest
 

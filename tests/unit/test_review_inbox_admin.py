@@ -419,3 +419,15 @@ def test_bulk_reject_needs_one_reason_and_reports_what_it_could_not_do(acme_proj
     html = response.content.decode()
     assert "Reject: 2 of 3 task(s) decided" in html and "Clarification #1: vague 2: review task is already expired" in html
     assert {t.reason for t in ReviewTask.objects.filter(state="resolved")} == {"Out of scope this quarter"}
+
+
+def test_a_decided_deployment_shows_the_test_results_it_was_decided_on_not_a_later_rounds(acme_project, rita):
+    task = open_review(acme_project, kind="deployment_approval", context={"diff_summary": ["A app.py (+10 -0)"]})
+    artifact_store(task.requirement, kind="test_report", name="qc", summary="ROUND-1: 3 passed",
+                   content={"passed": 3, "failed": 0, "errors": 0}, metadata={"ok": True, "passed": 3})
+    ReviewTask.objects.filter(pk=task.pk).update(state="resolved", decision="reject", reason="only 3 tests",
+                                                 decided_by=rita, decided_via="admin", decided_at=timezone.now())
+    artifact_store(task.requirement, kind="test_report", name="qc", summary="ROUND-2: 40 passed",
+                   content={"passed": 40, "failed": 0, "errors": 0}, metadata={"ok": True, "passed": 40})
+    page = staff_client(rita).get(f"/admin/lifecycle/reviewtask/{task.pk}/change/").content.decode()
+    assert "<code>app.py</code>" in page and "ROUND-1" in page and "ROUND-2" not in page
