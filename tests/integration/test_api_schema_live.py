@@ -183,6 +183,13 @@ def provoke(world: World, method: str, path: str, code: str) -> requests.Respons
         requests.post(f"{world.url}{path}", json={"brief": "first"}, headers={**headers, "Idempotency-Key": "k1"})
         headers = {**headers, "Idempotency-Key": "k1"}
     url = world.url + path.replace("{id}", target or "")
+    if code == "413":  # a JSON body over the size Django reads
+        big = json.dumps({**body, "padding": "a" * settings_module.DATA_UPLOAD_MAX_MEMORY_SIZE}).encode()
+        return requests.request(method, url, data=big, headers={**headers, "Content-Type": "application/json"},
+                                timeout=30)
+    if code == "415":
+        return requests.request(method, url, data=b"approve", headers={**headers, "Content-Type": "text/plain"},
+                                timeout=30)
     return requests.request(method, url, json=body if method in ("post", "patch") else None, headers=headers,
                             timeout=30)
 
