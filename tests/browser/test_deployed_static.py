@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS
 
-pytestmark = pytest.mark.xdist_group("deployed-server")  # one server for the module, on one xdist worker
+pytestmark = pytest.mark.xdist_group("deployed-server")  # one server, on one xdist worker
 PASSWORD = "correct horse battery staple"
 HASHED_BASE_CSS = re.compile(r"/static/admin/css/base\.[0-9a-f]{12}\.css")
 ADMIN_SECONDARY = "rgb(65, 118, 144)"  # base.css: #header's background, var(--secondary) = #417690
@@ -47,9 +47,11 @@ def wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
     raise AssertionError(f"gunicorn did not answer /healthz within 60 s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def deployed(tmp_path_factory):
-    """gunicorn as the Procfile runs it, after migrate, collectstatic and createsuperuser (olivia, staff)."""
+    """gunicorn as the Procfile runs it, after migrate, collectstatic and createsuperuser (olivia, staff). Once per
+    session, not per module: xdist may run another module's tests between this module's two (loadgroup keeps them
+    on one worker, not together), and a module fixture was then built twice (11 s each)."""
     root = tmp_path_factory.mktemp("deployed")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "ANTHROPIC_API_KEY")}
     env.update(AITEAM_VAR_DIR=str(root / "var"), DJANGO_STATIC_ROOT=str(root / "static"), DJANGO_DEBUG="off",
