@@ -47,7 +47,7 @@ MIDDLEWARE = [
     "aiteam.nul_bytes.RefuseNulBytes",  # before anything that looks up a session, a token or a user
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files, before anything that reads a session or a user
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "lifecycle.api.errors.CommonMiddleware",  # Django's, with a JSON 404 for a write to an /api/ path without its slash
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

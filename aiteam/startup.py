@@ -1,14 +1,23 @@
 """Processes that do not start through manage.py (gunicorn, Celery workers and beat) still refuse to start on
 settings the system checks reject: step time budgets out of order, bad review policies, an unpriced model; and the
-web app on static files it was told to serve collected but that never were."""
+web app on static files it was told to serve collected but that never were. The checks' warnings (an ssh key that
+is missing, say) are logged, as manage.py prints them."""
 from __future__ import annotations
+
+import logging
+
+logger = logging.getLogger(__name__)
 
 
 def refuse_bad_settings() -> None:
     from django.core import checks
     from django.core.exceptions import ImproperlyConfigured
 
-    serious = [message for message in checks.run_checks() if message.is_serious()]
+    messages = checks.run_checks()
+    for message in messages:
+        if not message.is_serious() and not message.is_silenced():
+            logger.warning("system check: %s", message)
+    serious = [message for message in messages if message.is_serious()]
     if serious:
         raise ImproperlyConfigured("the system check failed:\n" + "\n".join(str(m) for m in serious))
 

@@ -1,8 +1,10 @@
 """System checks: refuse to start with step time budgets out of order, bad review policies, or a model
-without a price; warn about stored git remotes the operator's rule refuses."""
+without a price; warn about stored git remotes the operator's rule refuses and ssh keys ssh could not use."""
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
+
+from agents.delivery.remotes import ssh_key_file_problem
 
 
 @register()
@@ -34,6 +36,18 @@ def output_limits_valid(app_configs, **kwargs):
     bad = [f"{role}={value!r}" for role, value in limits.items() if type(value) is not int or value < 1]
     return [Error(f"AITEAM_MAX_OUTPUT_TOKENS: each limit is a positive whole number of tokens: {', '.join(bad)}",
                   id="aiteam.E004")] if bad else []
+
+
+@register()
+def ssh_keys_usable(app_configs, **kwargs):
+    """A bound key that is missing or unreadable fails only its organization's ssh remotes, at their first fetch:
+    said at start instead, as a warning, since every other organization's work goes on (never the key's content)."""
+    found = [(slug, path, problem) for slug, path in settings.AITEAM_SSH_IDENTITIES.items()
+             if (problem := ssh_key_file_problem(path))]
+    return [Warning(f"AITEAM_SSH_IDENTITIES: {slug}={path}: the key file {problem}; the ssh remotes of organization "
+                    f"{slug!r} fail until it is fixed",
+                    hint="give the worker's user the key (mode 600) or remove the entry; docs/operations.md, Delivery",
+                    id="aiteam.W003") for slug, path, problem in found]
 
 
 @register(Tags.database)

@@ -11,8 +11,10 @@ from typing import Any
 
 from agents.delivery.api import ChangeRequest, HostClient, JsonApi, RequestRefused
 from agents.delivery.errors import DeliveryError
+from agents.delivery.rich_text import bounded
 
 DEFAULT_API_URL = "https://api.github.com"
+TITLE_MAX_CHARS = 256  # GitHub refuses a longer pull request title (422)
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -46,7 +48,7 @@ class GitHubClient(HostClient):
         return pulls[0] if pulls else None
 
     def open_pull(self, repo: str, head: str, base: str, title: str, body: str, *, draft: bool = False) -> dict[str, Any]:
-        payload: dict[str, Any] = {"head": head, "base": base, "title": title, "body": body}
+        payload: dict[str, Any] = {"head": head, "base": base, "title": bounded(title, TITLE_MAX_CHARS), "body": body}
         if draft:  # sent only when asked: plans without drafts refuse the field even when it is false
             payload["draft"] = True
         return self._api.request("POST", f"/repos/{_checked(repo)}/pulls", json=payload)
@@ -66,7 +68,7 @@ class GitHubClient(HostClient):
     def update_pull(self, repo: str, number: int, title: str, body: str) -> dict[str, Any]:
         """A new title and body for pull request `number` (its draft state is GitHub's own field, left as it is)."""
         return self._api.request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}",
-                                 json={"title": title, "body": body})
+                                 json={"title": bounded(title, TITLE_MAX_CHARS), "body": body})
 
     def close_pull(self, repo: str, number: int) -> dict[str, Any]:
         return self._api.request("PATCH", f"/repos/{_checked(repo)}/pulls/{int(number)}", json={"state": "closed"})

@@ -67,7 +67,8 @@ def issue_number(key: str) -> int | None:
 
 
 def change_title(ticket: TicketRef | None, fallback: str) -> str:
-    """A title that cannot mention or reference anything, at most 250 characters (GitLab's limit is 255)."""
+    """A title that cannot mention or reference anything, at most 250 characters (GitLab takes 255, GitHub
+    256; each client cuts any title to its host's limit, GitLab's after adding `Draft: `)."""
     title = ticket.title if ticket and ticket.title.strip() else fallback
     return neutral(f"{ticket.key}: {title}" if ticket and ticket.source == "jira" else title)
 

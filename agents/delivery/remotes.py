@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,24 @@ def ssh_key_problem(path: str) -> str | None:
     """Why `path` cannot be an ssh key's path for git's ssh command line, or None."""
     if not _KEY_PATH.fullmatch(path) or "/../" in f"{path}/":
         return "is not an absolute path of letters, digits and . _ + @ - / (without '..')"
+    return None
+
+
+def ssh_key_file_problem(path: Path) -> str | None:
+    """Why ssh, run by this process's user, could not use the key file at `path`, or None. Only the file's metadata
+    is looked at, never its content. ssh ignores a private key of its own user's that others may read or write."""
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:  # a directory on the way this user may not enter, say
+        return f"cannot be reached ({exc.strerror})"
+    if not stat.S_ISREG(found.st_mode):
+        return "is not a file"
+    if not os.access(path, os.R_OK):
+        return "is not readable by this process's user"
+    if found.st_uid == os.getuid() and found.st_mode & 0o077:
+        return f"may be read or written by others (mode {found.st_mode & 0o777:o}), so ssh refuses it: chmod 600 it"
     return None
 
 

@@ -1,10 +1,11 @@
 """One place that turns errors into HTTP: domain errors into 400 (422 for a reused idempotency key) with field
 errors, 403, 404, 409; a 401 past the address's anonymous rate limit into 429; and under /api/, Django's own 400,
-403, 404 and 500 (and a body too large, 413) into JSON."""
+403, 404 and 500 (and a body too large, 413) into JSON, and its trailing-slash redirect of a write into a JSON 404."""
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
+from django.middleware import common
 from django.views import defaults
 from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied
@@ -71,3 +72,19 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if not _api(request):
         return defaults.server_error(request)
     return JsonResponse({"detail": "A server error occurred."}, status=500)
+
+
+class CommonMiddleware(common.CommonMiddleware):
+    """Django's, but under /api/ a write to a path that lacks its trailing slash is a JSON 404 naming the path with
+    it, where Django redirects (or, with DEBUG, raises): a client follows a 301 or 302 with a GET and loses the body.
+    A GET is still redirected: it loses nothing."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if (response.status_code == 404 and _api(request) and request.method in WRITES
+                and self.should_redirect_with_slash(request)):
+            return JsonResponse({"detail": f"Not found. The API's paths end with a slash: {request.method} "
+                                           f"{request.path}/", "code": "no_trailing_slash"}, status=404)
+        return super().process_response(request, response)
+
+
+WRITES = ("DELETE", "PATCH", "POST", "PUT")  # the methods whose data Django says a redirect cannot keep

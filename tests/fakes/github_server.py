@@ -1,8 +1,8 @@
 """A fake of GitHub's pulls and issue comments API on a real local socket, for the delivery tests.
 
 Pull requests live in memory. Like GitHub it lists with ?head=owner:branch&state=..., refuses
-(422) a second open pull request for the same head, keeps `draft`, refuses (422) a body over
-65,536 characters, takes a new title and body by PATCH (kept in `edits`), and answers 401 to a wrong
+(422) a second open pull request for the same head, keeps `draft`, refuses (422) a title over 256 or a body
+over 65,536 characters, takes a new title and body by PATCH (kept in `edits`), and answers 401 to a wrong
 token. A test can make the next creation fail (`fail_next_create(500)`, or `created=True`: the pull
 request is opened, then the error answered, as from a gateway that gave up) to drive the saga's
 compensation, or create the pull request and answer too late (`stall_next_create_reply(seconds)`):
@@ -24,6 +24,7 @@ from tests.fakes.local_server import LocalServer
 _PULLS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls(?:/(?P<number>\d+))?$")
 _COMMENTS = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments$")
 BODY_MAX_CHARS = 65_536  # GitHub's limit for a pull request's or a comment's body
+TITLE_MAX_CHARS = 256  # GitHub's limit for a pull request's title
 
 
 class FakeGitHubServer(Busy, LocalServer):
@@ -105,8 +106,8 @@ class FakeGitHubServer(Busy, LocalServer):
         if missing:
             errors = [{"resource": "PullRequest", "field": f, "code": "missing_field"} for f in missing]
             return 422, {"message": "Validation Failed", "errors": errors}
-        if len(body.get("body") or "") > BODY_MAX_CHARS:
-            return 422, _too_long("PullRequest")
+        if too_long := _pull_too_long(body):
+            return too_long
         owner = repo.split("/")[0]
         label = f"{owner}:{body['head']}"
         if any(p["head"]["label"] == label and p["state"] == "open" for p in self.pulls.values()):
@@ -127,7 +128,7 @@ class FakeGitHubServer(Busy, LocalServer):
             errors = [{"resource": "IssueComment", "code": "missing_field", "field": "body"}]
             return 422, {"message": "Validation Failed", "errors": errors}
         if len(body["body"]) > BODY_MAX_CHARS:
-            return 422, _too_long("IssueComment")
+            return 422, _too_long("IssueComment", "body", BODY_MAX_CHARS)
         comment_id = len(self.comments) + 1
         comment = {"id": comment_id, "body": body["body"], "repo": repo, "issue": number,
                    "html_url": f"{self.html_url}/{repo}/issues/{number}#issuecomment-{comment_id}"}
@@ -135,21 +136,28 @@ class FakeGitHubServer(Busy, LocalServer):
         return 201, comment
 
     def _update(self, number: int, body: dict[str, Any] | None) -> tuple[int, Any]:
-        if body and body.get("state") in ("open", "closed"):
-            self.pulls[number]["state"] = body["state"]
         text = {k: v for k, v in (body or {}).items() if k in ("title", "body")}
         if "title" in text and not text["title"]:
             return 422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "title",
                                                                      "code": "missing_field"}]}
-        if len(text.get("body") or "") > BODY_MAX_CHARS:
-            return 422, _too_long("PullRequest")
+        if too_long := _pull_too_long(text):
+            return too_long  # a refused PATCH changes nothing, its state included
+        if body and body.get("state") in ("open", "closed"):
+            self.pulls[number]["state"] = body["state"]
         if text:
             self.edits.append((number, text))
             self.pulls[number].update(text)
         return 200, self.pulls[number]
 
 
-def _too_long(resource: str) -> dict[str, Any]:
-    error = {"resource": resource, "code": "custom", "field": "body",
-             "message": f"body is too long (maximum is {BODY_MAX_CHARS} characters)"}
+def _pull_too_long(body: dict[str, Any]) -> tuple[int, Any] | None:
+    for name, limit in (("title", TITLE_MAX_CHARS), ("body", BODY_MAX_CHARS)):
+        if len(str(body.get(name) or "")) > limit:
+            return 422, _too_long("PullRequest", name, limit)
+    return None
+
+
+def _too_long(resource: str, name: str, limit: int) -> dict[str, Any]:
+    error = {"resource": resource, "code": "custom", "field": name,
+             "message": f"{name} is too long (maximum is {limit} characters)"}
     return {"message": "Validation Failed", "errors": [error]}

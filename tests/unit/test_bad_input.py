@@ -99,6 +99,29 @@ def test_an_error_django_answers_under_the_api_is_json(alice, settings, send, st
     assert not Requirement.objects.exists()
 
 
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize(("method", "path"), [
+    ("post", URL.rstrip("/")), ("post", "/api/v1/review-tasks/{task}/decision"), ("patch", "/api/v1/projects/{project}"),
+    ("put", "/api/v1/projects/{project}"), ("delete", "/api/v1/projects/{project}")])
+def test_a_write_to_an_api_path_without_its_slash_is_a_json_404_naming_the_path_with_it(alice, acme_project, settings,
+                                                                                         debug, method, path):
+    """Django would answer 301 (a client follows it with a GET and loses the body) or, with DEBUG, raise."""
+    settings.DEBUG = debug
+    path = path.format(task=open_review(acme_project).pk, project=acme_project.pk)
+    response = getattr(api_for(alice), method)(path, {"brief": "Fix the total", "decision": "approve"}, format="json")
+
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": f"Not found. The API's paths end with a slash: {method.upper()} {path}/",
+                               "code": "no_trailing_slash"}
+    assert not Requirement.objects.filter(brief="Fix the total").exists()
+
+
+def test_a_read_of_an_api_path_without_its_slash_is_still_redirected_and_other_paths_keep_djangos_answer(alice):
+    assert api_for(alice).get(URL.rstrip("/") + "?limit=1")["Location"] == URL + "?limit=1"
+    assert api_for(alice).post("/api/v1/nothing", {}, format="json").json() == {"detail": "Not found."}
+    assert Client().post("/staff/dashboard", {}).status_code == 301  # outside /api/: Django's redirect, as before
+
+
 def test_pages_outside_the_api_keep_djangos_html_errors(settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
     missing = Client().get("/staff/nope/")

@@ -82,6 +82,19 @@ def test_refusals_are_mapped_to_their_kind_with_githubs_words(github, client):
     assert caught.value.status == 401 and "Bad credentials" in str(caught.value) and not caught.value.retryable
 
 
+def test_a_title_is_bounded_to_what_github_takes_as_github_refuses_a_longer_one(github, client):
+    """On opening and on update, a title over GitHub's 256 characters is cut to 256 (the fake, like GitHub, 422s)."""
+    long = "Fix " + "y" * 400
+    opened = client.open_pull(REPO, BRANCH, "main", long, "")
+    assert len(opened["title"]) == 256 and opened["title"].endswith("y…")
+    client.update_pull(REPO, opened["number"], "z" * 300, "")
+    assert github.pulls[1]["title"] == "z" * 255 + "…"
+    client.update_pull(REPO, opened["number"], "w" * 256, "")
+    assert github.pulls[1]["title"] == "w" * 256  # at the limit: kept whole (a person's title put back as it was)
+    with pytest.raises(RequestRefused, match=r"422 Validation Failed; title is too long \(maximum is 256"):
+        client._api.request("POST", f"/repos/{REPO}/pulls", json={"head": "b", "base": "main", "title": "t" * 257})
+
+
 def test_a_server_error_is_retryable_and_a_late_answer_is_no_answer(github):
     github.fail_next_create(502, "Server Error")
     with GitHubClient(TOKEN, api_url=github.url, timeout_s=0.3) as client:
