@@ -75,16 +75,20 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 class CommonMiddleware(common.CommonMiddleware):
-    """Django's, but under /api/ a write to a path that lacks its trailing slash is a JSON 404 naming the path with
-    it, where Django redirects (or, with DEBUG, raises): a client follows a 301 or 302 with a GET and loses the body.
-    A GET is still redirected: it loses nothing."""
+    """Django's, but under /api/ and /webhooks/ a write to a path that lacks its trailing slash is a JSON 404 naming
+    the path with it, where Django redirects (or, with DEBUG, raises): a client follows a 301 or 302 with a GET and
+    loses the body, and a tracker's webhook delivery does not follow it at all. A GET is still redirected: it loses
+    nothing."""
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if (response.status_code == 404 and _api(request) and request.method in WRITES
+        if (response.status_code == 404 and request.path_info.startswith(SLASHED) and request.method in WRITES
                 and self.should_redirect_with_slash(request)):
-            return JsonResponse({"detail": f"Not found. The API's paths end with a slash: {request.method} "
+            return JsonResponse({"detail": f"Not found. These paths end with a slash: {request.method} "
                                            f"{request.path}/", "code": "no_trailing_slash"}, status=404)
         return super().process_response(request, response)
+
+
+SLASHED = (API_PREFIX, "/webhooks/")  # read by programs, which a redirect of a write fails
 
 
 WRITES = ("DELETE", "PATCH", "POST", "PUT")  # the methods whose data Django says a redirect cannot keep

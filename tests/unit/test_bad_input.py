@@ -102,7 +102,8 @@ def test_an_error_django_answers_under_the_api_is_json(alice, settings, send, st
 @pytest.mark.parametrize("debug", [False, True])
 @pytest.mark.parametrize(("method", "path"), [
     ("post", URL.rstrip("/")), ("post", "/api/v1/review-tasks/{task}/decision"), ("patch", "/api/v1/projects/{project}"),
-    ("put", "/api/v1/projects/{project}"), ("delete", "/api/v1/projects/{project}")])
+    ("put", "/api/v1/projects/{project}"), ("delete", "/api/v1/projects/{project}"),
+    ("post", "/webhooks/github/{project}"), ("post", "/webhooks/slack/events")])
 def test_a_write_to_an_api_path_without_its_slash_is_a_json_404_naming_the_path_with_it(alice, acme_project, settings,
                                                                                          debug, method, path):
     """Django would answer 301 (a client follows it with a GET and loses the body) or, with DEBUG, raise."""
@@ -111,7 +112,7 @@ def test_a_write_to_an_api_path_without_its_slash_is_a_json_404_naming_the_path_
     response = getattr(api_for(alice), method)(path, {"brief": "Fix the total", "decision": "approve"}, format="json")
 
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
-    assert response.json() == {"detail": f"Not found. The API's paths end with a slash: {method.upper()} {path}/",
+    assert response.json() == {"detail": f"Not found. These paths end with a slash: {method.upper()} {path}/",
                                "code": "no_trailing_slash"}
     assert not Requirement.objects.filter(brief="Fix the total").exists()
 
