@@ -23,6 +23,7 @@ from lifecycle.services.assignment import (
     assignable_groups,
     assignable_users,
     decide_refusal,
+    replay_hold,
     review_assign,
     review_claim,
     review_unassign,
@@ -39,12 +40,13 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
     """The task's page. A refused decision or story edit comes back here with the posted form (its values and
     errors) and the status saying why, instead of a redirect that would lose what the reviewer typed."""
     refusal = decide_refusal(request.user, task.organization, project_id=task.requirement.project_id)
-    may_act = task.is_pending and not refusal
+    held = replay_hold(task) if task.is_pending else ""
+    may_act = task.is_pending and not refusal and not held
     artifacts = sections.latest_artifacts(task)
     budget = sections.budget_standing(task)
     context = {
         **model_admin.admin_site.each_context(request), "opts": ReviewTask._meta, "title": str(task), "task": task,
-        "task_url": _task_url(task), "refusal": refusal, "may_act": may_act, "now": timezone.now(),
+        "task_url": _task_url(task), "refusal": refusal, "held": held, "may_act": may_act, "now": timezone.now(),
         "stories": sections.stories(task, editable=may_act, editing=editing or request.GET.get("edit", ""),
                                     posted=story_form),
         "spec_summary": sections.spec_summary(task, artifacts),

@@ -33,7 +33,7 @@ from lifecycle.models import (
     ReviewTask,
     ToolCall,
 )
-from lifecycle.services.assignment import lock_task_requirement
+from lifecycle.services.assignment import lock_task_requirement, replay_hold
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import decision_checked, review_decide
@@ -84,6 +84,8 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
         raise DomainError(f"no review task {task_id} in this organization", "task_id")
     if not task.is_pending:
         raise IllegalTransition(f"review task {task_id} is already {task.state}")
+    if held := replay_hold(task):  # no person may decide it: a request for it could only fail
+        raise IllegalTransition(held)
     decision_checked(task, decision, reason=reason, feedback=feedback, constraint=constraint, budget=budget)
     arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
                  "constraint": constraint, **({"budget": budget} if budget is not None else {})}

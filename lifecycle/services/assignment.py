@@ -34,6 +34,16 @@ def decide_refusal(user: Any, organization: Any, *, project_id: Any = None) -> s
     return ""
 
 
+def replay_hold(task: ReviewTask) -> str:
+    """Why no person decides, claims or is given this task, or "": a replay's gates get only the source run's
+    recorded decisions (the `replay` policy, lifecycle/replay/runs.py); one the source never decided is held open as
+    a record of where the source waited, nobody's work (ReviewTaskQuerySet.of_real_runs)."""
+    if not task.requirement.replay_of_id:
+        return ""
+    return ("held: this is a replay's gate, decided only as its source run's was; one the source never decided "
+            "stays open as a record, for nobody to decide")
+
+
 def reviewers_group(project_id: Any) -> str:
     if project_id is None:
         return ""
@@ -147,6 +157,8 @@ def _locked(task_id: Any, user: Any) -> ReviewTask:
     ensure_may_review(user, task)
     if not task.is_pending:
         raise IllegalTransition(f"review task is already {task.state}")
+    if held := replay_hold(task):
+        raise IllegalTransition(held)
     return task
 
 
