@@ -126,10 +126,15 @@ def assignable_groups(task: ReviewTask) -> QuerySet[Group]:
 
 
 def _deciders(task: ReviewTask) -> QuerySet[Any]:
-    """Active users decide_refusal lets decide the task, as one queryset (no distinct: filters are EXISTS)."""
-    member = Membership.objects.filter(user=OuterRef("pk"), organization_id=task.organization_id)
+    return project_deciders(task.organization_id, task.requirement.project.settings)
+
+
+def project_deciders(organization_id: Any, project_settings: dict[str, Any] | None) -> QuerySet[Any]:
+    """Active users decide_refusal lets decide the review tasks of a project with these settings, as one queryset
+    (no distinct: filters are EXISTS)."""
+    member = Membership.objects.filter(user=OuterRef("pk"), organization_id=organization_id)
     users = get_user_model().objects.filter(Exists(member.filter(role__in=DECIDING_ROLES)), is_active=True)
-    group = str((task.requirement.project.settings or {}).get("reviewers_group") or "")
+    group = str((project_settings or {}).get("reviewers_group") or "")
     if group:
         in_group = Group.objects.filter(user=OuterRef("pk"), name=group)
         users = users.filter(Exists(member.filter(role=Role.ADMIN)) | Exists(in_group))
