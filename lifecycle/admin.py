@@ -6,7 +6,7 @@ sweeper; those check the reviewer permission themselves (django-fsm-2's admin mi
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
@@ -60,6 +60,7 @@ from lifecycle.services.assignment import review_claim, review_unassign
 from lifecycle.services.budgets import budget_report, cell_text
 from lifecycle.services.promotions import guarded_settings_problems, project_settings_save, promotions_to_decide
 from lifecycle.services.repositories import tenant_remote
+from lifecycle.services.sla import policy_contacts_refused
 from lifecycle.services.sla_policies import policy_problems
 from lifecycle.states import ArtifactKind, Decision, ReviewState, Role
 
@@ -387,6 +388,8 @@ class ProjectAdmin(MemberAccess, admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         project_settings_save(obj)  # the promoted versions as they are now, not as the form read them
+        for line in policy_contacts_refused(obj):  # said, not refused: the role or the group may come later
+            self.message_user(request, line, messages.WARNING)
 
     def has_change_permission(self, request, obj=None):
         user = request.user

@@ -23,13 +23,16 @@ from lifecycle.services.assignment import (
     assignable_groups,
     assignable_users,
     decide_refusal,
+    replay_hold,
     review_assign,
     review_claim,
     review_unassign,
 )
 from lifecycle.services.decisions import review_decide
+from lifecycle.services.holds import change_hold
 from lifecycle.services.sla import policy_decision
 from lifecycle.services.story_edits import story_edit
+from lifecycle.states import Decision, ReviewKind
 
 REFUSED = (DomainError, IllegalTransition, NotPermitted)
 
@@ -39,12 +42,13 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
     """The task's page. A refused decision or story edit comes back here with the posted form (its values and
     errors) and the status saying why, instead of a redirect that would lose what the reviewer typed."""
     refusal = decide_refusal(request.user, task.organization, project_id=task.requirement.project_id)
-    may_act = task.is_pending and not refusal
+    held = replay_hold(task) if task.is_pending else ""
+    may_act = task.is_pending and not refusal and not held
     artifacts = sections.latest_artifacts(task)
     budget = sections.budget_standing(task)
     context = {
         **model_admin.admin_site.each_context(request), "opts": ReviewTask._meta, "title": str(task), "task": task,
-        "task_url": _task_url(task), "refusal": refusal, "may_act": may_act, "now": timezone.now(),
+        "task_url": _task_url(task), "refusal": refusal, "held": held, "may_act": may_act, "now": timezone.now(),
         "stories": sections.stories(task, editable=may_act, editing=editing or request.GET.get("edit", ""),
                                     posted=story_form),
         "spec_summary": sections.spec_summary(task, artifacts),
@@ -134,20 +138,39 @@ def _story_refused(model_admin: Any, request: HttpRequest, task: ReviewTask, sto
 
 def bulk_decide(model_admin: Any, request: HttpRequest, queryset: Any, decision: str) -> TemplateResponse | None:
     """An admin action: confirm with one reason, then decide each task on its own (one failure stops none)."""
-    tasks = list(queryset.select_related("requirement"))
+    tasks = list(queryset.select_related("organization", "requirement"))
     form = BulkDecisionForm(request.POST if "apply" in request.POST else None, initial={"decision": decision})
     if form.is_bound and form.is_valid():
         reason, decision = form.cleaned_data["reason"].strip(), form.cleaned_data["decision"]
         origin = {**request_origin(request), "bulk": len(tasks)}
+        skipped = {t.pk: why for t in tasks if (why := _not_in_bulk(request.user, t, decision))}
+        for task in tasks:
+            if task.pk in skipped:
+                messages.warning(request, f"{task}: {skipped[task.pk]}")
         decided = sum(run_service(request, lambda t=t: review_decide(task_id=t.pk, actor=_actor(request), decision=decision,
                                                                      reason=reason, origin=origin), "", about=t)
-                      for t in tasks)
-        messages.success(request, f"{decision}: {decided} of {len(tasks)} task(s) decided")
+                      for t in tasks if t.pk not in skipped)
+        also = f"; {len(skipped)} skipped" if skipped else ""
+        messages.success(request, f"{decision}: {decided} of {len(tasks)} task(s) decided{also}")
         return None
     return TemplateResponse(request, "admin/lifecycle/reviewtask/bulk_decide.html", {
         **model_admin.admin_site.each_context(request), "opts": ReviewTask._meta, "title": f"{decision.title()} tasks",
         "form": form, "tasks": tasks, "action": request.POST.get("action", ""),
     })
+
+
+def _not_in_bulk(user: Any, task: ReviewTask, decision: str) -> str:
+    """Why a bulk decision leaves this pending task out (reported, not failed), as its own page would not decide it
+    so: the user may not decide it, it is a replay's held gate, or it approves a deployment a hold keeps for a
+    person to read (a CI workflow, the scope guard: holds.py), which is approved on its own page, where the change
+    is shown, not with one reason for many. A task no longer pending is left to the service's refusal."""
+    if not task.is_pending:
+        return ""
+    if why := decide_refusal(user, task.organization, project_id=task.requirement.project_id) or replay_hold(task):
+        return f"skipped: {why}"
+    if decision == Decision.APPROVE and task.kind == ReviewKind.DEPLOYMENT_APPROVAL and (held := change_hold(task)):
+        return f"not approved in bulk, approve it on its own page: {held}"
+    return ""
 
 
 def post_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

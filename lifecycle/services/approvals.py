@@ -33,7 +33,7 @@ from lifecycle.models import (
     ReviewTask,
     ToolCall,
 )
-from lifecycle.services.assignment import decide_refusal, lock_task_requirement
+from lifecycle.services.assignment import lock_task_requirement, replay_hold
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import decision_checked, review_decide
@@ -84,6 +84,8 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
         raise DomainError(f"no review task {task_id} in this organization", "task_id")
     if not task.is_pending:
         raise IllegalTransition(f"review task {task_id} is already {task.state}")
+    if held := replay_hold(task):  # no person may decide it: a request for it could only fail
+        raise IllegalTransition(held)
     decision_checked(task, decision, reason=reason, feedback=feedback, constraint=constraint, budget=budget)
     arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
                  "constraint": constraint, **({"budget": budget} if budget is not None else {})}
@@ -117,15 +119,17 @@ def approval_request(*, proposed: Proposed, asker: Any, conversation: Conversati
         organization_id=conversation.organization_id, project=proposed.project, conversation=conversation,
         tool_call=tool_call, action=proposed.action, arguments=typed(proposed.arguments),
         summary=typed(proposed.summary), requested_for=asker)
-    waits = _waits(approval, proposed, conversation) if preauthorization is not None else ""
-    approval.preauthorization = None if waits else preauthorization
-    approval.result = f"waits for a person though pre-authorized: {waits}" if waits else ""
     with transaction.atomic():
         _lock_still_to_do(proposed)
-        approval.save(force_insert=True)
+        approval.save(force_insert=True)  # saved first: whether the asker may decide it is a lookup of the row
+        waits = _waits(approval, proposed, conversation) if preauthorization is not None else ""
+        if waits:
+            approval.result = f"waits for a person though pre-authorized: {waits}"
+            approval.save(update_fields=["result"])
         emit(None, "ActionRequested", {"approval": str(approval.pk), "action": approval.action,
                                        "conversation": str(conversation.pk)})
-        if approval.preauthorization_id:
+        if preauthorization is not None and not waits:
+            approval.preauthorization = preauthorization
             _run(approval, Actor.human(asker, "assistant"), via="pre_authorized",
                  reason="pre-authorized for the project")
     approval.refresh_from_db()
@@ -247,15 +251,8 @@ def ensure_project_admin(user: Any, project: Project) -> None:
 
 
 def _may_decide(user: Any, approval: ActionApproval) -> bool:
-    if user is None or not Membership.objects.filter(user=user, organization_id=approval.organization_id).exists():
-        return False
-    if approval.action == CANCEL:  # as the cancel service allows: the submitter withdraws their own
-        submitter = Requirement.objects.filter(pk=approval.arguments.get("requirement_id"),
-                                               organization_id=approval.organization_id).values_list(
-            "submitted_by_id", flat=True).first()
-        if submitter is not None and submitter == user.pk:
-            return True
-    return not decide_refusal(user, approval.organization, project_id=approval.project_id)
+    """Whether `user` may decide this (saved) request, whatever its state: a lookup in _decidable, the one rule."""
+    return user is not None and ActionApproval.objects.filter(_decidable(user), pk=approval.pk).exists()
 
 
 def _waits(approval: ActionApproval, proposed: Proposed, conversation: Conversation) -> str:
@@ -334,12 +331,19 @@ def approvals_visible_to(user: Any) -> QuerySet[ActionApproval]:
 
 
 def approvals_to_decide(user: Any) -> QuerySet[ActionApproval]:
-    """The pending requests the user may decide, newest first: the API's list, paged over every one of them. The
-    rule of _may_decide as one query, so that a count and a page hold only these."""
+    """The pending requests the user may decide, newest first: the API's list, paged over every one of them (one
+    query, so that a count and a page hold only these)."""
+    return ActionApproval.objects.filter(_decidable(user), state=ActionApproval.State.PENDING).select_related(
+        "requested_for", "decided_by").order_by("-created_at", "-pk")
+
+
+def _decidable(user: Any) -> Q:
+    """Who may decide a request, as a filter of requests, in any state: a reviewer or an admin of its organization
+    (a reviewer not on a project whose reviewers group they are not in, as decide_refusal says), or the submitter
+    withdrawing their own requirement (as the cancel service allows). approvals_to_decide lists these and
+    _may_decide looks one up here, so the rule stands once."""
     members = Membership.objects.filter(user=user).values("organization_id")
-    return ActionApproval.objects.filter(
-        _decided_by_role(user) | _withdrawn_by_submitter(user, members), organization_id__in=members,
-        state=ActionApproval.State.PENDING).select_related("requested_for", "decided_by").order_by("-created_at", "-pk")
+    return (_decided_by_role(user) | _withdrawn_by_submitter(user, members)) & Q(organization_id__in=members)
 
 
 def _decided_by_role(user: Any) -> Q:

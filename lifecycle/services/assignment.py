@@ -34,6 +34,16 @@ def decide_refusal(user: Any, organization: Any, *, project_id: Any = None) -> s
     return ""
 
 
+def replay_hold(task: ReviewTask) -> str:
+    """Why no person decides, claims or is given this task, or "": a replay's gates get only the source run's
+    recorded decisions (the `replay` policy, lifecycle/replay/runs.py); one the source never decided is held open as
+    a record of where the source waited, nobody's work (ReviewTaskQuerySet.of_real_runs)."""
+    if not task.requirement.replay_of_id:
+        return ""
+    return ("held: this is a replay's gate, decided only as its source run's was; one the source never decided "
+            "stays open as a record, for nobody to decide")
+
+
 def reviewers_group(project_id: Any) -> str:
     if project_id is None:
         return ""
@@ -116,10 +126,15 @@ def assignable_groups(task: ReviewTask) -> QuerySet[Group]:
 
 
 def _deciders(task: ReviewTask) -> QuerySet[Any]:
-    """Active users decide_refusal lets decide the task, as one queryset (no distinct: filters are EXISTS)."""
-    member = Membership.objects.filter(user=OuterRef("pk"), organization_id=task.organization_id)
+    return project_deciders(task.organization_id, task.requirement.project.settings)
+
+
+def project_deciders(organization_id: Any, project_settings: dict[str, Any] | None) -> QuerySet[Any]:
+    """Active users decide_refusal lets decide the review tasks of a project with these settings, as one queryset
+    (no distinct: filters are EXISTS)."""
+    member = Membership.objects.filter(user=OuterRef("pk"), organization_id=organization_id)
     users = get_user_model().objects.filter(Exists(member.filter(role__in=DECIDING_ROLES)), is_active=True)
-    group = str((task.requirement.project.settings or {}).get("reviewers_group") or "")
+    group = str((project_settings or {}).get("reviewers_group") or "")
     if group:
         in_group = Group.objects.filter(user=OuterRef("pk"), name=group)
         users = users.filter(Exists(member.filter(role=Role.ADMIN)) | Exists(in_group))
@@ -147,6 +162,8 @@ def _locked(task_id: Any, user: Any) -> ReviewTask:
     ensure_may_review(user, task)
     if not task.is_pending:
         raise IllegalTransition(f"review task is already {task.state}")
+    if held := replay_hold(task):
+        raise IllegalTransition(held)
     return task
 
 

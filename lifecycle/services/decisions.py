@@ -12,7 +12,7 @@ from lifecycle.budget_limits import problems
 from lifecycle.errors import DomainError, IllegalTransition, echoed
 from lifecycle.models import ReviewTask
 from lifecycle.services import outcomes
-from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
+from lifecycle.services.assignment import ensure_may_review, lock_task_requirement, replay_hold
 from lifecycle.services.meta_eval import review_decision_logged
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import REQUIRED_TEXT, TEXT_MAX_CHARS
@@ -34,6 +34,8 @@ def review_decide(
             ensure_may_review(actor.user, task)
         if not task.is_pending:  # before the decision's own checks: a decided task is a conflict, whatever is sent
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
+        if actor.is_human and (held := replay_hold(task)):
+            raise IllegalTransition(held)
         texts = decision_checked(task, decision, reason=reason, feedback=feedback, answer=answer,
                                  constraint=constraint, budget=budget)
         task.decision, task.reason = decision, texts["reason"]

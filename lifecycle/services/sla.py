@@ -26,13 +26,13 @@ from pydantic import ValidationError
 
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
-from lifecycle.models import ReviewTask
-from lifecycle.services.assignment import assignable_groups, decide_refusal, lock_task_requirement
+from lifecycle.models import Project, ReviewTask
+from lifecycle.services.assignment import assignable_groups, decide_refusal, lock_task_requirement, project_deciders
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.outbox import emit
 from lifecycle.services.sla_policies import ReviewPolicy, policy_for
 from lifecycle.services.transitions import transition
-from lifecycle.states import SLA_POLICY_ROLE, ReviewState
+from lifecycle.states import SLA_POLICY_ROLE, ReviewKind, ReviewState
 
 log = logging.getLogger("aiteam.progress")
 SLA_POLICY = Actor.policy(SLA_POLICY_ROLE)
@@ -187,14 +187,56 @@ def _manager(task: ReviewTask, policy: ReviewPolicy) -> tuple[Any, str]:
     and ""; else None and why everyone who may decide it is told instead ("" when no manager is named)."""
     if not policy.manager:
         return None, ""
-    manager = get_user_model().objects.filter(username=policy.manager, is_active=True).first()
-    refusal = (decide_refusal(manager, task.organization, project_id=task.requirement.project_id) if manager
-               else f"{policy.manager} is not an active user")
+    manager, refusal = manager_checked(policy.manager, task.organization, task.requirement.project_id)
     if refusal:
         fallback = f"the policy's manager may not decide it ({refusal}), so it went to {EVERYONE}"
         log.error("SLA policy of %s names manager %r: %s", task, policy.manager, fallback)
         return None, fallback
     return manager, ""
+
+
+def manager_checked(username: str, organization: Any, project_id: Any) -> tuple[Any, str]:
+    """The active user a policy names as its manager, and why they may not decide the project's review tasks ("" when
+    they may)."""
+    manager = get_user_model().objects.filter(username=username, is_active=True).first()
+    if manager is None:
+        return None, f"{username} is not an active user"
+    return manager, decide_refusal(manager, organization, project_id=project_id)
+
+
+def policy_contacts_refused(project: Project) -> list[str]:
+    """Whom the project's SLA policies hand an overdue task but who cannot decide it, one line each naming the kinds
+    and what the sweep does instead (review_escalate, review_reassign): said when the project is saved, which it does
+    not block (the role or the group may come later). Read after the save: decide_refusal reads the stored
+    reviewers group."""
+    named: dict[tuple[str, str], list[str]] = {}
+    for kind in ReviewKind.values:
+        policy = policy_for(kind, project.settings)
+        if policy.action == "escalate" and policy.manager:
+            named.setdefault(("escalate", policy.manager), []).append(kind)
+        elif policy.action == "reassign" and policy.group:
+            named.setdefault(("reassign", policy.group), []).append(kind)
+    lines = []
+    for (action, name), kinds in named.items():
+        if action == "escalate":
+            why, instead = manager_checked(name, project.organization, project.pk)[1], f"goes to {EVERYONE}"
+            told = f"escalates to {name}, who may not decide this project's review tasks"
+        else:
+            why, instead = _group_refusal(name, project)
+            told = f"reassigns to the group {name}, which cannot take this project's review tasks"
+        if why:
+            lines.append(f"The SLA policy of {', '.join(kinds)} {told}: {why}. An overdue task {instead} instead.")
+    return lines
+
+
+def _group_refusal(name: str, project: Project) -> tuple[str, str]:
+    """Why the group cannot take the project's tasks ("" when it can), and what review_reassign does instead."""
+    group = Group.objects.filter(name=name).first()
+    if group is None:
+        return f"there is no group '{name}'", "gets reminders"
+    if not project_deciders(project.organization_id, project.settings).filter(groups=group).exists():
+        return f"no member of '{name}' may decide them", f"goes to {EVERYONE}"
+    return "", ""
 
 
 def _meta(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> dict[str, Any]:

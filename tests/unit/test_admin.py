@@ -1,6 +1,8 @@
 """The admin outside the review inbox: requirements and projects scoped to the user's organizations, project
 settings refused with a form error, a masked webhook secret, pages whose query count does not grow with rows, and
 operator-only pages that model permissions do not open."""
+import json
+
 import pytest
 from django.contrib.auth.models import Permission
 
@@ -82,6 +84,43 @@ def test_the_webhook_url_is_masked_for_members_who_are_not_admins(acme_project, 
     shown_to_reviewer = staff_client(rita).get(url).content.decode()
     assert "secret-token" not in shown_to_reviewer and "shown to the organization&#x27;s admins only" in shown_to_reviewer
     assert "secret-token" in staff_client(boss).get(url).content.decode()
+
+
+def test_saving_a_project_warns_of_sla_managers_and_groups_who_may_not_decide_its_tasks(acme_project, boss, rita,
+                                                                                          sam):
+    """The save goes through; each manager or group the SLA sweep would pass over is named with why, and with
+    what happens to an overdue task instead. rita, a reviewer, may decide: nothing is said of her."""
+    from django.contrib.auth.models import Group
+
+    Group.objects.create(name="submitters").user_set.add(sam)
+    Group.objects.create(name="web-reviewers").user_set.add(rita)
+    policies = {"deployment_approval": {"action": "escalate", "manager": "sam"},
+                "design_review": {"action": "escalate", "manager": "sam"},
+                "code_review": {"action": "escalate", "manager": "rita"},
+                "clarification": {"action": "escalate", "manager": "ghost"},
+                "stories_approval": {"action": "reassign", "group": "submitters"},
+                "step_failed": {"action": "reassign", "group": "gone"},
+                "escalation": {"action": "reassign", "group": "web-reviewers"}}
+    url = f"/admin/lifecycle/project/{acme_project.pk}/change/"
+    response = staff_client(boss).post(url, project_form(acme_project, settings=json.dumps(
+        {"review_policies": policies})), follow=True)
+
+    assert response.status_code == 200
+    acme_project.refresh_from_db()
+    assert acme_project.settings["review_policies"] == policies  # saved all the same
+    warnings = [str(m) for m in response.context["messages"] if m.level_tag == "warning"]
+    assert warnings == [
+        "The SLA policy of clarification escalates to ghost, who may not decide this project's review tasks: ghost "
+        "is not an active user. An overdue task goes to everyone who may decide it instead.",
+        "The SLA policy of stories_approval reassigns to the group submitters, which cannot take this project's "
+        "review tasks: no member of 'submitters' may decide them. An overdue task goes to everyone who may decide "
+        "it instead.",
+        "The SLA policy of step_failed reassigns to the group gone, which cannot take this project's review tasks: "
+        "there is no group 'gone'. An overdue task gets reminders instead.",
+        "The SLA policy of design_review, deployment_approval escalates to sam, who may not decide this project's "
+        "review tasks: sam has no reviewer role in Acme and may not decide its review tasks. An overdue task goes to "
+        "everyone who may decide it instead.",
+    ]
 
 
 @pytest.mark.parametrize("count", [1, 10])

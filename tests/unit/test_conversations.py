@@ -140,6 +140,29 @@ def test_a_pre_authorization_does_not_decide_for_an_asker_who_may_not_decide(scr
     assert list(approvals.approvals_to_decide(rita)) == [approval] and not approvals.may_decide(sam, approval)
 
 
+def test_the_check_of_one_request_is_a_lookup_in_the_rule_that_lists_them(scripted, acme, acme_project, rita,
+                                                                         monkeypatch):
+    """Who may decide a request stands once, in the query behind approvals_to_decide: the check of one request (to
+    approve it, or to let a pre-authorization run it at its creation) looks it up there, so narrowing that rule
+    narrows every check with it. Here the rule lets nobody decide by role."""
+    from django.db.models import Q
+
+    task = open_review(acme_project, title="Reading list")
+    ActionPreauthorization.objects.create(project=acme_project, action="stories_approval:approve", granted_by=rita)
+    monkeypatch.setattr(approvals, "_decided_by_role", lambda user: Q(pk__in=[]))
+    script_answer(scripted, specialists={"review_assistant": [
+        ("decide_review_task", {"task_id": str(task.pk), "decision": "approve"})]}, answer="Asked.")
+    ask(rita, acme, "Approve the stories", requirement=task.requirement)
+
+    approval = ActionApproval.objects.get()
+    assert (approval.state, approval.preauthorization) == ("pending", None)
+    assert "rita may not decide it themselves" in approval.result
+    assert list(approvals.approvals_to_decide(rita)) == [] and not approvals.may_decide(rita, approval)
+    with pytest.raises(NotPermitted):
+        approval_decide(approval_id=approval.pk, actor=Actor.human(rita, "web"), approve=True)
+    assert ReviewTask.objects.get(pk=task.pk).is_pending
+
+
 @pytest.mark.parametrize("about_sams", [True, False], ids=["about-another-requirement", "about-no-requirement"])
 def test_untrusted_text_cannot_make_a_pre_authorized_action_run_outside_the_conversation(scripted, acme, acme_project,
                                                                                         rita, sam, about_sams):

@@ -11,10 +11,12 @@ from django.utils import timezone
 from agents.delivery import git_remote
 from agents.llm.base import LLMError, LLMRequest, ToolSpec
 from agents.llm.replay import ReplayProvider
+from lifecycle.actors import Actor
 from lifecycle.errors import IllegalTransition
-from lifecycle.models import LLMCall, Replay, Requirement, ReviewTask, Step
+from lifecycle.models import LLMCall, Replay, Requirement, ReviewTask, StateTransition, Step
 from lifecycle.replay.compare import artifact_hashes, request_fingerprints, transition_sequence
 from lifecycle.replay.runs import replay_start
+from lifecycle.services.assignment import review_claim
 from tests.conftest import staff_client
 from tests.flows import decide, fresh, pending, submit
 
@@ -138,6 +140,26 @@ def test_a_replays_held_gate_is_nobodys_work_in_the_inbox_or_on_the_dashboard(al
     assert f"{held.pk}/change/" in client.get("/admin/lifecycle/reviewtask/?status=all").content.decode()  # a record
     dashboard = client.get("/staff/dashboard/").content.decode()
     assert '<span class="value">0</span>past their SLA' in dashboard and "Stories Approval #1" not in dashboard
+
+
+def test_a_replays_held_gate_page_says_it_is_held_and_offers_no_decision_and_a_decision_is_refused(alice, rita):
+    source = submit(alice)
+    held = pending(fresh(replay_start(source_id=source.pk, via="cli")), "stories_approval")
+    client = staff_client(rita)
+    page = client.get(f"/admin/lifecycle/reviewtask/{held.pk}/change/").content.decode()
+    assert 'id="held"' in page and "a replay&#x27;s gate, decided only as its source" in page
+    assert 'name="decision"' not in page and "/decide/" not in page and "/claim/" not in page
+
+    posted = client.post(f"/admin/lifecycle/reviewtask/{held.pk}/decide/", {"decision": "approve"})
+    html = posted.content.decode()
+    assert posted.status_code == 409 and 'id="held"' in html and 'name="decision"' not in html
+    with pytest.raises(IllegalTransition, match="a replay's"):
+        decide(held, rita, "approve")  # the API's and the assistant's way too
+    with pytest.raises(IllegalTransition, match="a replay's"):
+        review_claim(task_id=held.pk, actor=Actor.human(rita, "api"))
+    assert ReviewTask.objects.get(pk=held.pk).is_pending
+    assert not StateTransition.objects.filter(subject="review_task", subject_id=str(held.pk),
+                                              event__in=["resolve", "claim"]).exists()
 
 
 def test_a_run_still_working_cannot_be_replayed(alice):

@@ -7,10 +7,11 @@ from django.utils import timezone
 
 from lifecycle.contexts import business_analyst_context
 from lifecycle.models import ActionPreauthorization, ReviewTask, StateTransition, StoryEdit
+from lifecycle.replay.runs import replay_start
 from lifecycle.services.artifacts import artifact_store
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory
-from tests.flows import pending, submit
+from tests.flows import decide, fresh, pending, submit
 from tests.review_tasks import age, bulk_tasks, open_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -419,6 +420,31 @@ def test_bulk_reject_needs_one_reason_and_reports_what_it_could_not_do(acme_proj
     html = response.content.decode()
     assert "Reject: 2 of 3 task(s) decided" in html and "Clarification #1: vague 2: review task is already expired" in html
     assert {t.reason for t in ReviewTask.objects.filter(state="resolved")} == {"Out of scope this quarter"}
+
+
+def test_bulk_approve_skips_and_names_the_tasks_their_own_page_would_not_approve_in_bulk(alice, rita):
+    """A deployment a hold keeps for a person (a CI workflow, the scope guard: holds.py) is approved on its own page,
+    where the change is shown, not with one reason for many; a replay's held gate is nobody's to decide. Each is
+    skipped with a message saying why; the others are decided."""
+    source = submit(alice)
+    stories = pending(source, "stories_approval")
+    replayed = pending(fresh(replay_start(source_id=source.pk, via="cli")), "stories_approval")
+    shipped = submit(alice)
+    decide(pending(shipped, "stories_approval"), rita, "approve")
+    with_ci = pending(fresh(shipped), "deployment_approval")  # every run's DevOps step adds a workflow
+    flagged = open_review(stories.requirement.project, kind="deployment_approval", title="Big change",
+                          context={"scope": {"flagged": True, "reasons": ["400 lines changed, over the limit of 300"]}})
+    tasks = [stories, replayed, with_ci, flagged]
+    selected = {"action": "approve_selected", "_selected_action": [str(t.pk) for t in tasks], "status": "all"}
+
+    response = staff_client(rita).post(f"{INBOX}?status=all", {**selected, "apply": "1", "decision": "approve",
+                                                               "reason": "all fine"}, follow=True)
+    html = response.content.decode()
+    assert "approve: 1 of 4 task(s) decided; 3 skipped" in html.lower()
+    assert f"{with_ci}: not approved in bulk, approve it on its own page: the change adds or edits CI workflows" in html
+    assert f"{flagged}: not approved in bulk, approve it on its own page: the scope guard flagged the change" in html
+    assert f"{replayed}: skipped: held: this is a replay&#x27;s gate" in html
+    assert [t.pk for t in tasks if not ReviewTask.objects.get(pk=t.pk).is_pending] == [stories.pk]
 
 
 def test_a_decided_deployment_shows_the_test_results_it_was_decided_on_not_a_later_rounds(acme_project, rita):
