@@ -354,7 +354,8 @@ LOGGING = {
 AITEAM_REVIEW_SLA_HOURS = {"design_review": 24, "code_review": 24, "deployment_approval": 4, "budget_exhausted": 8,
                            **AITEAM_REVIEW_SLA_HOURS}
 # What happens when a task is overdue (lifecycle/services/sla_policies.py documents every field). Whatever the
-# action, after decide_after_hours the stated default_decision is applied and marked as a policy decision.
+# action, after decide_after_hours the stated default_decision is applied and marked as a policy decision; a
+# deployment is never decided by policy: then it is escalated and waits for a person.
 AITEAM_REVIEW_POLICIES = {
     "*": {"action": "remind", "remind_every_hours": 4, "decide_after_hours": 72, "default_decision": "reject"},
     "step_failed": {"action": "escalate", "remind_every_hours": 2, "decide_after_hours": 24},

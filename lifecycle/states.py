@@ -103,6 +103,10 @@ class ArtifactKind(models.TextChoices):
     SCOPE = "scope"  # the change measured from the merge base, against the project's limits
 
 
+# Kinds the SLA policy never decides: at its limit it escalates the task, which waits for a person. Nobody reviewing
+# a deployment is no reason to rewrite the code, and nothing is deployed without a person anyway (docs/operations.md).
+NEVER_DECIDED_BY_SLA = (ReviewKind.DEPLOYMENT_APPROVAL,)
+
 # The decisions a review task of each kind offers.
 REVIEW_OPTIONS = {
     ReviewKind.CLARIFICATION: [Decision.ANSWER, Decision.REJECT],

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from lifecycle.querysets import ReviewTaskQuerySet
-from lifecycle.states import PENDING_REVIEW_STATES, Decision, ReviewKind
+from lifecycle.states import NEVER_DECIDED_BY_SLA, PENDING_REVIEW_STATES, Decision, ReviewKind
 from lifecycle.states import ReviewState as S
 
 PENDING = Q(state__in=[s.value for s in PENDING_REVIEW_STATES])
@@ -56,7 +56,8 @@ class ReviewTask(FSMModelMixin, models.Model):
     )
     policy = models.JSONField(default=dict, blank=True, help_text="the SLA policy as resolved when the task opened")
     decide_by = models.DateTimeField(
-        null=True, blank=True, help_text="the limit: the policy's stated default decision is applied then"
+        null=True, blank=True, help_text="the limit: the policy's stated default decision is applied then, except on a "
+        "deployment approval, which the policy escalates then and leaves to a person"
     )
     next_sweep_at = models.DateTimeField(null=True, blank=True, help_text="when the SLA sweeper looks at it next")
     escalation_count = models.PositiveIntegerField(default=0, help_text="how many times the SLA policy acted")
@@ -87,6 +88,11 @@ class ReviewTask(FSMModelMixin, models.Model):
     @property
     def is_pending(self) -> bool:
         return self.state in PENDING_REVIEW_STATES
+
+    @property
+    def policy_decides(self) -> bool:
+        """Whether the SLA policy decides the task at `decide_by`; one it never decides is escalated then and waits."""
+        return self.kind not in NEVER_DECIDED_BY_SLA
 
     @property
     def sent_back_text(self) -> str:

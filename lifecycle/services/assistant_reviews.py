@@ -32,7 +32,7 @@ def explain_review_task(task: ReviewTask) -> str:
              f"reasoning: {clip(task.reasoning, 600) or '(none given)'}",
              f"options: {', '.join(task.options)}",
              f"SLA: {late} {task.sla_deadline:%Y-%m-%d %H:%M} UTC; at the SLA: {task.escalation_policy}"
-             f"{f'; decided by default at {task.decide_by:%Y-%m-%d %H:%M} UTC' if task.decide_by else ''}; "
+             f"{_limit(task)}; "
              f"assignee {task.assignee or 'none'}"]
     if not task.is_pending:
         who = task.decided_by or task.decided_by_policy or "?"
@@ -41,6 +41,14 @@ def explain_review_task(task: ReviewTask) -> str:
     if any(key in task.context for key in CHANGE_KEYS):
         lines.append("(the change and its tests: review_change_summary)")
     return "\n".join(lines)
+
+
+def _limit(task: ReviewTask) -> str:
+    if task.decide_by is None:
+        return ""
+    if not task.policy_decides:
+        return f"; escalated at {task.decide_by:%Y-%m-%d %H:%M} UTC, never decided by policy: it waits for a person"
+    return f"; decided by default at {task.decide_by:%Y-%m-%d %H:%M} UTC"
 
 
 def review_change_summary(task: ReviewTask) -> str:

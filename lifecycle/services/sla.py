@@ -9,7 +9,9 @@ is logged and retried at its next sweep; it never stops the others.
 
 First time due (at the SLA deadline): the policy's action. Later: a reminder every
 `remind_every_hours`. At `decide_by`: the policy's stated default decision, through the
-same review_decide as a human's, marked as a policy decision.
+same review_decide as a human's, marked as a policy decision; except on a task the policy
+never decides (a deployment approval: ReviewTask.policy_decides), which is escalated then
+(reminded if it is already) and keeps being reminded, left to a person, the audit row saying why.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ def task_policy(task: ReviewTask) -> ReviewPolicy:
 
 def _next_action(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
     if task.decide_by is not None and now >= task.decide_by:
-        return "auto_decide"
+        return "auto_decide" if task.policy_decides else "escalate"
     if task.escalation_count == 0:
         return policy.action
     return "remind"
@@ -241,7 +243,16 @@ def _group_refusal(name: str, project: Project) -> tuple[str, str]:
 
 def _meta(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> dict[str, Any]:
     overdue_h = (now - task.sla_deadline).total_seconds() / 3600
-    return {"policy": policy.action, "overdue_hours": round(overdue_h, 2), "sweep": task.escalation_count}
+    past_limit = not task.policy_decides and task.decide_by is not None and now >= task.decide_by
+    return {"policy": policy.action, "overdue_hours": round(overdue_h, 2), "sweep": task.escalation_count,
+            **({"limit": waits_text(task)} if past_limit else {})}
+
+
+def waits_text(task: ReviewTask) -> str:
+    """Why a task the policy never decides still waits past its limit (the audit row's `limit`)."""
+    return (f"No reviewer decided by {task.decide_by:%Y-%m-%d %H:%M} UTC, and the SLA policy never decides a "
+            f"{task.get_kind_display()}: it waits for a person to approve it, reject it with a reason or cancel "
+            f"the requirement")
 
 
 # Each action runs inside review_sweep_one's transaction, on the row it locked and re-checked as due.

@@ -5,8 +5,9 @@ AITEAM_REVIEW_SLA_HOURS, AITEAM_REVIEW_POLICIES[kind], then the project's
 settings["review_policies"]["*"] and [kind]. A task keeps the policy it was opened with
 (ReviewTask.policy), so editing a project's settings never rewrites a promise already made.
 
-No task waits forever: whatever the action, `decide_after_hours` after opening the policy
-decides with its stated default, marked as a policy decision.
+No task waits forever unseen: whatever the action, `decide_after_hours` after opening the policy
+decides with its stated default, marked as a policy decision. A deployment approval is the
+exception (states.NEVER_DECIDED_BY_SLA): at that limit it is escalated and left to a person.
 """
 from __future__ import annotations
 

@@ -120,6 +120,7 @@ def test_the_review_assistant_explains_a_task_and_summarizes_its_change(acme, ri
     assert "deployment_approval round 1 on 'Reading list'" in explained
     assert f"question: {deployment_task.question}" in explained and "options: approve, reject" in explained
     assert "SLA: due" in explained and "reasoning: quality score 91: pass" in explained
+    assert "never decided by policy: it waits for a person" in explained and "decided by default" not in explained
 
     change = run("review_assistant", acme, "review_change_summary", rita, task_id=str(deployment_task.pk))
     assert "(branch aiteam/1234abcd-reading-list)" in change and "3 files changed, +68 -1 lines" in change

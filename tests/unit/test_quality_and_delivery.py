@@ -1,6 +1,7 @@
 """QC's independent gate, DevOps' CI workflow, the deployment gate, and delivery with compensation."""
 import json
 import subprocess
+from datetime import timedelta
 
 import pytest
 
@@ -94,6 +95,32 @@ def test_rejecting_the_deployment_goes_back_through_test_pending_with_the_reason
     assert "Deployment refused: Add a --version flag first" in json.dumps(fix_call.messages)
     assert req.state == "ready_to_deploy"  # the replayed fix passes again and asks again
     assert req.review_tasks.filter(kind="deployment_approval").count() == 2
+
+
+def test_a_deployment_nobody_reviewed_waits_for_a_person_instead_of_going_back_to_the_engineer(alice, rita, remotes):
+    from lifecycle.models import MetaEvalLog
+    from lifecycle.services.sla import review_sweep
+    from tests.conftest import api_for
+
+    req = to_deployment_gate(alice, rita)
+    task = pending(req, "deployment_approval")
+    before = (req.dev_attempts, req.llm_calls.count(), req.steps.count(), MetaEvalLog.objects.count())
+    assert review_sweep(now=task.decide_by + timedelta(minutes=1)) == {"escalate": 1}  # not auto_decide
+    assert review_sweep(now=task.decide_by + timedelta(hours=1, minutes=2)) == {"remind": 1}  # and it keeps waiting
+
+    task.refresh_from_db()
+    assert (task.state, task.decision, task.decided_by_policy) == ("escalated", "", "")
+    req = fresh(req)
+    assert req.state == "ready_to_deploy" and "reject_deployment" not in events(req)
+    assert (req.dev_attempts, req.llm_calls.count(), req.steps.count(), MetaEvalLog.objects.count()) == before
+    shown = api_for(alice).get(f"/api/v1/requirements/{req.pk}/").data
+    assert [(t["kind"], t["state"]) for t in shown["open_review_tasks"]] == [("deployment_approval", "escalated")]
+    limits = [t["metadata"]["limit"] for t in shown["transitions"] if "limit" in t["metadata"]]
+    assert [t for t in limits if "the SLA policy never decides a Deployment Approval" in t] == limits
+    assert len(limits) == 2  # the escalation and the reminder both say why it still waits
+
+    decide(task, rita, "approve")  # a person can still decide it
+    assert fresh(req).state == "deployed"
 
 
 def test_qc_fails_a_build_that_passes_its_own_tests_but_misses_a_criterion(alice, rita, remotes, cassette):

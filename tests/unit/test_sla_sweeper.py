@@ -238,3 +238,51 @@ def test_a_stated_policy_that_no_longer_validates_gives_way_to_the_projects_curr
     task.refresh_from_db()
     assert task.next_sweep_at == now + timedelta(hours=2) and task.escalation_count == 1
     assert "no longer valid, using the project's current one" in caplog.text
+
+
+# --- A deployment is never decided by policy: at its limit it is escalated and waits for a person.
+
+def test_a_deployment_is_escalated_at_its_limit_and_reminded_never_decided(acme_project, rita):
+    MembershipFactory(organization=acme_project.organization, role="admin", user__username="ada",
+                      user__email="ada@acme.test")
+    night = MembershipFactory(organization=acme_project.organization, role="reviewer", user__username="nina").user
+    night.groups.add(Group.objects.create(name="night-shift"))
+    with_policy(acme_project, "deployment_approval", action="reassign", group="night-shift", sla_hours=1,
+                remind_every_hours=1, decide_after_hours=3)
+    task = open_review(acme_project, kind="deployment_approval")
+    now = timezone.now()
+    mail.outbox.clear()
+
+    actions = [review_sweep(now=now + timedelta(hours=h, minutes=1)) for h in (1, 2, 3, 4, 30)]
+    assert actions == [{"reassign": 1}, {"remind": 1}, {"escalate": 1}, {"remind": 1}, {"remind": 1}]
+    task.refresh_from_db()
+    assert (task.state, task.decision, task.decided_by_policy) == ("escalated", "", "")
+    assert task.next_sweep_at > now + timedelta(hours=30)  # still swept: reminded until a person decides
+    row = audit(task, "escalate").get()
+    assert (row.from_state, row.to_state, row.metadata["manager"]) == ("open", "escalated", "organization admins")
+    assert "the SLA policy never decides a Deployment Approval: it waits for a person" in row.metadata["limit"]
+    assert [r.metadata.get("limit", "") != "" for r in audit(task, "remind").order_by("id")] == [False, True, True]
+    escalated = [m for m in mail.outbox if m.subject.startswith("Escalated")]
+    assert [m.to for m in escalated] == [["ada@acme.test"]]
+    assert "the policy never decides a deployment approval" in escalated[0].body
+    assert not [m for m in mail.outbox if m.subject.startswith("Decided by policy")]
+
+
+def test_an_auto_decide_policy_escalates_a_deployment_at_the_sla_instead(acme_project, rita):
+    with_policy(acme_project, "deployment_approval", action="auto_decide", sla_hours=1)
+    task = open_review(acme_project, kind="deployment_approval")
+    assert review_sweep(now=task.sla_deadline + timedelta(seconds=1)) == {"escalate": 1}
+    task.refresh_from_db()
+    assert (task.state, task.decision, task.decided_by_policy) == ("escalated", "", "")
+
+
+def test_the_review_page_says_a_deployment_waits_for_a_person_at_its_limit(acme_project, rita):
+    from tests.conftest import staff_client
+
+    deployment = open_review(acme_project, kind="deployment_approval")
+    html = staff_client(rita).get(f"/admin/lifecycle/reviewtask/{deployment.pk}/change/").content.decode()
+    assert "never decides a deployment approval</b>; it waits for a person" in html
+    assert "the policy will <b>" not in html
+    stories = open_review(acme_project)
+    html = staff_client(rita).get(f"/admin/lifecycle/reviewtask/{stories.pk}/change/").content.decode()
+    assert "the policy will <b>reject</b> it" in html  # the other kinds: as before
