@@ -17,6 +17,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from lifecycle.actors import Actor
+from lifecycle.errors import DomainError
 from lifecycle.evals import hidden, measures
 from lifecycle.evals.policy import settle
 from lifecycle.evals.suites import Case, suite_id
@@ -40,7 +41,12 @@ def eval_run_start(*, suite: str, bundle: PromptBundle | None, live: bool, profi
     """`profile`: the budget profile and playbook table ({"budgets": …, "playbooks": …}) each case's project runs
     with; none: the defaults. `organization`: whose versions these are (its candidate, its current prompts): the
     run and its cases' projects are then that organization's alone to read; none: an operator's run. The run names
-    its suite as suite_id does, whatever path to it was given."""
+    its suite as suite_id does, whatever path to it was given. An offline run needs the steps in this process: its
+    cassettes are this process's, and workers would answer from their own."""
+    if not live and not settings.CELERY_TASK_ALWAYS_EAGER:
+        raise DomainError("an offline run answers each case from its cassette in this process, but CELERY_BROKER_URL "
+                          "sends the steps to workers, which answer from their own: run it on the embedded default "
+                          "(unset CELERY_BROKER_URL and DATABASE_URL) or against the workers with --live", "live")
     provider = settings.AITEAM_LLM_PROVIDER if live else "replay"
     return EvalRun.objects.create(suite=suite_id(suite), bundle=bundle, live=live, provider=provider,
                                   settings=profile or {}, organization=organization)

@@ -340,6 +340,15 @@ def test_a_run_for_an_organization_names_a_real_one(acme):
     assert not EvalRun.objects.exists()
 
 
+@pytest.mark.django_db
+def test_an_offline_run_with_workers_is_refused_before_it_stores_anything(settings):
+    """With a broker the steps run on workers, whose provider is not the case's cassette: every case would fail."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    with pytest.raises(CommandError, match="run it on the embedded default .* or against the workers with --live"):
+        call_command("aiteam_eval", "run", "--suite", "offline", stdout=StringIO())
+    assert not EvalRun.objects.exists()
+
+
 def test_the_table_and_the_summary_give_the_share_of_the_input_read_from_cache():
     """The API's three parts of the input add up (ADR 38): the share is what was read over all three."""
     cases = [EvalCase(name="warm", outcome="deployed", hidden="full", input_tokens=500, output_tokens=100,

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
+from lifecycle.errors import DomainError
 from lifecycle.evals.report import cache_line, run_json, table
 from lifecycle.evals.running import eval_run_cases, eval_run_start
 from lifecycle.evals.suites import SuiteError, load_suite
@@ -55,8 +56,11 @@ class Command(BaseCommand):
             cases = load_suite(suite)
         except SuiteError as exc:
             raise CommandError(str(exc)) from None
-        run = eval_run_start(suite=suite, bundle=_bundle(bundle_version), live=live,
-                             organization=_organization(organization))
+        try:
+            run = eval_run_start(suite=suite, bundle=_bundle(bundle_version), live=live,
+                                 organization=_organization(organization))
+        except DomainError as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(f"Evaluation run {run.pk}: suite {run.suite}, {len(cases)} cases, "
                           f"{'live (' + run.provider + ')' if live else 'offline (cassettes)'}")
         rows = eval_run_cases(run, cases, progress=self.stdout.write)
