@@ -6,7 +6,9 @@ import re
 import pytest
 
 from lifecycle.actors import Actor
-from lifecycle.models import ReviewTask, StateTransition, StoryEdit
+from lifecycle.models import ActionApproval, Conversation, ReviewTask, StateTransition, StoryEdit
+from lifecycle.services import approvals
+from lifecycle.services.approvals import approval_decide
 from lifecycle.services.story_edits import stories_version, story_edit, story_version
 from tests.conftest import api_for, staff_client
 from tests.factories import MembershipFactory
@@ -186,3 +188,20 @@ def test_an_edit_of_another_story_is_not_held_up_by_an_edit_of_this_one(acme_pro
                       changes={"title": "Story 1, sharper"}, version=opened)
     assert edit is not None and ReviewTask.objects.get(pk=task.pk).context["stories"][0]["title"] == "Story 1, sharper"
 
+
+# --- The assistant's request, approved later.
+
+def test_a_request_to_approve_stories_edited_after_it_was_asked_decides_nothing(acme, acme_project, rita, rosa):
+    task = open_review(acme_project)
+    proposed = approvals.propose_review_decision(organization_id=acme.pk, task_id=task.pk, decision="approve")
+    assert proposed.arguments["stories_version"] == stories_version(task)
+    conversation = Conversation.objects.create(organization=acme, title="q", started_by=rita,
+                                               requirement=task.requirement)
+    asked = approvals.approval_request(proposed=proposed, asker=rita, conversation=conversation)
+    rosa_edits(task, rosa)
+
+    approval = approval_decide(approval_id=asked.pk, actor=Actor.human(rita, "web"), approve=True)
+    assert approval.state == ActionApproval.State.FAILED
+    assert "the stories changed since they were shown to you" in approval.result
+    task.refresh_from_db()
+    assert task.is_pending and set(task.requirement.stories.values_list("state", flat=True)) == {"draft"}
