@@ -48,6 +48,14 @@ class KeyReused(DomainError):
 class IllegalTransition(Exception):
     """The object is not in a state that allows this (HTTP 409)."""
 
+    code = "illegal_transition"
+
+
+class StoriesChanged(IllegalTransition):
+    """The stories a decision or an edit was made on changed since they were shown (HTTP 409): nothing was done."""
+
+    code = "stories_changed"
+
 
 class NotPermitted(Exception):
     """The user may see the object but not do this to it (HTTP 403)."""

@@ -20,7 +20,7 @@ def exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response({exc.field: [str(exc)]}, status=exc.status)
     if isinstance(exc, IllegalTransition):
-        return Response({"detail": str(exc), "code": "illegal_transition"}, status=status.HTTP_409_CONFLICT)
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, NotPermitted):
         exc = PermissionDenied(str(exc))
     elif isinstance(exc, ObjectDoesNotExist):

@@ -24,6 +24,7 @@ from lifecycle.replay.compare import describe
 from lifecycle.selectors import origins_visible_to
 from lifecycle.services.artifacts import content_json, latest
 from lifecycle.services.reviews import DECISION_TEXTS, TEXT_MAX_CHARS
+from lifecycle.services.story_edits import stories_version
 from lifecycle.states import ArtifactKind, Decision
 from lifecycle.tickets import KEY_MAX_CHARS, TITLE_MAX_CHARS, URL_MAX_CHARS, Ticket, TicketSource, ticket_problems
 
@@ -127,6 +128,9 @@ class DecisionIn(StrictSerializer):
                                  help_text="inject_constraint: the constraint every later agent step must follow")
     budget = serializers.DictField(required=False, help_text='override_budget: new limits, e.g. {"requirement": '
                                    '{"tokens": 800000, "cost_usd": "12"}, "roles": {"senior_engineer": {"steps": 30}}}')
+    stories_version = StrictCharField(max_length=64, required=False, allow_null=True, default=None, help_text=(
+        "a stories approval: the task's `stories_version` as you read the stories (required to approve); stories "
+        "edited since are a 409 (`code` stories_changed) and nothing is decided"))
 
     def validate(self, attrs):
         """Each decision keeps its own text: a text it does not take is refused, never recorded as another's."""
@@ -185,6 +189,9 @@ def without_origins(transitions: list[dict]) -> list[dict]:
 
 class ReviewTaskOut(serializers.ModelSerializer):
     requirement = serializers.UUIDField(source="requirement_id")
+    stories_version = serializers.SerializerMethodField(help_text=(
+        "a stories approval: the version of its stories (`context.stories`) as shown here, a hash of their text; "
+        "send it back with the decision. null for other kinds"))
     decided_by = serializers.StringRelatedField(allow_null=True)
     assignee = serializers.StringRelatedField(allow_null=True)
     assignee_group = serializers.StringRelatedField(allow_null=True)
@@ -194,7 +201,11 @@ class ReviewTaskOut(serializers.ModelSerializer):
         fields = ["id", "requirement", "kind", "round", "state", "question", "reasoning", "context", "options",
                   "decision", "reason", "feedback", "decided_by", "decided_by_policy", "decided_via", "decided_at",
                   "sla_deadline", "assignee", "created_at", "decision_data",
-                  "assignee_group", "escalation_policy", "decide_by", "escalation_count", "policy"]
+                  "stories_version", "assignee_group", "escalation_policy", "decide_by", "escalation_count", "policy"]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_stories_version(self, task: ReviewTask) -> str | None:
+        return stories_version(task) or None
 
 
 class TicketOut(serializers.ModelSerializer):

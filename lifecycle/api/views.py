@@ -148,14 +148,17 @@ class ReviewTaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             return tasks.filter(state=wanted)
         return tasks
 
-    @extend_schema(request=s.DecisionIn, responses={200: s.ReviewTaskOut, 409: CONFLICT})
+    @extend_schema(request=s.DecisionIn, responses={200: s.ReviewTaskOut, 409: OpenApiResponse(s.ErrorOut, description=(
+        "decided already (`code` illegal_transition), or its stories were edited since the `stories_version` sent "
+        "(`code` stories_changed): nothing was decided"))})
     @action(detail=True, methods=["post"])
     def decision(self, request, pk=None):
+        """Decide the task; approving a stories approval needs the `stories_version` its stories were read at."""
         task = get_object_or_404(self.get_queryset(), pk=pk)
         data = s.DecisionIn(data=request.data)
         data.is_valid(raise_exception=True)
         decided = review_decide(task_id=task.pk, actor=Actor.human(request.user, "api"), origin=request_origin(request),
-                                **data.validated_data)
+                                version_required=True, **data.validated_data)
         return Response(s.ReviewTaskOut(decided).data)
 
     @extend_schema(request=None, responses={200: s.ReviewTaskOut, 409: CONFLICT})

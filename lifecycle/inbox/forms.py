@@ -20,6 +20,11 @@ class DecisionForm(forms.Form):
     answer = forms.CharField(required=False, max_length=8000)
     constraint = forms.CharField(required=False, max_length=2000)
     budget = forms.CharField(required=False)  # JSON, read only for an override (clean_budget)
+    # the version of the stories the page showed (story_edits.stories_version); the page sends the one it rendered
+    stories_version = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+
+    def clean_stories_version(self) -> str | None:
+        return self.cleaned_data["stories_version"] or None
 
     def clean_budget(self) -> Any:
         """The budget page posts its limits box with every button: only an override reads it, so a half-edited
@@ -79,10 +84,12 @@ class StoryForm(forms.Form):
                                           widget=forms.Textarea(attrs={"rows": 4, "cols": 80}))
     priority = forms.ChoiceField(choices=UserStory.Priority.choices)
     story_points = forms.TypedChoiceField(choices=[(n, n) for n in (1, 2, 3, 5, 8, 13)], coerce=int)
+    # the story's version when the form was opened (story_edits.story_version); the page sends the one it rendered
+    version = forms.CharField(max_length=64, widget=forms.HiddenInput)
 
     @classmethod
     def for_story(cls, story: UserStory) -> StoryForm:
-        initial = {field: getattr(story, field) for field in cls.base_fields}
+        initial = {field: getattr(story, field) for field in cls.base_fields if field != "version"}
         initial["acceptance_criteria"] = "\n".join(story.acceptance_criteria)
         return cls(initial=initial).placed_at(story)
 

@@ -12,6 +12,7 @@ from typing import Any
 from lifecycle.inbox.forms import StoryForm
 from lifecycle.models import Artifact, Notification, ReviewTask, StateTransition, StoryEdit
 from lifecycle.services.budgets import cell_text
+from lifecycle.services.story_edits import story_version
 from lifecycle.states import ArtifactKind, ReviewKind, StoryState
 
 DIFF_LINE = re.compile(r"^(?P<status>[A-Z])\S*\s+(?P<path>.+?)\s+\(\+(?P<added>[\d-]+) -(?P<removed>[\d-]+)\)$")
@@ -64,7 +65,8 @@ def _story_entry(story: Any, editable: bool, editing: bool, posted: StoryForm | 
     form = None
     if editable and editing:
         form = posted.placed_at(story) if posted is not None else StoryForm.for_story(story)
-    return {"story": story, "edits": list(story.edits.all()), "editable": editable, "form": form}
+    return {"story": story, "edits": list(story.edits.all()), "editable": editable, "form": form,
+            "version": story_version(story) if form is not None else ""}
 
 
 def spec_summary(task: ReviewTask, artifacts: dict[str, Artifact]) -> str:

@@ -31,7 +31,7 @@ from lifecycle.services.assignment import (
 from lifecycle.services.decisions import review_decide
 from lifecycle.services.holds import change_hold
 from lifecycle.services.sla import policy_decision
-from lifecycle.services.story_edits import story_edit
+from lifecycle.services.story_edits import stories_version, story_edit
 from lifecycle.states import Decision, ReviewKind
 
 REFUSED = (DomainError, IllegalTransition, NotPermitted)
@@ -55,7 +55,7 @@ def review_page(model_admin: Any, request: HttpRequest, task: ReviewTask, *, dec
         "changed_files": sections.changed_files(task, artifacts), "tests": sections.suite_results(artifacts),
         "other_context": sections.other_context(task), "history": sections.history(task),
         "show_origins": origins_visible_to(request.user, task.organization_id),
-        "options": sections.decision_options(task), "budget": budget,
+        "options": sections.decision_options(task), "budget": budget, "stories_version": stories_version(task),
         "policy_decision": policy_decision(task) if task.decide_by else ("", ""),
         "decision_form": decision_form if decision_form is not None else DecisionForm(
             initial={"budget": budget["suggestion"] if budget else ""}),
@@ -70,7 +70,8 @@ def decide(model_admin: Any, request: HttpRequest, pk: Any) -> HttpResponse:
     if not form.is_valid():
         return _decision_refused(model_admin, request, task, form, 400)
     try:
-        review_decide(task_id=task.pk, actor=_actor(request), origin=request_origin(request), **form.cleaned_data)
+        review_decide(task_id=task.pk, actor=_actor(request), origin=request_origin(request), version_required=True,
+                      **form.cleaned_data)
     except REFUSED as exc:
         return _decision_refused(model_admin, request, _task(model_admin, request, pk), _with_error(form, exc),
                                  refusal_status(exc))
@@ -118,7 +119,7 @@ def edit_story(model_admin: Any, request: HttpRequest, pk: Any, story_pk: Any) -
         return _story_refused(model_admin, request, task, story_pk, form, 400)
     try:
         edit = story_edit(task_id=task.pk, story_id=story_pk, actor=_actor(request), changes=form.cleaned_data,
-                          origin=request_origin(request))
+                          version=form.cleaned_data["version"], origin=request_origin(request))
     except REFUSED as exc:
         return _story_refused(model_admin, request, _task(model_admin, request, pk), story_pk, _with_error(form, exc),
                               refusal_status(exc))

@@ -39,6 +39,7 @@ from lifecycle.services.conversations import system_note
 from lifecycle.services.decisions import decision_checked, review_decide
 from lifecycle.services.holds import change_hold
 from lifecycle.services.outbox import emit
+from lifecycle.services.story_edits import stories_version
 from lifecycle.states import DECIDING_ROLES, PENDING_REVIEW_STATES, TERMINAL_STATES, Decision, ReviewKind, Role
 
 CANCEL = "cancel_requirement"
@@ -87,8 +88,11 @@ def propose_review_decision(*, organization_id: Any, task_id: Any, decision: str
     if held := replay_hold(task):  # no person may decide it: a request for it could only fail
         raise IllegalTransition(held)
     decision_checked(task, decision, reason=reason, feedback=feedback, constraint=constraint, budget=budget)
+    # stories: the version the asker read with the assistant when it asked; approving the request decides on those
+    version = stories_version(task)
     arguments = {"task_id": str(task.pk), "decision": decision, "reason": reason, "feedback": feedback,
-                 "constraint": constraint, **({"budget": budget} if budget is not None else {})}
+                 "constraint": constraint, **({"budget": budget} if budget is not None else {}),
+                 **({"stories_version": version} if version else {})}
     summary = f"{decision.replace('_', ' ')} the {task.get_kind_display().lower()} of {task.requirement}"
     return Proposed(action=f"{task.kind}:{decision}", summary=summary[:300], project=task.requirement.project,
                     arguments=arguments, requirement_id=task.requirement_id)
@@ -285,7 +289,8 @@ def _run(approval: ActionApproval, actor: Actor, *, via: str, reason: str) -> No
         else:
             task = review_decide(task_id=args["task_id"], actor=actor, decision=args["decision"],
                                  reason=args.get("reason", ""), feedback=args.get("feedback", ""),
-                                 constraint=args.get("constraint", ""), budget=args.get("budget"), origin=origin)
+                                 constraint=args.get("constraint", ""), budget=args.get("budget"), origin=origin,
+                                 stories_version=args.get("stories_version"))
             result = f"review task decided: {task.decision}"
         state = ActionApproval.State.DONE
     except (DomainError, IllegalTransition, NotPermitted, Requirement.DoesNotExist, ReviewTask.DoesNotExist) as exc:

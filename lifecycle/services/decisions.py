@@ -16,6 +16,7 @@ from lifecycle.services.assignment import ensure_may_review, lock_task_requireme
 from lifecycle.services.meta_eval import review_decision_logged
 from lifecycle.services.outbox import emit
 from lifecycle.services.reviews import REQUIRED_TEXT, TEXT_MAX_CHARS
+from lifecycle.services.story_edits import ensure_stories_unchanged
 from lifecycle.services.transitions import transition
 from lifecycle.states import Decision
 
@@ -23,8 +24,13 @@ from lifecycle.states import Decision
 def review_decide(
     *, task_id, actor: Actor, decision: str, reason: str = "", feedback: str = "", answer: str = "",
     constraint: str = "", budget: dict[str, Any] | None = None, origin: dict[str, Any] | None = None,
+    stories_version: str | None = None, version_required: bool = False,
 ) -> ReviewTask:
-    """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409."""
+    """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409.
+    `stories_version`: the version of the stories the decider was shown (story_edits.stories_version); stories
+    edited since are a 409 (StoriesChanged) and nothing is decided. `version_required`: the decider reads where the
+    version is shown (the review page, the API), so approving stories needs it; not a policy, a replay, a Slack
+    button, which were shown no stories."""
     with transaction.atomic():
         lock_task_requirement(task_id)  # the requirement first, then the task: the order of every writer
         task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization", "requirement").get(
@@ -36,6 +42,7 @@ def review_decide(
             raise IllegalTransition(f"review task is already {task.state} ({task.decision or 'no decision'})")
         if actor.is_human and (held := replay_hold(task)):
             raise IllegalTransition(held)
+        ensure_stories_unchanged(task, decision, stories_version, required=version_required)
         texts = decision_checked(task, decision, reason=reason, feedback=feedback, answer=answer,
                                  constraint=constraint, budget=budget)
         task.decision, task.reason = decision, texts["reason"]
@@ -45,7 +52,8 @@ def review_decide(
         task.decided_by_policy = "" if actor.is_human else actor.role
         task.decided_via = actor.via if actor.via in ReviewTask.Via.values else ReviewTask.Via.POLICY
         task.decided_at = timezone.now()
-        audit = {"decision": decision, **texts, **task.decision_data, **({"origin": origin} if origin else {})}
+        audit = {"decision": decision, **texts, **task.decision_data, **({"origin": origin} if origin else {}),
+                 **({"stories_version": stories_version} if stories_version is not None else {})}
         transition(task, "resolve", actor=actor, metadata=audit)
         outcomes.apply(task, requirement, actor)
         review_decision_logged(task, actor)

@@ -114,7 +114,9 @@ def test_a_member_without_the_reviewer_role_gets_403(story_task, sam):
 
 def test_deciding_a_resolved_task_is_409(story_task, rita):
     client = api_for(rita)
-    assert client.post(decision_url(story_task), {"decision": "approve"}, format="json").status_code == 200
+    version = client.get(f"/api/v1/review-tasks/{story_task.pk}/").data["stories_version"]
+    assert client.post(decision_url(story_task), {"decision": "approve", "stories_version": version},
+                       format="json").status_code == 200
     again = client.post(decision_url(story_task), {"decision": "reject", "reason": "late"}, format="json")
     assert again.status_code == 409 and again.data["code"] == "illegal_transition"
 

@@ -21,8 +21,9 @@ def test_the_worker_reuses_its_database_connections_across_tasks(start_worker, a
     start_worker("reuse", concurrency=2, llm_pool="prefork", AITEAM_WORKSPACE_ROOT=str(settings.AITEAM_WORKSPACE_ROOT))
     pk = api_for(alice).post("/api/v1/requirements/", {"brief": SAMPLE}, format="json").data["id"]
     wait_for(lambda: _state(pk) == "user_stories_created", what="stories")
-    api_for(rita).post(f"/api/v1/review-tasks/{Requirement.objects.get(pk=pk).review_tasks.get().pk}/decision/",
-                       {"decision": "approve"}, format="json")
+    task = api_for(rita).get(f"/api/v1/review-tasks/{Requirement.objects.get(pk=pk).review_tasks.get().pk}/").data
+    api_for(rita).post(f"/api/v1/review-tasks/{task['id']}/decision/",
+                       {"decision": "approve", "stories_version": task["stories_version"]}, format="json")
     wait_for(lambda: _state(pk) == "ready_to_deploy", what="design, code, QC and DevOps", timeout=120)
     steps = Requirement.objects.get(pk=pk).steps.filter(state="done").order_by("started_at")
     first_by_process = {}

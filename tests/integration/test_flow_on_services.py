@@ -28,7 +28,8 @@ def test_a_brief_goes_from_rest_to_approved_stories(worker, alice, rita):
 
     inbox = api_for(rita).get("/api/v1/review-tasks/?state=open").data["results"]
     assert [t["id"] for t in inbox] == [task["id"]]
-    decided = api_for(rita).post(f"/api/v1/review-tasks/{task['id']}/decision/", {"decision": "approve"}, format="json")
+    decided = api_for(rita).post(f"/api/v1/review-tasks/{task['id']}/decision/", {
+        "decision": "approve", "stories_version": task["stories_version"]}, format="json")
     assert decided.status_code == 200 and decided.data["decided_by"] == "rita"
     stories = api_for(alice).get(f"/api/v1/requirements/{pk}/").data["stories"]
     assert {s["state"] for s in stories} == {"approved"}

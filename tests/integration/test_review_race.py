@@ -4,8 +4,9 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from lifecycle.models import Requirement, StateTransition, UserStory
+from lifecycle.models import Requirement, ReviewTask, StateTransition, UserStory
 from lifecycle.services.reviews import review_open
+from lifecycle.services.story_edits import stories_version
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
 
@@ -24,7 +25,8 @@ def stories_awaiting_review(project) -> str:
 
 def race(task_id: str, users) -> list[int]:
     barrier, statuses = threading.Barrier(len(users)), []
-    bodies = [{"decision": "approve"}, {"decision": "reject", "reason": "no"}]
+    version = stories_version(ReviewTask.objects.get(pk=task_id))  # what both read before deciding
+    bodies = [{"decision": "approve", "stories_version": version}, {"decision": "reject", "reason": "no"}]
 
     def decide(user, body):
         client = api_for(user)
@@ -62,7 +64,6 @@ def test_a_claim_while_a_decision_holds_the_requirement_waits_and_neither_deadlo
     from django.db import connections
 
     from lifecycle.actors import Actor
-    from lifecycle.models import ReviewTask
     from lifecycle.services.assignment import review_claim
 
     task_id = stories_awaiting_review(acme_project)

@@ -9,6 +9,7 @@ from lifecycle.contexts import business_analyst_context
 from lifecycle.models import ActionPreauthorization, ReviewTask, StateTransition, StoryEdit
 from lifecycle.replay.runs import replay_start
 from lifecycle.services.artifacts import artifact_store
+from lifecycle.services.story_edits import stories_version, story_version
 from tests.conftest import staff_client
 from tests.factories import MembershipFactory
 from tests.flows import decide, fresh, pending, submit
@@ -249,7 +250,9 @@ def test_a_review_page_for_an_id_that_is_not_a_uuid_is_not_found(rita):
 def test_a_reviewer_approves_from_the_review_page_and_the_stories_are_approved(alice, rita):
     req = submit(alice)
     task = pending(req, "stories_approval")
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "approve"}, follow=True)
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/decide/", {"decision": "approve",
+                                                                     "stories_version": stories_version(task)},
+                                       follow=True)
     assert "approve recorded" in response.content.decode()
     task.refresh_from_db()
     assert (task.state, task.decided_by, task.decided_via) == ("resolved", rita, "admin")
@@ -333,6 +336,7 @@ def test_a_reviewer_edits_a_story_before_approving_and_the_edit_is_theirs(acme_p
     response = client.post(f"{INBOX}{task.pk}/stories/{story.pk}/", {
         "title": "Story two, sharper", "as_a": "reader", "i_want": "feature 2", "so_that": "I read more",
         "acceptance_criteria": "criterion 2\n\n  a new criterion  ", "priority": "should", "story_points": "5",
+        "version": story_version(story),
     }, follow=True, REMOTE_ADDR="192.0.2.8")
     assert "saved; the change is recorded as yours" in response.content.decode()
     story.refresh_from_db()
@@ -362,7 +366,8 @@ def test_an_invalid_story_edit_reopens_the_form_with_what_was_typed_and_why(acme
 def test_a_story_the_schema_refuses_reopens_the_form_with_the_schemas_reason(acme_project, rita):
     task = open_review(acme_project)
     story = task.requirement.stories.get(position=2)
-    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**STORY_FIELDS, "title": "ab"})
+    response = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/",
+                                       {**STORY_FIELDS, "title": "ab", "version": story_version(story)})
     html = response.content.decode()
     assert response.status_code == 400 and "Save story 2" in html and 'value="ab"' in html
     assert "title: String should have at least 3 characters" in html
@@ -373,7 +378,8 @@ def test_a_story_the_schema_refuses_reopens_the_form_with_the_schemas_reason(acm
 def test_a_story_edit_by_someone_who_may_not_decide_is_refused(acme_project, sam):
     task = open_review(acme_project)
     story = task.requirement.stories.get(position=1)
-    response = staff_client(sam).post(f"{INBOX}{task.pk}/stories/{story.pk}/", STORY_FIELDS)
+    response = staff_client(sam).post(f"{INBOX}{task.pk}/stories/{story.pk}/",
+                                      {**STORY_FIELDS, "version": story_version(story)})
     assert response.status_code == 403 and "no reviewer role" in response.content.decode()
     assert not StoryEdit.objects.exists()
 
@@ -382,7 +388,8 @@ def test_a_story_edit_that_changes_nothing_does_not_say_saved(acme_project, rita
     task = open_review(acme_project)
     story = task.requirement.stories.get(position=1)
     same = {"title": "Story 1", "as_a": "reader", "i_want": "feature 1", "so_that": "I read more",
-            "acceptance_criteria": "criterion 1", "priority": "must", "story_points": "3"}
+            "acceptance_criteria": "criterion 1", "priority": "must", "story_points": "3",
+            "version": story_version(story)}
     html = staff_client(rita).post(f"{INBOX}{task.pk}/stories/{story.pk}/", same, follow=True).content.decode()
     assert "nothing changed, so nothing was saved" in html and "saved; the change is recorded" not in html
     assert not StoryEdit.objects.exists()

@@ -20,6 +20,7 @@ from lifecycle.notifications.slack_updates import queue_slack_updates
 from lifecycle.services import sla
 from lifecycle.services.cancellation import requirement_cancel_request
 from lifecycle.services.outbox import relay
+from lifecycle.services.story_edits import stories_version
 from tests.conftest import api_for, staff_client
 from tests.conversations import script_answer
 from tests.review_tasks import age, open_review
@@ -100,7 +101,8 @@ def test_a_review_task_decided_in_the_api_rewrites_its_channel_post(scripted, sl
     facts = slack.posted[0]
 
     response = api_for(rita).post(f"/api/v1/review-tasks/{task.pk}/decision/",
-                                  {"decision": "approve", "reason": "read them"}, format="json")
+                                  {"decision": "approve", "reason": "read them",
+                                   "stories_version": stories_version(task)}, format="json")
 
     assert response.status_code == 200, response.content
     [update] = slack.updated
