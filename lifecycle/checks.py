@@ -1,5 +1,6 @@
 """System checks: refuse to start with step time budgets out of order, bad review policies, or a model
-without a price; warn about stored git remotes the operator's rule refuses and ssh keys ssh could not use."""
+without a price; warn about stored git remotes the operator's rule refuses, ssh keys ssh could not use, and a real
+model on the embedded default (no workers)."""
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
@@ -48,6 +49,20 @@ def ssh_keys_usable(app_configs, **kwargs):
                     f"{slug!r} fail until it is fixed",
                     hint="give the worker's user the key (mode 600) or remove the entry; docs/operations.md, Delivery",
                     id="aiteam.W003") for slug, path, problem in found]
+
+
+@register()
+def model_beside_broker(app_configs, **kwargs):
+    """On the embedded default every step runs inside the request that set it off (eager Celery): with a real model
+    a request waits for its answers, past the web server's limit (gunicorn's 30 s), and fails without them."""
+    if settings.CELERY_BROKER_URL or settings.AITEAM_LLM_PROVIDER == "replay":
+        return []
+    return [Warning(f"AITEAM_LLM_PROVIDER={settings.AITEAM_LLM_PROVIDER} with no CELERY_BROKER_URL: the web app runs "
+                    "each step inside the request that set it off, and a model's answers outlast the web server's "
+                    "30 s request limit (the request fails; beat's reaper runs the step again later)",
+                    hint="set CELERY_BROKER_URL and run the workers (make serve starts them: docs/operations.md); "
+                    "commands such as aiteam_demo and aiteam_ticket are not limited",
+                    id="aiteam.W004")]
 
 
 @register(Tags.database)
