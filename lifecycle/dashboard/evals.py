@@ -39,6 +39,12 @@ def visible_runs(scope: Scope) -> QuerySet:
     return runs.filter(Q(organization__in=scope.organization_ids) | Q(Exists(member), organization=None))
 
 
+def hidden_runs(scope: Scope) -> int:
+    """How many stored runs this staff member may not see (the operators' runs, to anyone outside the evaluation
+    organization): the page's empty message says why it is empty, not that no run exists."""
+    return 0 if scope.organization_ids is None else EvalRun.objects.count() - visible_runs(scope).count()
+
+
 def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
     """The suites with their newest runs; in each, run `compare` (when it is one of the suite's runs with a finished
     run before it) or the newest finished run is set side by side with its baseline, the newest finished run before

@@ -80,8 +80,9 @@ def eval_runs(request: HttpRequest) -> HttpResponse:
     compare = request.GET.get("run", "")
     # not str.isdigit: "²" is a digit to it, and int() refuses thousands of digits
     run = int(compare) if re.fullmatch(r"[0-9]{1,18}", compare) else None
-    context = {**admin.site.each_context(request), "title": "Evaluation runs",
-               "suites": evals.suites(q.Scope.of(request.user), run)}
+    scope = q.Scope.of(request.user)
+    context = {**admin.site.each_context(request), "title": "Evaluation runs", "suites": evals.suites(scope, run),
+               "hidden_runs": evals.hidden_runs(scope), "evaluation_organization": evals.ORGANIZATION}
     return TemplateResponse(request, "dashboard/evals.html", context)
 
 

@@ -64,7 +64,10 @@ def test_only_staff_see_the_page_and_the_export(two_runs, rita, client):
 
 def test_staff_outside_the_evaluation_organization_see_no_run(two_runs, rita):
     client = staff_client(rita)  # staff of acme only
-    assert "No evaluation run yet" in client.get(URL).content.decode()
+    page = " ".join(client.get(URL).content.decode().split())
+    assert "No evaluation run yet" not in page  # runs exist: the page says why none is shown, and who sees them
+    assert "No evaluation run you may see: 2 stored runs belong to organizations you are not in" in page
+    assert "members of the evaluation organization, <code>eval</code>" in page
     assert client.get(f"{URL}{two_runs[0].pk}.json").status_code == 404
     Membership.objects.create(user=rita, organization=Organization.objects.create(slug="eval", name="Evaluations"),
                               role="admin")
