@@ -48,4 +48,5 @@ class SlackMessageSeen(models.Model):
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = "slack message seen", "slack messages seen"
         constraints = [models.UniqueConstraint(fields=["workspace", "channel", "ts"], name="one_row_per_slack_message")]

@@ -21,6 +21,7 @@ class WebhookDelivery(models.Model):
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         constraints = [models.UniqueConstraint(fields=["project", "source", "delivery_id"],
                                                name="one_row_per_webhook_delivery"),
                        models.UniqueConstraint(fields=["project", "source", "body_sha256"],
