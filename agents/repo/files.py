@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,19 +49,22 @@ NAME_WITH_CONTROL = "name with a control character"
 REASONS = ("binary", "too large", "symlink", "submodule", NOT_UTF8, NAME_NOT_UTF8, NAME_WITH_CONTROL)
 
 
-def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
+def git(root: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> bytes:
     """git with no user or system configuration and none of the caller's GIT_* variables (a GIT_DIR in the worker's
-    environment would point every command at another repository)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-           "GIT_TERMINAL_PROMPT": "0"}
+    environment would point every command at another repository); `env`: the variables this call sets itself."""
     try:
-        result = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env,
-                                check=False, timeout=GIT_TIMEOUT_SECONDS)
+        result = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
+                                env={**git_env(), **(env or {})}, check=False, timeout=GIT_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         raise RepoIndexError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s in {root}") from None
     if result.returncode != 0:
         raise RepoIndexError(f"git {args[0]} failed in {root}: {result.stderr.decode(errors='replace').strip()}")
     return result.stdout
+
+
+def git_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
 
 
 def resolve_commit(root: Path, rev: str = "HEAD") -> str:
