@@ -73,7 +73,8 @@ def checkout(requirement_id) -> Iterator[RepoWorkspace]:
 def repository_index(requirement: Requirement, workspace: RepoWorkspace, commit: str) -> RepoIndex:
     """The index of `commit` in the workspace, cached by commit next to the project's mirror."""
     cache = Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index"
-    return index_repository(workspace.path, cache_dir=cache, rev=commit)
+    return index_repository(workspace.path, cache_dir=cache, rev=commit,
+                            max_total_bytes=settings.AITEAM_REPO_INDEX_MAX_MB * 1024**2)
 
 
 def changed_paths(workspace: RepoWorkspace) -> list[str]:
