@@ -115,16 +115,16 @@ def index_repository(root: Path, cache_dir: Path, rev: str = "HEAD", max_file_by
 def build_index(root: Path, sha: str, max_file_bytes: int = MAX_FILE_BYTES,
                 max_total_bytes: int = MAX_INDEX_BYTES) -> RepoIndex:
     entries, skipped = tree_entries(root, sha, max_file_bytes)
+    # the sizes are the listing's: refused before a blob is read or parsed (what the index keeps of other text
+    # is a path and a size)
+    if sum(entry.size for entry in entries if _python(entry.path)) > max_total_bytes:
+        raise IndexTooLarge(_too_large(sha, max_total_bytes, max_file_bytes))
     read: dict[TreeEntry, tuple[FileInfo | Skipped, tuple[list[Symbol], Counter[str]] | None]] = {}
-    total = 0
     for entry, text, reason in read_blobs(root, entries):
         if text is None:
             read[entry] = Skipped(entry.path, reason), None
             continue
-        python = entry.path.endswith((".py", ".pyi"))
-        total += entry.size if python else 0  # what the index keeps of other text is its path and size
-        if total > max_total_bytes:
-            raise IndexTooLarge(_too_large(sha, max_total_bytes, max_file_bytes))
+        python = _python(entry.path)
         parsed = parse_python(entry.path, text) if python else None
         read[entry] = FileInfo(entry.path, entry.size, python, parsed is not None), parsed
     files, symbols, references = [], [], {}
@@ -138,6 +138,10 @@ def build_index(root: Path, sha: str, max_file_bytes: int = MAX_FILE_BYTES,
             symbols += parsed[0]
             references[entry.path] = dict(parsed[1])
     return RepoIndex(sha, files, symbols, references, skipped)
+
+
+def _python(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
 
 
 def _too_large(sha: str, limit: int, max_file_bytes: int) -> str:

@@ -53,12 +53,17 @@ def test_a_blob_many_paths_hold_is_read_once_and_never_all_at_once(tmp_path, mon
     assert peak < 20 * 1024**2, f"{peak / 1024**2:.0f} MB"
 
 
-def test_a_commit_with_more_python_than_the_limit_is_refused_naming_it_and_routed_to_a_person(tmp_path):
+def test_a_commit_with_more_python_than_the_limit_is_refused_naming_it_and_routed_to_a_person(tmp_path, monkeypatch):
     repo, commit = _one_blob_at(tmp_path, paths=3, data=SOURCE, suffix="py")
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(files_module, "cat_blobs", lambda root, blobs: asked.append(blobs) or iter(()))
 
     with pytest.raises(IndexTooLarge, match=r"more than 1 MiB of Python source .*AITEAM_REPO_INDEX_MAX_MB") as refused:
         index_repository(repo, tmp_path / "cache", rev=commit, max_total_bytes=1024**2)
 
+    assert asked == []  # refused from the listing's sizes: nothing read, nothing parsed
+    monkeypatch.undo()
     routing = classify(Failure(Source.STEP, "tl_localize", error_classes(refused.value)))
     assert (routing.route, routing.first) == (Route.HUMAN, "repository_unusable")
     assert not list((tmp_path / "cache").glob("*.json"))
