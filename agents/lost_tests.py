@@ -27,7 +27,7 @@ def defined_tests(files: Iterable[SourceFile]) -> set[str]:
     for file in (f for f in files if _test_module(f.path)):
         try:
             tree = python_ast.parse(file.content)
-        except (SyntaxError, ValueError):
+        except python_ast.NOT_PARSED:
             continue
         for node in tree.body:
             bodies = node.body if isinstance(node, ast.ClassDef) and node.name.startswith("Test") else [node]

@@ -12,6 +12,10 @@ import ast
 import threading
 
 _PARSER = threading.Lock()
+# What a source that does not parse here raises: a syntax error, a NUL byte (ValueError), or nesting deeper than
+# the parser's stack (MemoryError) or the recursion limit (RecursionError: `"a" + "a" + ...` a few thousand terms
+# long, in parsing it or in walking or unparsing its tree). The repository's own files are any of these.
+NOT_PARSED = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
 def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:

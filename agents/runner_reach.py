@@ -65,8 +65,12 @@ def reach_findings(files: Iterable[tuple[str, str]]) -> list[str]:
     for path, source in files:
         try:
             tree = python_ast.parse(source, filename=path)
-        except SyntaxError:
+        except (SyntaxError, ValueError):
             continue  # not this check's finding: the tests (and ruff) report it
+        except python_ast.NOT_PARSED as exc:  # what the check cannot read, it cannot vouch for
+            findings.append(f"{path}:1: nests deeper than this check can read ({type(exc).__name__}): split the "
+                            "expression, or generate the data as a file the code reads")
+            continue
         findings += [f"{path}:{line}: {what}" for line, what in sorted(_reaches(tree, test=is_test_file(path)))]
     return findings
 

@@ -120,20 +120,28 @@ class Workspace:
         """The files of the aligned workspace: align leaves the index at HEAD, empty before the first commit."""
         if not (self.path / ".git").is_dir():  # git would otherwise list a repository above the workspace
             return []
-        paths = self._git("ls-files").splitlines()
+        paths = [path for path in self._git("ls-files", "-z").split("\0") if path]  # unquoted, whatever the name
         return [SourceFile(path=p, content=(self.path / p).read_text(encoding="utf-8")) for p in sorted(paths)]
 
     def diff_summary(self, base: str = "", head: str = "HEAD") -> list[str]:
-        """`A|M|D path (+added -removed)` from `base` (the empty tree when not given) to `head`."""
+        """`A|M|D path (+added -removed)` from `base` (the empty tree when not given) to `head`; a rename or copy
+        is `R|C new path`. Names as they are, not as git quotes them (`"m\\303\\263dulo.py"`)."""
         base = base or self._git("hash-object", "-t", "tree", "/dev/null").strip()
-        # one diff for both: --raw lines (":modes shas STATUS<tab>path") come first, then --numstat lines
-        status, counts = {}, []
-        for line in self._git("diff", "--raw", "--numstat", "--text", base, head).splitlines():
-            if line.startswith(":"):
-                meta, path = line.split("\t", 1)
-                status[path] = meta.rsplit(" ", 1)[1]
-            elif line:
-                counts.append(line.split("\t"))
+        # one diff for both, NUL-separated: --raw records (":modes shas STATUS", then the path, or the old and the
+        # new path of a rename or copy) come first, then --numstat records ("added<tab>removed<tab>path", or
+        # "added<tab>removed<tab>" then both paths)
+        fields = self._git("diff", "--raw", "--numstat", "-z", "--text", base, head).split("\0")
+        status, counts, at = {}, [], 0
+        while at < len(fields) and fields[at]:
+            paired = fields[at].startswith(":") and fields[at].rsplit(" ", 1)[1][0] in "RC"
+            if fields[at].startswith(":"):
+                status[fields[at + 1 + paired]] = fields[at].rsplit(" ", 1)[1][0]
+                at += 2 + paired
+                continue
+            added, removed, path = fields[at].split("\t", 2)
+            paired = not path
+            counts.append((added, removed, fields[at + 2] if paired else path))
+            at += 1 + 2 * paired
         return [f"{status.get(path, 'M')} {path} (+{added} -{removed})" for added, removed, path in counts]
 
     def _status(self) -> tuple[str, bool]:

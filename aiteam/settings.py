@@ -292,6 +292,7 @@ for _name, _urls in (("AITEAM_GITHUB_API_URLS", AITEAM_GITHUB_API_URLS), ("AITEA
         raise ImproperlyConfigured(f"{_name}: {'; '.join(_bad)}")
 # An existing repository's cached mirrors, and the environments its tests run in (one venv per dependency-file hash).
 AITEAM_MIRROR_ROOT = Path(env_str("AITEAM_MIRROR_ROOT", str(VAR_DIR / "mirrors")))
+AITEAM_REPO_INDEX_MAX_MB = env_int("AITEAM_REPO_INDEX_MAX_MB", 256)
 AITEAM_ENVIRONMENTS_ROOT = Path(env_str("AITEAM_ENVIRONMENTS_ROOT", str(VAR_DIR / "environments")))
 # Where a repository's dependencies are installed from when its environment is built (the preparation step has
 # network; the tests run without): a package index ("" for none) and local folders of wheels, comma-separated.

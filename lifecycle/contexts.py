@@ -236,7 +236,7 @@ def _repo_fix_context(req: Requirement, attempt: int, findings: dict) -> RepoFix
     budget = repo.budget_for(req.project, "senior_engineer")
     context = RepoFixContext(attempt=attempt, ticket=repo_ticket(req), files=[], **findings)
     with repo.checkout(req.pk) as workspace:
-        changed = [path for path in repo.changed_paths(workspace) if not engineer_may_not_write(path)]
+        changed = [path for path in workspace.changed_paths() if not engineer_may_not_write(path)]
         tests = dict.fromkeys(test.partition("::")[0] for test in findings["failing_tests"])
         failing = [path for path in read_files(workspace.path, tests) if path not in changed]  # an id need not name a file
     localization = repo.localization_of(req)
@@ -266,7 +266,7 @@ def _repo_code_review_context(req: Requirement, facts: dict) -> RepoCodeReviewCo
     budget = repo.budget_for(req.project, "tech_lead")
     context = RepoCodeReviewContext(files=[], diff="", **facts)
     with repo.checkout(req.pk) as workspace:
-        diff, changed = workspace.diff(), repo.changed_paths(workspace)
+        diff, changed = workspace.diff(), workspace.changed_paths()
         return repo.review_fitted(context, workspace.path, diff, changed, budget)
 
 
@@ -286,7 +286,7 @@ def _repo_qc_context(req: Requirement) -> RepoQCContext:
     stand, and the tests at the base commit, within QC's budget."""
     interfaces = ticket_plan_of(req).interfaces if from_ticket(req) else spec_of(req).interfaces
     with repo.checkout(req.pk) as workspace:
-        changed = [path for path in repo.changed_paths(workspace) if not is_test_file(path)]
+        changed = [path for path in workspace.changed_paths() if not is_test_file(path)]
     localization = [f for f in repo.localization_of(req) if not is_test_file(f.path)]
     wanted = repo.named(changed, "changed by this requirement", localization)
     wanted += repo.localized(localization, skip=set(changed))

@@ -72,7 +72,7 @@ INVALID_MODEL_OUTPUT, INTERNAL_ERROR = "invalid_model_output", "internal_error" 
 REPOSITORY_UNUSABLE = "repository_unusable"
 # The repository or the project's settings are at fault, not the tools: running the step again changes nothing
 # until a person does (lifecycle/services/preparation.py names the failures so).
-REPOSITORY_ERRORS = frozenset({"RepositoryUnusable"})
+REPOSITORY_ERRORS = frozenset({"RepositoryUnusable", "IndexTooLarge"})  # the second: agents/repo/files.py
 TAMPERED = "tampered"  # the rule name an escalation task reads
 # The model's answer refused by its schema on every try of the bounded repair loop (agents/llm/structured.py).
 INVALID_OUTPUT_ERRORS = frozenset({"LLMOutputStillInvalid"})

@@ -23,7 +23,6 @@ from agents.environments.baseline import FAILED
 from agents.repo import RepoIndex, index_repository, repo_map, search
 from agents.repo.budget import context_budget, estimate_tokens, fit_lines, json_tokens
 from agents.repo.excerpts import excerpt, whole_fits
-from agents.repo.files import git, usable_path
 from agents.repo.workspace import RepoWorkspace
 from agents.schemas import (
     BaselineFacts,
@@ -73,18 +72,8 @@ def checkout(requirement_id) -> Iterator[RepoWorkspace]:
 def repository_index(requirement: Requirement, workspace: RepoWorkspace, commit: str) -> RepoIndex:
     """The index of `commit` in the workspace, cached by commit next to the project's mirror."""
     cache = Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index"
-    return index_repository(workspace.path, cache_dir=cache, rev=commit)
-
-
-def changed_paths(workspace: RepoWorkspace) -> list[str]:
-    """The files this requirement added or changed, from the merge base (not their text: RepoWorkspace.files
-    reads every one whole, and a large file is shown cut or not at all). A name that cannot travel as text (not
-    UTF-8, a control character: agents/repo/files.py) is left out: no edit of ours makes one, and carried on it
-    would fail the prompt or its record."""
-    out = git(workspace.path, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", workspace.merge_base(),
-              "HEAD")
-    paths = (path for path in out.decode("utf-8", "surrogateescape").split("\0") if path)
-    return [path for path in paths if usable_path(path)]
+    return index_repository(workspace.path, cache_dir=cache, rev=commit,
+                            max_total_bytes=settings.AITEAM_REPO_INDEX_MAX_MB * 1024**2)
 
 
 def localization_of(requirement: Requirement) -> list[LocatedFile]:

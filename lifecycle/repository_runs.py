@@ -14,9 +14,9 @@ from django.conf import settings
 
 from agents.delivery import RemoteRefused
 from agents.environments import BadDependencies, BadTestCommand, InstallFailed, NotPython, PackageSources, TestCommand
+from agents.environments.export import export_commit
 from agents.environments.repository import (
     BaselineUnusable,
-    export_commit,
     judged_report,
     judged_run,
     prepare_repository,

@@ -9,7 +9,7 @@ from typing import NamedTuple
 MAX_FILE_BYTES = 1_000_000  # a file to edit, and a file after its edits
 MAX_PATH_CHARS = 300
 BINARY_SNIFF_BYTES = 8000  # git's own heuristic: a NUL byte in the first 8000 bytes makes a file binary
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # as agents.repo.files.usable_path: names the index keeps
 
 
 class NotText(ValueError):
@@ -36,6 +36,10 @@ def path_problem(path: str) -> str | None:
         return f"a path must be 1 to {MAX_PATH_CHARS} characters"
     if _CONTROL.search(path) or "\\" in path:
         return "a path may not hold control characters or backslashes (use '/')"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, written to disk, makes a name that is not UTF-8
+        return "a path must be UTF-8 text"
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return "a path must be relative to the repository root"
     parts = path.split("/")

@@ -47,7 +47,8 @@ def _requirement(name: str, spec: dict[str, Any]) -> tuple[str, str]:
     version = specifier(spec.get("version", "*")) if isinstance(spec.get("version", "*"), str) else None
     if version is None:
         return "", f"version {spec.get('version')!r} has no PEP 440 equivalent aiteam translates"
-    extras = [extra for extra in spec.get("extras") or [] if isinstance(extra, str)]
+    listed = spec.get("extras")
+    extras = [extra for extra in listed if isinstance(extra, str)] if isinstance(listed, list) else []
     python = _python_marker(spec["python"]) if isinstance(spec.get("python"), str) else ""
     if python is None:
         return "", f"python {spec['python']!r} has no marker aiteam translates"

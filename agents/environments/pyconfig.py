@@ -145,7 +145,7 @@ def tox_run_base(root: Path, key: str) -> tuple[str, list[str]]:
     or its `legacy_tox_ini` text read as tox.ini; else tox.toml's `env_run_base`. ("", []) without any."""
     if os.path.lexists(root / "tox.ini"):  # tox takes tox.ini when it is there, whatever it holds
         return "tox.ini [testenv]", tox_setting(root, key)
-    tool = ((read_toml(root / "pyproject.toml") or {}).get("tool") or {}).get("tox")
+    tool = _table(read_toml(root / "pyproject.toml") or {}, "tool").get("tox")  # a `tool` that is no table: none
     if isinstance(tool, dict):
         if "env_run_base" not in tool and isinstance(tool.get("legacy_tox_ini"), str):
             return ("pyproject.toml [tool.tox] legacy_tox_ini [testenv]",
@@ -223,8 +223,7 @@ def aiteam_command(root: Path) -> str | None:
     path = root / AITEAM_FILE
     if not path.exists():
         return None
-    data = read_toml(path)
-    command = ((data or {}).get("tests") or {}).get("command") if isinstance(data, dict) else None
+    command = _table(read_toml(path) or {}, "tests").get("command")  # `tests = "pytest"` is no table: refused
     if not isinstance(command, str) or not command.strip():
         raise ValueError(f"{AITEAM_FILE} must be TOML with a [tests] table whose command is a non-empty string, "
                          'e.g.\n[tests]\ncommand = "pytest tests"')

@@ -12,9 +12,7 @@ twice at the base commit is not the change's to fix, and a flaky one judges noth
 """
 from __future__ import annotations
 
-import io
 import re
-import tarfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -24,7 +22,6 @@ from agents.environments.baseline import FAILED, Baseline, compare, counts
 from agents.environments.prepare import Environment, PackageSources, installed_version, prepare_environment, ready_environment
 from agents.environments.run import BaselineRuns, run_baseline, run_repository
 from agents.environments.testcmd import GIVEN, TestCommand, detect_test_command
-from agents.repo.files import git
 from agents.sandbox.isolation import SandboxLimits
 from agents.sandbox.report import MAX_TEST_IDS
 from agents.sandbox.runner import RepoRun
@@ -258,34 +255,6 @@ def _not_run(report: Mapping[str, Any], at_base: RepoRun | None, limits: Sandbox
     if at_base is not None and (problem := run_problem(at_base.report.to_dict(), limits=limits)):
         return f"the reproduction tests did not run at the base commit: {problem}"
     return ""
-
-
-def export_commit(repository: Path, sha: str, dest: Path, files: Mapping[str, bytes] | None = None, *,
-                  skipped: list[str] | None = None) -> Path:
-    """The tree of commit `sha` of the git repository at `repository`, written to dest (no .git), with `files`
-    (relative path → bytes) laid over it: the base commit plus QC's reproduction tests. A symbolic link that leads
-    out of the tree (absolute, or up past its root) is left out, its path added to `skipped`: written, it would
-    let what follows it land outside dest."""
-    archive = git(repository, "archive", "--format=tar", sha)
-    dest.mkdir(parents=True, exist_ok=True)
-    left_out = skipped if skipped is not None else []
-
-    def inside(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        try:
-            return tarfile.data_filter(member, path)  # refuses paths out of dest and devices; links checked here
-        except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
-            left_out.append(member.name)
-            return None
-
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter=inside)
-    for path, data in (files or {}).items():
-        target = (dest / path).resolve()
-        if dest.resolve() not in target.parents:
-            raise ValueError(f"{path} is outside the checkout")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    return dest
 
 
 def _under(path: str, root: str) -> bool:

@@ -103,7 +103,7 @@ def collect_requirements(root: Path, files: list[str]) -> Dependencies:
                                             constraint="constraint" in Path(name).name.lower())
         lines, pins = lines + wanted, pins + pinned
     lines += _pyproject(root, tox.extras, notes) + _setup_cfg(root, tox.extras, notes) + tox.lines \
-        + _poetry_lock(root) + _pipfile_lock(root)
+        + _poetry_lock(root, notes) + _pipfile_lock(root, notes)
     lines = [checked for line in lines if (checked := _requirement(line))]
     pins = [_without_extras(checked) for line in pins + tox.pins if (checked := _requirement(line))]
     if "setup.py" in files and not any(f in files for f in ("pyproject.toml", "setup.cfg")):
@@ -328,7 +328,8 @@ def _group(groups: dict[str, Any], name: str, *, seen: set[str]) -> list[str]:
         return []
     seen.add(name)
     lines = []
-    for item in groups.get(name) or []:
+    items = groups.get(name)
+    for item in items if isinstance(items, list) else []:  # PEP 735's groups are lists; anything else is none
         if isinstance(item, str):
             lines.append(item)
         elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
@@ -434,23 +435,28 @@ def _plain(line: str) -> bool:
     return True
 
 
-def _poetry_lock(root: Path) -> list[str]:
-    packages = (pyconfig.read_toml(root / "poetry.lock") or {}).get("package") or []
+def _poetry_lock(root: Path, notes: list[str]) -> list[str]:
+    packages = (pyconfig.read_toml(root / "poetry.lock") or {}).get("package", [])
+    if not isinstance(packages, list):
+        notes.append("poetry.lock not read: its `package` is not a list of tables, as Poetry writes it")
+        return []
     return [f"{p['name']}=={p['version']}" for p in packages
             if isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("version"), str)]
 
 
-def _pipfile_lock(root: Path) -> list[str]:
+def _pipfile_lock(root: Path, notes: list[str]) -> list[str]:
     try:
         data = json.loads(pyconfig.read_text(root / "Pipfile.lock") or "{}")
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        notes.append(f"Pipfile.lock not read: it is not JSON ({exc})")
         return []
-    lines = []
-    for section in ("default", "develop"):
-        for name, spec in (data.get(section) or {}).items():
-            if isinstance(spec, dict) and isinstance(spec.get("version"), str):
-                lines.append(f"{name}{spec['version']}")
-    return lines
+    sections = [data.get(section) or {} for section in ("default", "develop")] if isinstance(data, dict) else [data]
+    if not all(isinstance(section, dict) for section in sections):
+        notes.append("Pipfile.lock not read: it is not an object whose default and develop sections are objects "
+                     "(package name: its pin), as pipenv writes it")
+        return []
+    return [f"{name}{spec['version']}" for section in sections for name, spec in section.items()
+            if isinstance(spec, dict) and isinstance(spec.get("version"), str)]
 
 
 def _strings(value: object) -> list[str]:

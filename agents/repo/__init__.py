@@ -23,12 +23,13 @@ The public API (a leaf: no ORM, nothing of `lifecycle`):
 Ticket text is untrusted: it only reorders what the index already holds. A path in it is matched against the
 commit's file list, never opened, and nothing here reads the working tree, so no text can reach a file outside
 the repository. Errors the caller can act on raise `RepoIndexError` (not a repository, unknown revision, a focus
-path that is not in the commit) or `ValueError` (a negative budget, a limit out of range).
+path that is not in the commit; `IndexTooLarge`, a commit with more Python source than `max_total_bytes`, 256 MiB)
+or `ValueError` (a negative budget, a limit out of range).
 """
 from __future__ import annotations
 
 from agents.repo.budget import estimate_tokens
-from agents.repo.files import RepoIndexError, Skipped
+from agents.repo.files import IndexTooLarge, RepoIndexError, Skipped
 from agents.repo.index import FileInfo, RepoIndex, index_repository
 from agents.repo.rank import Focus
 from agents.repo.repomap import MapEntry, RepoMap, repo_map
@@ -40,5 +41,5 @@ def search(index: RepoIndex, query: str, limit: int = 10) -> list[SearchHit]:
     return index.searcher.search(query, limit)
 
 
-__all__ = ["FileInfo", "Focus", "MapEntry", "RepoIndex", "RepoIndexError", "RepoMap", "SearchHit", "Skipped", "Symbol",
-           "estimate_tokens", "index_repository", "repo_map", "search"]
+__all__ = ["FileInfo", "Focus", "IndexTooLarge", "MapEntry", "RepoIndex", "RepoIndexError", "RepoMap", "SearchHit",
+           "Skipped", "Symbol", "estimate_tokens", "index_repository", "repo_map", "search"]

@@ -19,7 +19,17 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from agents.repo.files import MAX_FILE_BYTES, RepoIndexError, Skipped, read_blobs, resolve_commit, tree_entries
+from agents.repo.files import (
+    MAX_FILE_BYTES,
+    MAX_INDEX_BYTES,
+    IndexTooLarge,
+    RepoIndexError,
+    Skipped,
+    TreeEntry,
+    read_blobs,
+    resolve_commit,
+    tree_entries,
+)
 from agents.repo.graph import Links, links_of
 from agents.repo.search import SymbolSearch
 from agents.repo.symbols import Symbol, parse_python
@@ -85,35 +95,60 @@ class RepoIndex:
         return SymbolSearch(self.symbols)
 
 
-def index_repository(root: Path, cache_dir: Path, rev: str = "HEAD", max_file_bytes: int = MAX_FILE_BYTES) -> RepoIndex:
+def index_repository(root: Path, cache_dir: Path, rev: str = "HEAD", max_file_bytes: int = MAX_FILE_BYTES,
+                     max_total_bytes: int = MAX_INDEX_BYTES) -> RepoIndex:
     """The index of commit `rev` of the git repository at `root`: loaded when `cache_dir` has it, else built and
-    stored there."""
-    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
-        raise ValueError(f"max_file_bytes is a whole number of bytes above 0, not {max_file_bytes!r}")
+    stored there. IndexTooLarge when the commit's Python files hold more than max_total_bytes together."""
+    for name, value in (("max_file_bytes", max_file_bytes), ("max_total_bytes", max_total_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} is a whole number of bytes above 0, not {value!r}")
     sha = resolve_commit(Path(root), rev)
     cache = Path(cache_dir) / f"repo-index-v{FORMAT}-{sha}-{max_file_bytes}.json"
     loaded = _load(cache, sha)
     if loaded is not None:
         return loaded
-    index = build_index(Path(root), sha, max_file_bytes)
+    index = build_index(Path(root), sha, max_file_bytes, max_total_bytes)
     _store(cache, index)
     return index
 
 
-def build_index(root: Path, sha: str, max_file_bytes: int = MAX_FILE_BYTES) -> RepoIndex:
+def build_index(root: Path, sha: str, max_file_bytes: int = MAX_FILE_BYTES,
+                max_total_bytes: int = MAX_INDEX_BYTES) -> RepoIndex:
     entries, skipped = tree_entries(root, sha, max_file_bytes)
-    files, symbols, references = [], [], {}
+    # the sizes are the listing's: refused before a blob is read or parsed (what the index keeps of other text
+    # is a path and a size)
+    if sum(entry.size for entry in entries if _python(entry.path)) > max_total_bytes:
+        raise IndexTooLarge(_too_large(sha, max_total_bytes, max_file_bytes))
+    read: dict[TreeEntry, tuple[FileInfo | Skipped, tuple[list[Symbol], Counter[str]] | None]] = {}
     for entry, text, reason in read_blobs(root, entries):
         if text is None:
-            skipped.append(Skipped(entry.path, reason))
+            read[entry] = Skipped(entry.path, reason), None
             continue
-        python = entry.path.endswith((".py", ".pyi"))
+        python = _python(entry.path)
         parsed = parse_python(entry.path, text) if python else None
+        read[entry] = FileInfo(entry.path, entry.size, python, parsed is not None), parsed
+    files, symbols, references = [], [], {}
+    for entry in entries:  # in the tree's order: read_blobs brings the paths of one blob together
+        info, parsed = read[entry]
+        if isinstance(info, Skipped):
+            skipped.append(info)
+            continue
+        files.append(info)
         if parsed is not None:
             symbols += parsed[0]
             references[entry.path] = dict(parsed[1])
-        files.append(FileInfo(entry.path, entry.size, python, parsed is not None))
     return RepoIndex(sha, files, symbols, references, skipped)
+
+
+def _python(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
+
+
+def _too_large(sha: str, limit: int, max_file_bytes: int) -> str:
+    return (f"commit {sha[:12]} holds more than {limit // 1024**2} MiB of Python source (files up to "
+            f"{max_file_bytes // 1024} KiB, a path counted each time it appears), more than aiteam indexes of one "
+            "repository (AITEAM_REPO_INDEX_MAX_MB): the index keeps every definition and name, a few times the "
+            "source's size in the worker's memory. An operator raises the limit if the worker has that memory")
 
 
 def _store(cache: Path, index: RepoIndex) -> None:
@@ -147,4 +182,4 @@ def _load(cache: Path, sha: str) -> RepoIndex | None:
         return None
 
 
-__all__ = ["FileInfo", "RepoIndex", "RepoIndexError", "build_index", "index_repository"]
+__all__ = ["FileInfo", "IndexTooLarge", "RepoIndex", "RepoIndexError", "build_index", "index_repository"]

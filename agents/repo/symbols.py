@@ -45,13 +45,14 @@ class Symbol:
 
 
 def parse_python(path: str, text: str) -> tuple[list[Symbol], Counter[str]] | None:
-    """(definitions, names used and how often), or None when the file does not parse."""
+    """(definitions, names used and how often), or None when the file does not parse (or nests deeper than its
+    tree can be walked: a generated file)."""
+    symbols: list[Symbol] = []
     try:
         tree = python_ast.parse(text, filename=path)
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
+        _collect(tree, path, text.splitlines(), prefix="", in_class=False, out=symbols)
+    except python_ast.NOT_PARSED:
         return None
-    symbols: list[Symbol] = []
-    _collect(tree, path, text.splitlines(), prefix="", in_class=False, out=symbols)
     return symbols, names_used(text)
 
 

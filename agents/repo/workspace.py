@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.edits import Answer, Applied, Files, apply_edits, named_paths, read_files
-from agents.repo.files import RepoIndexError, git
+from agents.repo.files import RepoIndexError, git, usable_path
 from agents.repo.mirror import Mirror
 from agents.repo.refs import checked_branch
 from agents.repo.scope import Scope, measure
@@ -98,10 +98,21 @@ class RepoWorkspace(Workspace):
         """The text files this requirement added or changed (not the whole repository), whole: the repository's own
         files are not model output, so neither SourceFile's size limit nor its path rule applies (a role's context
         is cut to its budget elsewhere, lifecycle/repo_contexts.py)."""
-        paths = self._git("diff", "--name-only", "--no-renames", "--diff-filter=d", self.merge_base(), "HEAD")
-        found = read_files(self.path, paths.splitlines())
+        found = read_files(self.path, self.changed_paths())
         return [SourceFile.model_construct(path=p, content=data.decode("utf-8", "replace"))
                 for p, data in sorted(found.items()) if isinstance(data, bytes)]
+
+    def changed_paths(self) -> list[str]:
+        """The files this requirement added or changed, from the merge base, as git names them (-z: a name git
+        would quote, `"m\\303\\263dulo.py"`, is no path). A name that cannot travel as text (not UTF-8, a control
+        character: agents/repo/files.py) is left out: no edit of ours makes one (agents.edits.path_problem)."""
+        try:
+            out = git(self.path, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", self.merge_base(),
+                      "HEAD")
+        except RepoIndexError as exc:
+            raise GitError(str(exc)) from None
+        paths = (path for path in out.decode("utf-8", "surrogateescape").split("\0") if path)
+        return [path for path in paths if usable_path(path)]
 
     def head(self) -> str:
         """HEAD's commit: the base commit until the first attempt commits (the greenfield one is "" then)."""

@@ -33,9 +33,9 @@ def module_tests(module: str, source: bytes) -> list[str]:
     """pytest ids without parameters of the tests one module's source defines, `module` its path from the root."""
     try:
         tree = python_ast.parse(source, filename=module)
-    except (SyntaxError, ValueError):
+        return [] if _disabled(tree.body) else [f"{module}::{name}" for name in dict.fromkeys(_tests_in(tree.body))]
+    except python_ast.NOT_PARSED:
         return []  # pytest reports it as a collection error, which the report must show anyway
-    return [] if _disabled(tree.body) else [f"{module}::{name}" for name in dict.fromkeys(_tests_in(tree.body))]
 
 
 def _test_files(root: Path) -> Iterator[Path]:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agents.environments.repository import export_commit, judged_run, recorded_command, recorded_environment
+from agents.environments.export import export_commit
+from agents.environments.repository import judged_run, recorded_command, recorded_environment
 from agents.sandbox import SandboxLimits, run_tests
 from agents.sandbox.report import TestReport
 from lifecycle.evals.suites import Case

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agents.repo import RepoIndex, RepoIndexError, index_repository, repo_map, search
+from agents.repo import IndexTooLarge, RepoIndex, RepoIndexError, index_repository, repo_map, search
 from agents.repo.budget import estimate_tokens
 from agents.repo.excerpts import excerpt
 from agents.repo.files import git
@@ -102,6 +102,8 @@ def _index(requirement: Requirement) -> tuple[CodeSource, RepoIndex] | str:
         return source
     try:  # cached by commit next to the project's mirror, as the roles' repository contexts are
         return source, index_repository(source.root, Path(settings.AITEAM_MIRROR_ROOT) / f"{requirement.project_id}.index",
-                                        rev=source.rev)
+                                        rev=source.rev, max_total_bytes=settings.AITEAM_REPO_INDEX_MAX_MB * 1024**2)
+    except IndexTooLarge as exc:
+        return f"{source.label} cannot be shown: {exc}"
     except RepoIndexError:
         return f"{source.label} has no commit to read yet: there is no code to show"

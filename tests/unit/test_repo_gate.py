@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from agents.environments import PackageSources, prepare_environment
+from agents.environments.export import export_commit
 from agents.environments.repository import (
-    export_commit,
     judged_report,
     recorded_command,
     recorded_environment,

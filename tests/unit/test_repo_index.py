@@ -55,6 +55,23 @@ def test_a_python_file_that_does_not_parse_is_listed_without_definitions(repo, t
     assert "shop/broken.py" not in index.symbols_by_path
 
 
+@pytest.mark.parametrize("generated", [
+    'TABLE = ' + ' + '.join(['"a"'] * 3000) + '\n',  # RecursionError while the tree is built
+    'x = ' + '-' * 10_000 + '1\n',  # MemoryError: the parser's stack
+    'def f(x=' + ' + '.join(['1'] * 900) + '):\n    pass\n',  # parses; RecursionError unparsing the signature
+])
+def test_a_file_nested_too_deep_to_parse_is_listed_without_definitions_like_a_broken_one(repo, tmp_path, generated):
+    (repo / "shop/generated.py").write_text(generated)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Generate a table")
+
+    index = index_repository(repo, tmp_path / "cache")  # the default size limit: the files are 10 to 20 KB
+
+    deep = next(f for f in index.files if f.path == "shop/generated.py")
+    assert deep.python and not deep.parsed and "shop/generated.py" not in index.symbols_by_path
+    assert "Order" in index.definers and "shop/models.py" in index.symbols_by_path
+
+
 def test_the_index_describes_the_commit_not_the_dirty_working_tree(repo, tmp_path):
     (repo / "shop/models.py").write_text("def uncommitted_edit():\n    pass\n")
     index = build(repo, tmp_path)

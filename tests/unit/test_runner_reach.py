@@ -93,3 +93,12 @@ def test_the_qc_lint_reads_the_engineers_files_and_leaves_qcs_alone(tmp_path):
     assert runner_reach_findings(tmp_path) == [
         "readinglist/__init__.py:1: imports _pytest.python, part of the test runner or the interpreter's machinery",
         "readinglist/__init__.py:2: reaches for .runtest"]
+
+
+def test_a_file_nested_too_deep_for_the_check_to_read_is_a_finding_not_a_crash():
+    generated = "TABLE = " + " + ".join(['"a"'] * 3000) + "\n"  # RecursionError while its tree is built
+
+    findings = reach_findings([(PRODUCT, generated), ("tests/test_a.py", "def test_x(:\n")])
+
+    assert findings == [f"{PRODUCT}:1: nests deeper than this check can read (RecursionError): split the expression, "
+                        "or generate the data as a file the code reads"]

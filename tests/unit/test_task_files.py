@@ -6,6 +6,7 @@ import json
 import pytest
 
 from agents.lost_tests import defined_tests, key_of, lost_tests
+from agents.sandbox.expected import module_tests
 from agents.schemas import SourceFile
 from lifecycle.services.artifacts import content_json
 from lifecycle.services.development import workspace_for
@@ -42,6 +43,16 @@ def test_a_run_id_and_a_written_test_are_known_by_file_and_function():
                         "def test_y(): pass\ndef helper(): pass\n"),
              SourceFile(path="tests/helpers.py", content="def test_not_collected(): pass\n")]
     assert defined_tests(files) == {"tests/test_a.py::test_x", "tests/test_a.py::test_y"}
+
+
+def test_a_test_file_nested_too_deep_to_parse_defines_no_test_here_as_a_broken_one():
+    deep = "def test_x():\n    assert " + "-" * 10_000 + "1\n"  # MemoryError: the parser's stack
+    unparsable = 'def test_y(x=' + ' + '.join(['1'] * 900) + '):\n    pass\n'  # RecursionError: unparse
+    decorated = '@fixture(' + ' + '.join(['1'] * 900) + ')\ndef test_z(): pass\n'
+    assert defined_tests([SourceFile(path="tests/test_deep.py", content=deep)]) == set()
+    assert module_tests("tests/test_deep.py", deep.encode()) == []
+    assert module_tests("tests/test_z.py", decorated.encode()) == []
+    assert module_tests("tests/test_y.py", unparsable.encode()) == ["tests/test_y.py::test_y"]
 
 
 def test_a_missing_test_and_a_lower_count_are_lost_but_a_cut_list_only_counts():
