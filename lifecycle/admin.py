@@ -25,6 +25,8 @@ from lifecycle import (  # noqa: F401  (admins)
     tokens_admin,
 )
 from lifecycle.actors import Actor
+from lifecycle.admin_access import is_member
+from lifecycle.admin_links import ViewableLinks
 from lifecycle.api.parsers import BoundedJSONFormField
 from lifecycle.budget_limits import DIMENSIONS
 from lifecycle.budget_limits import problems as budget_problems
@@ -69,21 +71,15 @@ REPOSITORY_FIELDS = ["repo_url", "base_branch", "host_kind", "token_env", "webho
 WEBHOOK_MASK = "•••• (shown to the organization's admins only)"
 
 
-class MemberAccess:
+class MemberAccess(ViewableLinks):
     """Admin access follows organization membership, not Django model permissions:
     a staff member sees their organizations' rows; what they may decide, the service checks."""
 
-    def _member(self, request) -> bool:
-        if not hasattr(request, "_aiteam_member"):  # asked once per model per page: answer from one query
-            user = request.user
-            request._aiteam_member = user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
-        return request._aiteam_member
-
     def has_module_permission(self, request):
-        return self._member(request)
+        return is_member(request)
 
     def has_view_permission(self, request, obj=None):
-        return self._member(request)
+        return is_member(request)
 
     def has_change_permission(self, request, obj=None):
         return False  # rows change through services only (decision buttons, API)
@@ -177,7 +173,7 @@ class ReviewTaskAdmin(MemberAccess, admin.ModelAdmin):
         self.message_user(request, f"{count} task(s) {done}")
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(ViewableLinks, admin.TabularInline):
     extra = 0
     can_delete = False
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -21,6 +21,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from lifecycle.actors import Actor
+from lifecycle.admin_access import is_member, member_roles
+from lifecycle.admin_links import ViewableLinks
 from lifecycle.errors import DomainError, IllegalTransition, NotPermitted
 from lifecycle.models import (
     ActionApproval,
@@ -46,14 +48,11 @@ REFUSED = (DomainError, IllegalTransition, NotPermitted)
 UNANSWERED = (Message.State.PENDING, Message.State.ANSWERING)
 
 
-class StaffMember:
+class StaffMember(ViewableLinks):
     """Staff who belong to an organization see these pages; the rows shown are theirs (see get_queryset)."""
 
     def has_module_permission(self, request):
-        if not hasattr(request, "_aiteam_member"):  # asked per model per page: one query (as lifecycle.admin does)
-            user = request.user
-            request._aiteam_member = user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
-        return request._aiteam_member
+        return is_member(request)
 
     def has_view_permission(self, request, obj=None):
         return self.has_module_permission(request)
@@ -269,12 +268,9 @@ class ActionPreauthorizationAdmin(StaffMember, admin.ModelAdmin):
         return super().get_queryset(request).filter(project__organization__memberships__user=request.user)
 
     def has_add_permission(self, request):
-        return self.has_module_permission(request)  # the add page checks who is an admin (not every page's menu)
-
-    def add_view(self, request, form_url="", extra_context=None):
-        if not _admin_projects(request.user).exists():
-            raise PermissionDenied("only an organization's admins pre-authorize actions")
-        return super().add_view(request, form_url, extra_context)
+        """Only an organization's admins grant (a superuser too must be one): the "Add" link is hidden from the others.
+        Asked by every admin page's menu: answered from the roles already read for it."""
+        return self.has_module_permission(request) and Role.ADMIN in member_roles(request)
 
     def has_delete_permission(self, request, obj=None):
         if not self.has_module_permission(request):

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
+from lifecycle.admin_access import is_member
 from lifecycle.models import Membership, SlackIdentity, SlackWorkspace
 from lifecycle.states import Role
 
@@ -71,10 +72,7 @@ class SlackIdentityAdmin(admin.ModelAdmin):
         """Any member on the staff, as for the other tables (the same answer, cached on the request: no query of
         its own on every admin page); the rows and choices they get are their admin organizations' only, so a
         member who is no admin sees none and can pick no workspace."""
-        if not hasattr(request, "_aiteam_member"):
-            user = request.user
-            request._aiteam_member = user.is_active and user.is_staff and (user.is_superuser or user.memberships.exists())
-        return request._aiteam_member
+        return is_member(request)
 
     def has_view_permission(self, request, obj=None):
         return self.has_module_permission(request)

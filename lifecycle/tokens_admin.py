@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from lifecycle.admin_links import as_related_text
 from lifecycle.models import ApiToken
 from lifecycle.services.tokens import default_expiry, token_issue, token_revoke
 
@@ -59,8 +60,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return rows if request.user.is_superuser else rows.filter(user=request.user)
 
     def get_fields(self, request, obj=None):
-        if obj is not None:
-            return ["name", "user", "shown_prefix", "status", "created_at", "expires_at", "last_used_at", "revoked_at"]
+        if obj is not None:  # read-only: the user links to their page only for who may open it
+            shown = ["name", "user", "shown_prefix", "status", "created_at", "expires_at", "last_used_at", "revoked_at"]
+            return as_related_text(request, self, shown, shown)
         return ["user", "name", "expires_at"] if request.user.is_superuser else ["name", "expires_at"]
 
     def get_readonly_fields(self, request, obj=None):
