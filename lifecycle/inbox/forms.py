@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.db.models import QuerySet
 
 from lifecycle.api.parsers import BoundedJSONFormField
@@ -86,6 +87,12 @@ class StoryForm(forms.Form):
     story_points = forms.TypedChoiceField(choices=[(n, n) for n in (1, 2, 3, 5, 8, 13)], coerce=int)
     # the story's version when the form was opened (story_edits.story_version); the page sends the one it rendered
     version = forms.CharField(max_length=64, widget=forms.HiddenInput)
+
+    def version_read(self) -> str | None:
+        """The version this posted form was opened on, kept when it is shown again for its own mistakes (a save
+        after correcting them is still compared with what the reviewer read); None once the story changed since:
+        the page then shows the story as it is now and that is what was read."""
+        return None if self.has_error(NON_FIELD_ERRORS, "stories_changed") else self.data.get("version", "")
 
     @classmethod
     def for_story(cls, story: UserStory) -> StoryForm:

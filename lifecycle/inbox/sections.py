@@ -65,8 +65,9 @@ def _story_entry(story: Any, editable: bool, editing: bool, posted: StoryForm | 
     form = None
     if editable and editing:
         form = posted.placed_at(story) if posted is not None else StoryForm.for_story(story)
+    read = posted.version_read() if posted is not None else None
     return {"story": story, "edits": list(story.edits.all()), "editable": editable, "form": form,
-            "version": story_version(story) if form is not None else ""}
+            "version": (read if read is not None else story_version(story)) if form is not None else ""}
 
 
 def spec_summary(task: ReviewTask, artifacts: dict[str, Artifact]) -> str:

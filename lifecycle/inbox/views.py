@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -206,7 +207,7 @@ def refusal_status(exc: Exception) -> int:
 def _with_error(form: Any, exc: Exception) -> Any:
     """The service's refusal on the posted form: on the field it names, else on the form as a whole."""
     field = getattr(exc, "field", None)
-    form.add_error(field if field in form.fields else None, str(exc))
+    form.add_error(field if field in form.fields else None, ValidationError(str(exc), code=getattr(exc, "code", None)))
     return form
 
 

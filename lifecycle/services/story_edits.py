@@ -24,7 +24,7 @@ from agents.schemas import StoryOut
 from lifecycle.actors import Actor
 from lifecycle.errors import DomainError, IllegalTransition, StoriesChanged, echoed
 from lifecycle.models import ReviewTask, StoryEdit, UserStory
-from lifecycle.services.assignment import ensure_may_review, lock_task_requirement
+from lifecycle.services.assignment import ensure_may_review, lock_task_requirement, replay_hold
 from lifecycle.services.outbox import emit
 from lifecycle.states import Decision, ReviewKind, StoryState
 
@@ -44,6 +44,8 @@ def story_edit(
         ensure_may_review(actor.user, task)
         if task.kind != ReviewKind.STORIES_APPROVAL or not task.is_pending:
             raise IllegalTransition("stories can be edited only while their approval task is pending")
+        if held := replay_hold(task):  # a replay's stories are its record of the source run: nobody edits them
+            raise IllegalTransition(held)
         story = UserStory.objects.select_for_update().filter(pk=story_id, requirement_id=task.requirement_id,
                                                              round=task.round).first()
         if story is None:

@@ -13,10 +13,11 @@ from agents.llm.base import LLMError, LLMRequest, ToolSpec
 from agents.llm.replay import ReplayProvider
 from lifecycle.actors import Actor
 from lifecycle.errors import IllegalTransition
-from lifecycle.models import LLMCall, Replay, Requirement, ReviewTask, StateTransition, Step
+from lifecycle.models import LLMCall, Replay, Requirement, ReviewTask, StateTransition, Step, StoryEdit
 from lifecycle.replay.compare import artifact_hashes, request_fingerprints, transition_sequence
 from lifecycle.replay.runs import replay_start
 from lifecycle.services.assignment import review_claim
+from lifecycle.services.story_edits import story_edit, story_version
 from tests.conftest import staff_client
 from tests.flows import decide, fresh, pending, submit
 
@@ -157,6 +158,11 @@ def test_a_replays_held_gate_page_says_it_is_held_and_offers_no_decision_and_a_d
         decide(held, rita, "approve")  # the API's and the assistant's way too
     with pytest.raises(IllegalTransition, match="a replay's"):
         review_claim(task_id=held.pk, actor=Actor.human(rita, "api"))
+    story = held.requirement.stories.get(position=1)
+    with pytest.raises(IllegalTransition, match="a replay's"):  # its stories are the record too
+        story_edit(task_id=held.pk, story_id=story.pk, actor=Actor.human(rita, "admin"),
+                   changes={"title": "Changed by a person"}, version=story_version(story))
+    assert not StoryEdit.objects.exists() and held.requirement.stories.get(position=1).title == story.title
     assert ReviewTask.objects.get(pk=held.pk).is_pending
     assert not StateTransition.objects.filter(subject="review_task", subject_id=str(held.pk),
                                               event__in=["resolve", "claim"]).exists()

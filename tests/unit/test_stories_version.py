@@ -179,6 +179,24 @@ def test_a_second_edit_of_the_same_story_does_not_silently_undo_the_first(acme_p
     assert (story.title, story.i_want) == ("Story 2, rewritten by Rosa", "feature 2, by Rita")
 
 
+def test_an_edit_shown_again_for_its_own_mistake_keeps_the_version_it_was_opened_on(acme_project, rita, rosa):
+    """A form refused for a bad value comes back with Rita's text and the version she read, not today's: her save
+    after correcting it is still compared with what she read, and Rosa's edit is not silently undone."""
+    task = open_review(acme_project)
+    story = task.requirement.stories.get(position=2)
+    client = staff_client(rita)
+    opened = shown_version(client.get(f"{INBOX}{task.pk}/change/?edit={story.pk}").content.decode(), "version")
+    rosa_edits(task, rosa)
+
+    mistaken = client.post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**STORY_2, "title": "Rita's title",
+                                                                      "priority": "nonsense", "version": opened})
+    assert mistaken.status_code == 400 and shown_version(mistaken.content.decode(), "version") == opened
+    corrected = client.post(f"{INBOX}{task.pk}/stories/{story.pk}/", {**STORY_2, "title": "Rita's title",
+                                                                       "version": opened})
+    assert corrected.status_code == 409 and "story 2 changed since you opened it" in corrected.content.decode()
+    assert task.requirement.stories.get(position=2).title == "Story 2, rewritten by Rosa"
+
+
 def test_an_edit_of_another_story_is_not_held_up_by_an_edit_of_this_one(acme_project, rita, rosa):
     task = open_review(acme_project)
     story = task.requirement.stories.get(position=1)
