@@ -40,9 +40,13 @@ def visible_runs(scope: Scope) -> QuerySet:
 
 
 def hidden_runs(scope: Scope) -> int:
-    """How many stored runs this staff member may not see (the operators' runs, to anyone outside the evaluation
-    organization): the page's empty message says why it is empty, not that no run exists."""
-    return 0 if scope.organization_ids is None else EvalRun.objects.count() - visible_runs(scope).count()
+    """How many of the operators' runs this staff member may not see (outside the evaluation organization): the
+    page's empty message says why it is empty, not that no run exists. Other organizations' runs are not counted:
+    their number is theirs."""
+    if scope.organization_ids is None:
+        return 0
+    operators = EvalRun.objects.filter(organization=None)
+    return operators.count() - visible_runs(scope).filter(organization=None).count()
 
 
 def suites(scope: Scope, compare: int | None = None) -> list[Suite]:
