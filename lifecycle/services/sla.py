@@ -98,8 +98,8 @@ def task_policy(task: ReviewTask) -> ReviewPolicy:
 def _next_action(task: ReviewTask, policy: ReviewPolicy, now: datetime) -> str:
     if task.decide_by is not None and now >= task.decide_by:
         return "auto_decide" if task.policy_decides else "escalate"
-    if task.escalation_count == 0:
-        return policy.action
+    if task.escalation_count == 0:  # a policy never decides what it may not, whatever its deadline says (ADR 44)
+        return "escalate" if policy.action == "auto_decide" and not task.policy_decides else policy.action
     return "remind"
 
 

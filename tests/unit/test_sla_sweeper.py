@@ -276,6 +276,17 @@ def test_an_auto_decide_policy_escalates_a_deployment_at_the_sla_instead(acme_pr
     assert (task.state, task.decision, task.decided_by_policy) == ("escalated", "", "")
 
 
+def test_a_deployment_whose_stated_policy_gave_way_to_an_auto_decide_one_is_escalated_not_decided(acme_project, rita):
+    """A task's stated policy that no longer validates gives way to the project's current one (task_policy): when
+    that one says auto_decide, the sweep at the SLA still escalates a deployment, whatever its limit was."""
+    task = open_review(acme_project, kind="deployment_approval")  # opened under the default remind policy
+    ReviewTask.objects.filter(pk=task.pk).update(policy={"sla_hours": -1})  # stored before today's bounds
+    with_policy(acme_project, "deployment_approval", action="auto_decide", sla_hours=1)
+    assert review_sweep(now=task.sla_deadline + timedelta(seconds=1)) == {"escalate": 1}
+    task.refresh_from_db()
+    assert (task.state, task.decision, task.decided_by_policy) == ("escalated", "", "")
+
+
 def test_the_review_page_says_a_deployment_waits_for_a_person_at_its_limit(acme_project, rita):
     from tests.conftest import staff_client
 
