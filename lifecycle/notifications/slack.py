@@ -59,6 +59,8 @@ from lifecycle.notifications.errors import ChannelError, ChannelRefused
 from lifecycle.notifications.messages import quoted, untrusted_line, untrusted_text
 from lifecycle.services import dispatch
 from lifecycle.services.slack import thread_key
+from lifecycle.services.story_edits import stories_version
+from lifecycle.states import ReviewKind
 
 log = logging.getLogger(__name__)
 CHANNEL = "slack"
@@ -314,8 +316,11 @@ def review_rows(conversation: Conversation) -> list[Row]:
             task.decided_by or task.decided_by_policy, task.decided_via, task.decided_at)
         return [decided or f"No longer waits for a decision: {task.state}"]
     named = untrusted_line(str(task))
+    # a stories approval's buttons carry the version of the stories as they are when posted: a press after an edit
+    # is refused (ADR 45), so a button never approves text changed since it was offered
+    version = f":{stories_version(task)}" if task.kind == ReviewKind.STORIES_APPROVAL else ""
     row = [Button(f"{decision.capitalize()}: {named}"[:LABEL_MAX_CHARS] if decision == "approve"
-                  else decision.capitalize(), f"review:{decision}:{task.pk}", style)
+                  else decision.capitalize(), f"review:{decision}:{task.pk}{version}", style)
            for decision, style in REVIEW_BUTTONS.items() if decision in task.options]
     return [row] if row else []
 

@@ -98,12 +98,13 @@ def slack_message_take(*, workspace: SlackWorkspace, event: dict[str, Any], even
 
 
 def slack_action_take(*, workspace: SlackWorkspace, slack_user_id: str, value: str) -> str:
-    """A button press ("approval:approve:<id>", "approval:reject:<id>", "review:<decision>:<task id>"), done as
-    the mapped user; NotPermitted for an unmapped one, the services' own errors otherwise."""
+    """A button press ("approval:approve:<id>", "approval:reject:<id>", "review:<decision>:<task id>", with
+    ":<stories version>" on a stories approval's), done as the mapped user; NotPermitted for an unmapped one, the
+    services' own errors otherwise (StoriesChanged: the stories were edited after the button was posted)."""
     user = slack_user(workspace, slack_user_id)
     if user is None:
         raise NotPermitted(f"Slack user {echoed(slack_user_id)} is not mapped to a member of the organization")
-    kind, decision, target = (value.split(":", 2) + ["", ""])[:3]
+    kind, decision, target, version = (value.split(":", 3) + ["", "", ""])[:4]
     actor = Actor.human(user, VIA)
     if kind == "approval" and decision in ("approve", "reject"):
         if not ActionApproval.objects.filter(pk=_uuid(target), organization_id=workspace.organization_id).exists():
@@ -115,7 +116,7 @@ def slack_action_take(*, workspace: SlackWorkspace, slack_user_id: str, value: s
         if not ReviewTask.objects.filter(pk=_uuid(target), organization_id=workspace.organization_id).exists():
             raise ReviewTask.DoesNotExist(f"no review task {echoed(target)} in this organization")
         task = review_decide(task_id=target, actor=actor, decision=decision,
-                             reason=f"decided in Slack by {user.username}")
+                             reason=f"decided in Slack by {user.username}", stories_version=version or None)
         return f"review task decided: {task.decision}"
     raise DomainError(f"not a button of aiteam's: {value[:80]!r}", "value")
 

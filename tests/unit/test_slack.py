@@ -11,6 +11,7 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
+from lifecycle.actors import Actor
 from lifecycle.handlers import speak_first
 from lifecycle.models import (
     ActionApproval,
@@ -27,6 +28,7 @@ from lifecycle.models import (
 from lifecycle.notifications.sending import notification_send
 from lifecycle.services import sla
 from lifecycle.services.outbox import emit, relay
+from lifecycle.services.story_edits import stories_version, story_edit, story_version
 from tests.conversations import script_answer
 from tests.fakes.slack_server import FakeSlackServer, actions_body, event_body
 from tests.review_tasks import age, open_review
@@ -421,12 +423,29 @@ def test_an_overdue_review_task_is_posted_with_its_buttons_and_a_press_decides_i
 
     facts, analysis = slack.posted
     assert facts["text"].startswith("Review overdue: Reading list") and "thread_ts" not in facts
-    assert buttons_of(facts) == [f"review:approve:{task.pk}", f"review:reject:{task.pk}"]
+    version = stories_version(task)  # the stories as they were posted: a press approves those or nothing
+    assert buttons_of(facts) == [f"review:approve:{task.pk}:{version}", f"review:reject:{task.pk}:{version}"]
     assert analysis["thread_ts"] and not buttons_of(analysis)
 
     assert press(slack, buttons_of(facts)[0]).status_code == 200
     decided = ReviewTask.objects.get(pk=task.pk)
     assert (decided.decision, decided.decided_by, decided.decided_via) == ("approve", rita, "slack")
+
+
+def test_a_stories_button_pressed_after_an_edit_decides_nothing(scripted, slack, workspace, acme_project, rita):
+    """The button was offered for the stories as they were then (ADR 45): edited since, a press is refused."""
+    announcing(acme_project)
+    task = age(open_review(acme_project, kind="stories_approval"), hours=30)
+    script_answer(scripted, specialists={"review_assistant": []}, answer="Two stories wait for you.")
+    sla.review_sweep(now=timezone.now())
+    approve = buttons_of(slack.posted[0])[0]
+    story = task.requirement.stories.get(position=1)
+    story_edit(task_id=task.pk, story_id=story.pk, actor=Actor.human(rita, "admin"),
+               changes={"title": "Rewritten after the post"}, version=story_version(story))
+
+    response = press(slack, approve)
+    assert response.status_code == 409 and "the stories changed since they were shown to you" in response.json()["detail"]
+    assert ReviewTask.objects.get(pk=task.pk).is_pending
 
 
 def test_an_escalation_offers_only_the_options_it_has(scripted, slack, workspace, acme_project):
