@@ -29,8 +29,8 @@ def review_decide(
     """Decide a review task once; the flow resumes where the task says. Concurrent deciders get 409.
     `stories_version`: the version of the stories the decider was shown (story_edits.stories_version); stories
     edited since are a 409 (StoriesChanged) and nothing is decided. `version_required`: the decider reads where the
-    version is shown (the review page, the API), so approving stories needs it; not a policy, a replay, a Slack
-    button, which were shown no stories."""
+    version is shown (the review page, the API), so approving stories needs it; not a policy, a replay or a bulk
+    approval, which show no stories (a Slack button sends the version it was posted with, when it has one)."""
     with transaction.atomic():
         lock_task_requirement(task_id)  # the requirement first, then the task: the order of every writer
         task = ReviewTask.objects.select_for_update(of=("self",)).select_related("organization", "requirement").get(
