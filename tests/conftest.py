@@ -6,6 +6,7 @@ submitter role only (may not decide); oscar reviews for another organization (gl
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 
 import pytest
@@ -14,6 +15,7 @@ from rest_framework.test import APIClient
 
 from lifecycle.models import ApiToken
 from lifecycle.services.tokens import token_issue
+from tests import query_shapes
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory
 
 _real_connect = socket.socket.connect
@@ -29,17 +31,44 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     """With --database-tests-only, tests that never touch the database (the sandbox, edits, the repository index,
     environments, host clients) are deselected: running them again against PostgreSQL tests nothing new. So are
-    the cases marked sqlite_only: more cases of a parametrized end-to-end run whose queries an earlier case
-    already ran there (their time is the sandbox's and git's, the same on either database)."""
+    those listed in tests/sqlite_only.txt: each statement they send, a test that stays sends too
+    (tests/query_shapes.py), while recording shapes for that list, none is left out."""
     if not config.getoption("--database-tests-only"):
         return
+    sqlite_only = set() if os.environ.get(query_shapes.ENV) else query_shapes.read_list()
     kept, dropped = [], []
     for item in items:
         uses_db = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        (kept if uses_db and not item.get_closest_marker("sqlite_only") else dropped).append(item)
+        (kept if uses_db and item.nodeid not in sqlite_only else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+_recorder = query_shapes.Recorder(os.environ[query_shapes.ENV]) if os.environ.get(query_shapes.ENV) else None
+
+
+@pytest.fixture(autouse=True)
+def _query_shapes(request):
+    """Records the statements each test sends, for tests/query_shapes.py; off unless AITEAM_QUERY_SHAPES is set."""
+    if _recorder is None:
+        yield
+        return
+    from django.db import connection
+
+    counts = query_shapes.counts_queries(request.fixturenames, getattr(request.node, "function", None))
+    with connection.execute_wrapper(_recorder.wrapper(request.node.nodeid, counts=counts)):
+        yield
+
+
+def pytest_runtest_logreport(report):
+    if _recorder is not None:
+        _recorder.timed(report)
+
+
+def pytest_sessionfinish(session):
+    if _recorder is not None:
+        _recorder.write(os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
 
 def _loopback_only(self, address):

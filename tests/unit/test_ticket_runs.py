@@ -92,11 +92,7 @@ def hidden_tests_on(entry: Entry, remote: str, branch: str, where: Path, wheels:
                           capture_output=True, text=True)
 
 
-# on PostgreSQL (make test-unit-pg) the sample's ticket only: the others run the same steps' queries again
-KEYS = [pytest.param(key, marks=[] if key == SAMPLE.key else [pytest.mark.sqlite_only]) for key in sorted(ENTRIES)]
-
-
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", sorted(ENTRIES))
 def test_each_ticket_ends_as_a_pull_request_whose_hidden_tests_pass(key, offline, github, tmp_path):
     entry = ENTRIES[key]
     out, req = run_ticket(entry, tmp_path / key, github=github)
