@@ -3,7 +3,7 @@
 `make test-unit-pg` runs the database tests again on PostgreSQL, to run every statement the ORM builds there as
 production does. A test whose every statement *shape* (its SQL with the values taken out) a test that stays in the
 lane also sends adds time, not statements: such a test is listed in `tests/sqlite_only.txt`, and the lane deselects
-it (it still runs on SQLite, in `make test-unit`). Only tests that take at least `--min-seconds` on PostgreSQL are
+it (it still runs on SQLite, in `make test-unit`). Only tests that take at least `--min-seconds` (0.5) there are
 candidates: the quick ones are mostly about one query each, and leaving them saves little. A test that sent nothing
 the recorder saw (its queries in another thread or process) is kept, and so is one that counts its queries (a
 count can differ between the engines where the shapes do not)
@@ -119,7 +119,7 @@ def read_list(path: Path = LIST) -> set[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="recorded", help="a folder an earlier recording wrote (skip the run)")
-    parser.add_argument("--min-seconds", type=float, default=1.0)
+    parser.add_argument("--min-seconds", type=float, default=0.5)
     parser.add_argument("--workers", default=os.environ.get("TEST_WORKERS", "4"))
     options = parser.parse_args(argv)
     folder = options.recorded or tempfile.mkdtemp(prefix="aiteam-query-shapes-")
