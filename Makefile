@@ -51,13 +51,12 @@ ticket-demo: venv
 ## test: unit and browser tests (SQLite, eager), integration tests (PostgreSQL, Redis, real workers), and the unit
 ## tests on PostgreSQL (every query the ORM builds, bound and prepared by the server as in production). The
 ## integration tests mostly wait on the workers they start, so they run beside the other two (which run one after
-## the other, niced: the integration tests' workers get the CPU when they need it, the unit tests take the rest):
-## their output goes to var/test-integration.log and is printed when they end; either half failing
+## the other): their output goes to var/test-integration.log and is printed when they end; either half failing
 ## fails the whole
 test: venv
 	@mkdir -p var; \
 	$(MAKE) --no-print-directory test-integration > var/test-integration.log 2>&1 & integration=$$!; \
-	nice -n 10 $(MAKE) --no-print-directory test-unit test-unit-pg; unit=$$?; \
+	$(MAKE) --no-print-directory test-unit test-unit-pg; unit=$$?; \
 	wait $$integration; status=$$?; \
 	echo "--- integration tests (var/test-integration.log):"; cat var/test-integration.log; \
 	test $$unit -eq 0 -a $$status -eq 0
